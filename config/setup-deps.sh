@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Installs, on Debian 12 as root, everything Strata's build, tests and
+# benchmarks need, from Debian's own archive only, and fetches the UCX source
+# package that matches the installed UCX (UCT's internal headers are not in
+# libucx-dev).  Idempotent: a second run changes nothing and is quick.
+#
+# Usage: config/setup-deps.sh [--quiet]
+#   STRATA_UCX_SRC_ROOT  where the UCX source goes (default /usr/src/strata);
+#                        configure looks in $STRATA_UCX_SRC_ROOT/ucx-VERSION.
+set -euo pipefail
+
+UCX_SRC_ROOT=${STRATA_UCX_SRC_ROOT:-/usr/src/strata}
+QUIET=no
+[ "${1:-}" = --quiet ] && QUIET=yes
+
+say() { echo "setup-deps: $*"; }
+die() { echo "setup-deps: $*" >&2; exit 1; }
+
+# Build: autotools, compiler, Open MPI and UCX development packages.
+# Tests: the MPI launcher, iproute2 (namespaces, veth, tc), util-linux (unshare),
+# procps.  Benchmarks: gnuplot, python3.  dpkg-dev unpacks the UCX source.
+PACKAGES=(
+    build-essential autoconf automake libtool pkg-config
+    openmpi-bin libopenmpi-dev
+    ucx-utils libucx-dev libucx0
+    rdma-core libibverbs-dev librdmacm-dev
+    hwloc libhwloc-dev
+    iproute2 util-linux procps kmod
+    gnuplot-nox python3
+    dpkg-dev xz-utils
+)
+
+check_platform() {
+    [ "$(id -u)" = 0 ] || die "must run as root (it installs Debian packages): sudo $0"
+    command -v apt-get >/dev/null || die "apt-get not found: this script is for Debian 12 (bookworm)"
+    . /etc/os-release
+    if [ "${ID:-}" != debian ] || [ "${VERSION_ID:-}" != 12 ]; then
+        say "warning: written for Debian 12, this is ${PRETTY_NAME:-unknown}; trying anyway"
+    fi
+}
+
+apt_quiet() {
+    if [ $QUIET = yes ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get -q "$@" >/tmp/strata-setup-apt.log 2>&1 \
+            || { tail -n 30 /tmp/strata-setup-apt.log >&2; die "apt-get $* failed (log: /tmp/strata-setup-apt.log)"; }
+    else
+        DEBIAN_FRONTEND=noninteractive apt-get -q "$@"
+    fi
+}
+
+APT_UPDATED=no
+apt_update_once() {
+    [ $APT_UPDATED = yes ] && return 0
+    say "apt-get update"
+    apt_quiet update
+    APT_UPDATED=yes
+}
+
+install_packages() {
+    local missing=() pkg
+    for pkg in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        say "all ${#PACKAGES[@]} packages already installed"
+        return 0
+    fi
+    apt_update_once
+    say "installing: ${missing[*]}"
+    apt_quiet install -y --no-install-recommends "${missing[@]}"
+}
+
+# A deb-src entry for the Debian archive that is already configured, so that
+# 'apt-get source' can reach the source package.  Nothing else is added.
+have_deb_src() {
+    grep -qsE '^[[:space:]]*deb-src[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list && return 0
+    grep -qsE '^Types:.*deb-src' /etc/apt/sources.list.d/*.sources && return 0
+    return 1
+}
+
+add_deb_src() {
+    have_deb_src && return 0
+    local file=/etc/apt/sources.list.d/strata-deb-src.sources
+    local uri suites components signed
+    . /etc/os-release
+    # The first configured 'deb' entry for this release's main archive.
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+        uri=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
+        suites=$(awk '/^Suites:/ {sub(/^Suites:[[:space:]]*/, ""); print; exit}' /etc/apt/sources.list.d/debian.sources)
+        components=$(awk '/^Components:/ {sub(/^Components:[[:space:]]*/, ""); print; exit}' /etc/apt/sources.list.d/debian.sources)
+        signed=$(awk '/^Signed-By:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
+    elif [ -f /etc/apt/sources.list ]; then
+        read -r uri suites components < <(awk -v rel="${VERSION_CODENAME:-bookworm}" \
+            '$1 == "deb" && $3 == rel { c = $4; for (i = 5; i <= NF; i++) c = c " " $i; print $2, $3, c; exit }' \
+            /etc/apt/sources.list)
+    fi
+    [ -n "${uri:-}" ] || die "no Debian archive entry found in /etc/apt to add a deb-src entry for; add one for the 'ucx' source package by hand"
+    say "adding deb-src entry for $uri ($suites) in $file"
+    {
+        echo "# Added by Strata's config/setup-deps.sh: source packages from the configured Debian archive"
+        echo "Types: deb-src"
+        echo "URIs: $uri"
+        echo "Suites: $suites"
+        echo "Components: ${components:-main}"
+        [ -n "${signed:-}" ] && echo "Signed-By: $signed"
+    } >"$file"
+    APT_UPDATED=no
+}
+
+# The UCX source of exactly the installed version, with Debian's patches, in
+# $UCX_SRC_ROOT/ucx-<upstream version>.
+fetch_ucx_source() {
+    local debver upstream dest
+    debver=$(dpkg-query -W -f='${Version}' libucx0)
+    upstream=${debver%-*}
+    upstream=${upstream#*:}
+    dest="$UCX_SRC_ROOT/ucx-$upstream"
+    if [ -f "$dest/src/uct/base/uct_md.h" ] && [ "$(cat "$dest/.strata-debian-version" 2>/dev/null)" = "$debver" ]; then
+        say "UCX $debver source already in $dest"
+        return 0
+    fi
+    add_deb_src
+    apt_update_once
+    say "fetching the ucx $debver source package into $dest"
+    local tmp; tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' RETURN
+    (cd "$tmp" && chown _apt "$tmp" 2>/dev/null; apt_quiet source "ucx=$debver") \
+        || die "could not fetch the ucx=$debver source package (is a deb-src entry for the Debian archive reachable?)"
+    local unpacked; unpacked=$(find "$tmp" -maxdepth 1 -mindepth 1 -type d -name 'ucx-*' | head -n 1)
+    [ -n "$unpacked" ] && [ -f "$unpacked/src/uct/base/uct_md.h" ] || die "the ucx source package did not unpack as expected in $tmp"
+    mkdir -p "$UCX_SRC_ROOT"
+    rm -rf "$dest"
+    mv "$unpacked" "$dest"
+    echo "$debver" >"$dest/.strata-debian-version"
+    say "UCX source in $dest"
+}
+
+check_platform
+install_packages
+fetch_ucx_source
+say "done: Open MPI $(dpkg-query -W -f='${Version}' libopenmpi-dev), UCX $(dpkg-query -W -f='${Version}' libucx0)"

@@ -1,0 +1,32 @@
+/*
+ * hook/strata: makes a UCX without plugin discovery (UCX < 1.22, e.g. Debian's
+ * 1.13.1) load Strata's UCT module.  Open MPI calls a dynamic hook component
+ * early in MPI_Init (right after OPAL is up), before pml/ucx calls ucp_init:
+ * the last moment a UCT component can still join UCX's component list.
+ */
+#ifndef MCA_HOOK_STRATA_H
+#define MCA_HOOK_STRATA_H
+
+#include "ompi_config.h"
+
+#include "ompi/mca/hook/hook.h"
+#include "opal/util/output.h"
+
+BEGIN_C_DECLS
+
+typedef struct mca_hook_strata_component_t {
+    ompi_hook_base_component_1_0_0_t super;
+    /* MCA parameters (hook_strata_*) */
+    bool load_uct;
+    char *uct_module;
+    int verbose;
+    int output;
+    /* dlopen handle of libuct_strata.so, kept open for the life of the process */
+    void *uct_handle;
+} mca_hook_strata_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_hook_strata_component_t mca_hook_strata_component;
+
+END_C_DECLS
+
+#endif /* MCA_HOOK_STRATA_H */

@@ -1,0 +1,119 @@
+/*
+ * hook/strata component: parameters, and loading libuct_strata.so early in
+ * MPI_Init when asked to.
+ */
+#include "hook_strata.h"
+
+#include <dlfcn.h>
+
+#include "ompi/constants.h"
+#include "opal/mca/base/mca_base_var.h"
+
+
+static int mca_hook_strata_component_register(void);
+static int mca_hook_strata_component_open(void);
+static int mca_hook_strata_component_close(void);
+static void mca_hook_strata_mpi_init_top_post_opal(int argc, char **argv, int requested,
+                                                  int *provided);
+
+mca_hook_strata_component_t mca_hook_strata_component = {
+    .super = {
+        .hookm_version = {
+            OMPI_HOOK_BASE_VERSION_1_0_0,
+            .mca_component_name = "strata",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = mca_hook_strata_component_open,
+            .mca_close_component = mca_hook_strata_component_close,
+            .mca_register_component_params = mca_hook_strata_component_register,
+        },
+        .hookm_data = {
+            MCA_BASE_METADATA_PARAM_CHECKPOINT
+        },
+        /* Not hookm_mpi_init_top: that runs before the hook framework is
+         * opened and reaches only components linked into libmpi.  The
+         * post-opal hook is the first one a dynamic component receives, and
+         * it still precedes pml selection (and so ucp_init). */
+        .hookm_mpi_init_top_post_opal = mca_hook_strata_mpi_init_top_post_opal,
+    },
+    .load_uct = false,
+    .uct_module = NULL,
+    .verbose = 0,
+    .output = -1,
+    .uct_handle = NULL,
+};
+
+/* Where `make install` put the UCT module; configure substitutes it. */
+static char *mca_hook_strata_default_uct_module = STRATA_UCT_MODULE_PATH;
+
+static int mca_hook_strata_component_register(void)
+{
+    mca_base_component_t *c = &mca_hook_strata_component.super.hookm_version;
+
+    mca_hook_strata_component.load_uct = false;
+    (void)mca_base_component_var_register(
+        c, "load_uct",
+        "Load Strata's UCX transport module (libuct_strata.so) early in MPI_Init, "
+        "before pml/ucx initializes UCX. Needed for UCX versions without plugin "
+        "discovery (before 1.22)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_hook_strata_component.load_uct);
+
+    mca_hook_strata_component.uct_module = mca_hook_strata_default_uct_module;
+    (void)mca_base_component_var_register(
+        c, "uct_module",
+        "Path of libuct_strata.so to load when hook_strata_load_uct is set "
+        "(default: where make install put it)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_hook_strata_component.uct_module);
+
+    mca_hook_strata_component.verbose = 0;
+    (void)mca_base_component_var_register(
+        c, "verbose", "Verbosity of hook/strata (0 silent, 10 says what was loaded)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_hook_strata_component.verbose);
+    return OMPI_SUCCESS;
+}
+
+static int mca_hook_strata_component_open(void)
+{
+    mca_hook_strata_component.output = opal_output_open(NULL);
+    opal_output_set_verbosity(mca_hook_strata_component.output,
+                              mca_hook_strata_component.verbose);
+    return OMPI_SUCCESS;
+}
+
+static int mca_hook_strata_component_close(void)
+{
+    /* The UCT module stays loaded: UCX holds pointers into it until the
+     * process exits, after MPI_Finalize. */
+    if (mca_hook_strata_component.output >= 0) {
+        opal_output_close(mca_hook_strata_component.output);
+        mca_hook_strata_component.output = -1;
+    }
+    return OMPI_SUCCESS;
+}
+
+static void mca_hook_strata_mpi_init_top_post_opal(int argc, char **argv, int requested,
+                                                  int *provided)
+{
+    const char *path = mca_hook_strata_component.uct_module;
+
+    if (!mca_hook_strata_component.load_uct || NULL != mca_hook_strata_component.uct_handle) {
+        return;
+    }
+    if (NULL == path || '\0' == path[0]) {
+        opal_output(0, "hook:strata: hook_strata_load_uct is set but hook_strata_uct_module "
+                       "is empty; Strata's UCX transports are not loaded");
+        return;
+    }
+    /* RTLD_GLOBAL: the module's constructor registers the component with the
+     * libuct already in the process, and UCX later resolves its symbols. */
+    mca_hook_strata_component.uct_handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (NULL == mca_hook_strata_component.uct_handle) {
+        opal_output(0, "hook:strata: cannot load %s (%s); Strata's UCX transports are not "
+                       "available in this job (set hook_strata_uct_module to the installed "
+                       "libuct_strata.so)", path, dlerror());
+        return;
+    }
+    opal_output_verbose(10, mca_hook_strata_component.output, "hook:strata: loaded %s", path);
+}

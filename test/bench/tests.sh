@@ -1,0 +1,38 @@
+# Benchmark layer: CI only checks that the benchmark and its driver run and
+# produce their table and plot; figures come from on-demand runs (README).
+
+B="$STRATA_SRCDIR/test/bench/allreduce_bench.py"
+
+# bench_outputs_complete DIR CONFIGS SIZES: every configuration has every size
+bench_outputs_complete() {
+    local dir=$1 configs=$2 sizes=$3 c
+    cat "$dir/results.md"
+    [ -s "$dir/plot.png" ] || { echo "no plot.png"; return 1; }
+    file "$dir/plot.png" 2>/dev/null | grep -q PNG || head -c 8 "$dir/plot.png" | grep -q PNG || { echo "plot.png is not a PNG"; return 1; }
+    for c in ${configs//,/ }; do
+        local n; n=$(grep -c "^$c," "$dir/results.csv")
+        [ "$n" -eq "$sizes" ] || { echo "$c: $n sizes in results.csv, expected $sizes"; return 1; }
+    done
+}
+
+bench_one_node() {
+    python3 "$B" --builddir "$STRATA_BUILDDIR" --configs tuned,han,strata --np 4 \
+        --min 8 --max 64K --iters 5 --warmup 1 --rounds 2 --out "$STRATA_TEST_TMP/out" &&
+        bench_outputs_complete "$STRATA_TEST_TMP/out" tuned,han,strata 14
+}
+
+bench_cluster() {
+    python3 "$B" --builddir "$STRATA_BUILDDIR" --configs tuned,han --nodes 2 --ppn 2 --rate 1gbit \
+        --min 1K --max 256K --iters 5 --warmup 1 --rounds 1 --out "$STRATA_TEST_TMP/out" &&
+        bench_outputs_complete "$STRATA_TEST_TMP/out" tuned,han 9 &&
+        "$STRATA_CLUSTER_SH" status
+}
+
+if [ "$STRATA_HAVE_OMPI" = yes ]; then
+    strata_test bench_one_node 300 bench_one_node
+    if strata_is_root; then
+        strata_test bench_cluster 300 bench_cluster
+    else
+        strata_skip bench_cluster "network namespaces need root"
+    fi
+fi

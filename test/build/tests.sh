@@ -1,0 +1,104 @@
+# Build layer: configure's messages for bad set-ups, and where `make install`
+# puts the plugins.  Each configure runs in a scratch directory of its own.
+
+# configure_in DIR ARGS...: run the source tree's configure in DIR
+# (scratch files go to $STRATA_TEST_TMP, which the runner clears)
+configure_in() {
+    local dir=$1; shift
+    mkdir -p "$dir" && cd "$dir" && "$STRATA_SRCDIR/configure" "$@"
+}
+
+# expect_configure_error PATTERN ARGS...: configure must fail and say PATTERN
+expect_configure_error() {
+    local pattern=$1; shift
+    local dir="$STRATA_TEST_TMP/configure"
+    mkdir -p "$dir"
+    if configure_in "$dir/build" "$@" >"$dir/out" 2>&1; then
+        echo "configure $* succeeded; expected it to fail saying '$pattern'"
+        return 1
+    fi
+    grep -A4 'configure: error' "$dir/out"
+    grep -qF -- "$pattern" "$dir/out" || { echo "the error does not say '$pattern'"; return 1; }
+}
+
+build_no_ompi_dev_headers() {
+    # An Open MPI whose wrapper works but whose headers are not installed.
+    local fake="$STRATA_TEST_TMP/fake"
+    mkdir -p "$fake/bin" "$fake/include" "$fake/lib"
+    printf '#!/bin/sh\ncase "$1" in --showme:compile) echo "-I%s/include" ;; --showme:libdirs) echo "%s/lib" ;; *) exec gcc "$@" ;; esac\n' "$fake" "$fake" >"$fake/bin/mpicc"
+    printf '#!/bin/sh\necho "path:pkglibdir:%s/lib/openmpi"\n' "$fake" >"$fake/bin/ompi_info"
+    chmod +x "$fake/bin/mpicc" "$fake/bin/ompi_info"
+    expect_configure_error "install Debian's libopenmpi-dev" --with-ompi="$fake"
+}
+
+build_no_ompi() {
+    expect_configure_error "install the packages openmpi-bin and libopenmpi-dev" --with-ompi=/nonexistent
+}
+
+build_ucx_src_wrong_version() {
+    local fake="$STRATA_TEST_TMP/fake"
+    mkdir -p "$fake/src/uct/base"
+    touch "$fake/src/uct/base/uct_md.h"
+    sed 's/^define(\[ucx_ver_minor\], *[0-9]*)/define([ucx_ver_minor], 99)/' \
+        "$STRATA_UCX_SRC/configure.ac" >"$fake/configure.ac"
+    expect_configure_error "is version 1.99." --with-ucx-src="$fake" --without-ompi
+}
+
+build_ucx_src_missing() {
+    expect_configure_error "config/setup-deps.sh" --with-ucx-src=/nonexistent --without-ompi
+}
+
+build_cuda_explicit_missing() {
+    expect_configure_error "no cuda.h in /nonexistent/include" --with-cuda=/nonexistent --without-ompi
+}
+
+build_no_cuda_builds_without_gpu_parts() {
+    local dir="$STRATA_TEST_TMP"
+    CUDA_HOME=/nonexistent configure_in "$dir/build" --without-ompi >"$dir/out" 2>&1 \
+        || { tail -20 "$dir/out"; echo "configure without CUDA failed"; return 1; }
+    sed -n '/configuration summary/,$p' "$dir/out"
+    grep -q "CUDA *: no (no cuda.h in /nonexistent/include) - building without GPU parts" "$dir/out"
+}
+
+# A non-root user's install: a prefix, with the component directories under
+# it, found through the settings README documents.
+build_prefix_install() {
+    local dir="$STRATA_TEST_TMP"
+    local p="$dir/prefix"
+    configure_in "$dir/build" --prefix="$p" --with-ompi-component-dir="$p/lib/openmpi" \
+        --with-ucx-module-dir="$p/lib/ucx" >"$dir/configure.out" 2>&1 \
+        || { tail -20 "$dir/configure.out"; return 1; }
+    make -C "$dir/build" -j2 >"$dir/make.out" 2>&1 && make -C "$dir/build" install >>"$dir/make.out" 2>&1 \
+        || { tail -20 "$dir/make.out"; return 1; }
+    ls -l "$p/lib/openmpi" "$p/lib/ucx"
+    for f in "$p/lib/openmpi/mca_coll_strata.so" "$p/lib/openmpi/mca_hook_strata.so" "$p/lib/ucx/libuct_strata.so"; do
+        [ -f "$f" ] || { echo "missing after install: $f"; return 1; }
+    done
+    if ls "$p"/lib/openmpi/*.la "$p"/lib/ucx/*.la 2>/dev/null; then echo "libtool archives installed"; return 1; fi
+    OMPI_MCA_mca_base_component_path="$STRATA_OMPI_PKGLIBDIR:$p/lib/openmpi" \
+        ompi_info --param coll strata --level 9 | tee "$dir/ompi_info.out"
+    grep -q 'parameter "coll_strata_priority"' "$dir/ompi_info.out" || return 1
+    LD_PRELOAD="$p/lib/ucx/libuct_strata.so" "$STRATA_BUILDDIR/test/unit/uct_components" --expect strata
+}
+
+# The default install goes into Open MPI's and UCX's own directories.
+build_default_install_dirs() {
+    local dir="$STRATA_TEST_TMP"
+    make -C "$STRATA_BUILDDIR" install DESTDIR="$dir" >"$dir/make.out" 2>&1 || { tail -20 "$dir/make.out"; return 1; }
+    find "$dir" -type f | sed "s|^$dir||"
+    [ -f "$dir$STRATA_OMPI_PKGLIBDIR/mca_coll_strata.so" ] && [ -f "$dir$STRATA_OMPI_PKGLIBDIR/mca_hook_strata.so" ] \
+        && [ -n "$(find "$dir" -path '*/ucx/libuct_strata.so')" ]
+}
+
+if [ "$STRATA_HAVE_OMPI" = yes ] && [ "$STRATA_HAVE_UCX" = yes ]; then
+    strata_test build_no_ompi 120 build_no_ompi
+    strata_test build_no_ompi_dev_headers 120 build_no_ompi_dev_headers
+    strata_test build_ucx_src_wrong_version 120 build_ucx_src_wrong_version
+    strata_test build_ucx_src_missing 120 build_ucx_src_missing
+    strata_test build_cuda_explicit_missing 120 build_cuda_explicit_missing
+    strata_test build_no_cuda_builds_without_gpu_parts 120 build_no_cuda_builds_without_gpu_parts
+    strata_test build_prefix_install 300 build_prefix_install
+    strata_test build_default_install_dirs 120 build_default_install_dirs
+else
+    strata_skip build_configure_messages "this build has no Open MPI or no UCX part"
+fi

@@ -1,0 +1,109 @@
+# Cluster layer: the same MPI programs across namespace "nodes"
+# (test/cluster/cluster.sh), and the cluster machinery itself.
+
+T="$STRATA_BUILDDIR/test"
+C="$STRATA_CLUSTER_SH"
+
+# Nothing of any strata cluster may be left: namespaces, links, state.
+cluster_assert_clean() {
+    "$C" status || { echo "leftovers above"; return 1; }
+}
+
+# cluster_job NODES RATE FUNCTION ARGS...: FUNCTION runs inside 'cluster.sh run'
+# (where $STRATA_CLUSTER names the cluster), then the cluster must be gone.
+cluster_job() {
+    local nodes=$1 rate=$2; shift 2
+    local rc=0
+    "$C" run --nodes "$nodes" ${rate:+--rate "$rate"} -- bash -c \
+        ". '$STRATA_BUILDDIR/test/strata-test-env.sh'; . '$STRATA_SRCDIR/test/lib.sh'; . '$STRATA_SRCDIR/test/cluster/tests.sh' --functions-only; \"\$@\"" _ "$@" || rc=$?
+    cluster_assert_clean || return 1
+    return $rc
+}
+
+cluster_topology_2x2() {
+    strata_mpirun_cluster -np 4 --map-by ppr:2:node "$T/mpi/test_topology" --nodes 2 --ppn 2
+}
+
+# cluster_allreduce COLL PLACEMENT: PLACEMENT is 2x2, 3+1 or bynode
+cluster_allreduce() {
+    local coll=$1 placement=$2 map
+    case "$placement" in
+    2x2) map=(-np 4 --map-by ppr:2:node) ;;
+    3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
+    2+2+1) map=(-np 5 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:2,$STRATA_CLUSTER-n3:1") ;;
+    bynode) map=(-np 4 --map-by node) ;;
+    esac
+    strata_mpirun_cluster "${map[@]}" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_basic" --max-count 262144
+}
+
+# Bytes counted on the links: an allreduce of n bytes over 2 nodes (one rank
+# each) must move at least n bytes out of each node per call, and the
+# counters must see it.
+cluster_bytes_counted() {
+    local out="$STRATA_TEST_TMP/bench.out"
+    strata_mpirun_cluster -np 2 --map-by ppr:1:node "$T/bench/strata_allreduce_bench" \
+        --min 1M --max 1M --iters 10 --warmup 2 --netdev eth0 | tee "$out"
+    awk -F, '$1 == "RESULT" { if ($8 < 1048576 || $8 > 3 * 1048576) { print "tx per call", $8, "outside [1 MiB, 3 MiB]"; exit 1 } found = 1 }
+             END { exit found ? 0 : 1 }' "$out"
+}
+
+cluster_links_shaped() {
+    local ns="strata-$STRATA_CLUSTER-n1"
+    ip netns exec "$ns" tc qdisc show dev eth0 | tee /dev/stderr | grep -q "tbf .*rate 100Mbit"
+}
+
+cluster_cleanup_after_failure() {
+    if "$C" run --nodes 2 -- false; then echo "a failing command reported success"; return 1; fi
+    cluster_assert_clean
+}
+
+cluster_cleanup_after_sigint() {
+    "$C" run --nodes 2 -- sleep 300 &
+    local pid=$! i
+    for i in $(seq 1 100); do
+        ip netns list | grep -q "^strata-run$pid-n2" && break
+        sleep 0.1
+    done
+    ip netns list | grep "^strata-run$pid" || { echo "cluster did not come up"; kill $pid; return 1; }
+    kill -INT $pid
+    wait $pid
+    echo "cluster.sh exited with $? after SIGINT"
+    cluster_assert_clean
+}
+
+cluster_needs_root_message() {
+    local out="$STRATA_TEST_TMP/out"
+    if strata_is_root; then
+        chmod 755 "$STRATA_TEST_TMP"
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$C" up --name nonroot >"$out" 2>&1
+    else
+        "$C" up --name nonroot >"$out" 2>&1
+    fi
+    local rc=$?; cat "$out"
+    [ $rc -ne 0 ] && grep -q "needs root" "$out"
+}
+
+[ "${1:-}" = --functions-only ] && return 0
+
+if [ "$STRATA_HAVE_OMPI" != yes ]; then
+    strata_skip cluster "this build has no Open MPI part"
+elif ! strata_is_root; then
+    strata_test cluster_needs_root_message 60 cluster_needs_root_message
+    strata_skip cluster_jobs "network namespaces need root: run the test suite as root (sudo make check)"
+else
+    # Leftovers of a killed earlier run would collide with new clusters.
+    "$C" down --all
+    strata_test cluster_needs_root_message 60 cluster_needs_root_message
+    strata_test cluster_topology_2x2 180 cluster_job 2 "" cluster_topology_2x2
+    for coll in tuned han strata; do
+        strata_test "cluster_allreduce_${coll}_2x2" 300 cluster_job 2 "" cluster_allreduce "$coll" 2x2
+    done
+    strata_test cluster_allreduce_tuned_3+1 300 cluster_job 2 "" cluster_allreduce tuned 3+1
+    strata_test cluster_allreduce_strata_3+1 300 cluster_job 2 "" cluster_allreduce strata 3+1
+    strata_test cluster_allreduce_strata_2+2+1 300 cluster_job 3 "" cluster_allreduce strata 2+2+1
+    strata_test cluster_allreduce_strata_bynode 300 cluster_job 2 "" cluster_allreduce strata bynode
+    strata_test cluster_bytes_counted 180 cluster_job 2 "" cluster_bytes_counted
+    strata_test cluster_links_shaped 60 cluster_job 2 100mbit cluster_links_shaped
+    strata_test cluster_cleanup_after_failure 60 cluster_cleanup_after_failure
+    strata_test cluster_cleanup_after_sigint 60 cluster_cleanup_after_sigint
+fi

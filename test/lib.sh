@@ -1,0 +1,48 @@
+# Helpers shared by the test layers (sourced by run-tests.sh and by scripts
+# that run MPI jobs: the demo and the benchmark driver).
+
+# Open MPI finds the components of this build tree through this path; a user
+# running an uninstalled or prefix-installed Strata sets the same (README).
+STRATA_OMPI_COMPONENT_PATH="$STRATA_OMPI_PKGLIBDIR:$STRATA_BUILDDIR/components/ompi"
+STRATA_UCT_MODULE="$STRATA_BUILDDIR/components/ucx/libuct_strata.so"
+STRATA_CLUSTER_SH="$STRATA_SRCDIR/test/cluster/cluster.sh"
+
+# Root may run mpirun in tests (CI runs as root); Open MPI refuses otherwise.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# MCA settings every test job uses: this build's components, ob1 with shared
+# memory (and TCP between nodes; what Debian's Open MPI runs by default), yield when idle
+# because ranks oversubscribe 2 cores, and no CMA single-copy, which needs
+# ptrace rights containers often lack.
+strata_mca_common=(
+    --mca mca_base_component_path "$STRATA_OMPI_COMPONENT_PATH"
+    --mca pml ob1
+    --mca btl_vader_single_copy_mechanism none
+    --mca mpi_yield_when_idle 1
+)
+
+# Coll configurations, by name, as the tests and benchmarks compare them.
+strata_coll_mca() {
+    case "$1" in
+    tuned) echo "--mca coll_han_priority 0 --mca coll_strata_priority 0" ;;
+    han) echo "--mca coll_han_priority 100 --mca coll_strata_priority 0" ;;
+    strata) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90" ;;
+    *) echo "strata_coll_mca: unknown coll configuration '$1'" >&2; return 1 ;;
+    esac
+}
+
+# strata_mpirun_local NP ARGS...   mpirun on this node
+strata_mpirun_local() {
+    local np=$1; shift
+    mpirun -np "$np" --oversubscribe --bind-to none "${strata_mca_common[@]}" \
+        --mca btl self,vader "$@"
+}
+
+# strata_mpirun_cluster ARGS...   mpirun across the cluster named by
+# $STRATA_CLUSTER (inside 'cluster.sh run')
+strata_mpirun_cluster() {
+    "$STRATA_CLUSTER_SH" mpirun -- --bind-to none "${strata_mca_common[@]}" \
+        --mca btl self,vader,tcp "$@"
+}
+
+strata_is_root() { [ "$(id -u)" = 0 ]; }

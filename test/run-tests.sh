@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Strata's test runner: runs every layer's tests (test/<layer>/tests.sh), each
+# under a timeout so a hang fails instead of blocking, and ends with the line
+#   N passed, N failed[, N skipped]
+#
+# Usage: run-tests.sh --builddir DIR [-k PATTERN] [--list] [LAYER ...]
+#   LAYER: build unit mpi cluster bench (default: all, in that order)
+#   -k PATTERN   run only the tests whose name contains PATTERN
+#   --list       print the test names instead of running them
+# Logs: DIR/test/out/<test>.log; a failing test's log tail is printed.
+set -uo pipefail
+set -m
+
+STRATA_TEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+builddir="" pattern="" list=no layers=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --builddir) builddir=$2; shift 2 ;;
+    -k) pattern=$2; shift 2 ;;
+    --list) list=yes; shift ;;
+    -*) echo "run-tests.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) layers+=("$1"); shift ;;
+    esac
+done
+[ -n "$builddir" ] || { echo "run-tests.sh: --builddir DIR is required (make check passes it)" >&2; exit 2; }
+[ ${#layers[@]} -gt 0 ] || layers=(build unit mpi cluster bench)
+[ -f "$builddir/test/strata-test-env.sh" ] || { echo "run-tests.sh: $builddir is not a configured build directory" >&2; exit 2; }
+
+. "$builddir/test/strata-test-env.sh"
+. "$STRATA_TEST_DIR/lib.sh"
+
+STRATA_TEST_OUT="$builddir/test/out"
+mkdir -p "$STRATA_TEST_OUT"
+n_pass=0 n_fail=0 n_skip=0 failed_names=()
+
+# strata_test NAME TIMEOUT_S COMMAND...  runs COMMAND (a shell function or a
+# program) with its output in out/NAME.log; exit 0 passes.
+strata_test() {
+    local name=$1 limit=$2; shift 2
+    [ -n "$pattern" ] && [[ "$name" != *"$pattern"* ]] && return 0
+    if [ $list = yes ]; then echo "$name"; return 0; fi
+    local log="$STRATA_TEST_OUT/$name.log" start end rc
+    start=$(date +%s.%N)
+    # A test runs in its own process group (job control is on), so that the
+    # watchdog's signal reaches all of it: mpirun, its daemons, and a
+    # cluster.sh whose TERM trap still tears the cluster down.
+    local marker="$STRATA_TEST_OUT/.$name.timedout"
+    rm -f "$marker"
+    # Scratch space of the test: fresh for each run, kept when it fails.
+    local tmp="$STRATA_TEST_OUT/$name.d"
+    rm -rf "$tmp"; mkdir -p "$tmp"
+    ( export STRATA_TEST_NAME="$name" STRATA_TEST_LOG="$log" STRATA_TEST_TMP="$tmp"
+      cd "$tmp" && "$@" ) >"$log" 2>&1 </dev/null &
+    local pid=$!
+    ( sleep "$limit"; touch "$marker"; kill -TERM -- -"$pid" 2>/dev/null
+      sleep 20; kill -KILL -- -"$pid" 2>/dev/null ) >/dev/null 2>&1 &
+    local watchdog=$!
+    wait "$pid"; rc=$?
+    kill -- -"$watchdog" 2>/dev/null; kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null
+    [ -f "$marker" ] && { rc=124; rm -f "$marker"; }
+    end=$(date +%s.%N)
+    local secs; secs=$(printf '%.1f' "$(echo "$end - $start" | bc)")
+    if [ $rc -eq 0 ]; then
+        rm -rf "$tmp"
+        n_pass=$((n_pass + 1)); echo "PASS: $name (${secs} s)"
+    else
+        n_fail=$((n_fail + 1)); failed_names+=("$name")
+        if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+            echo "FAIL: $name (timed out after ${limit} s)"
+        else
+            echo "FAIL: $name (exit $rc, ${secs} s)"
+        fi
+        tail -n 25 "$log" | sed 's/^/    | /'
+    fi
+}
+
+# strata_skip NAME REASON
+strata_skip() {
+    [ -n "$pattern" ] && [[ "$1" != *"$pattern"* ]] && return 0
+    if [ $list = yes ]; then echo "$1 (skipped: $2)"; return 0; fi
+    n_skip=$((n_skip + 1)); echo "SKIP: $1 ($2)"
+}
+
+for layer in "${layers[@]}"; do
+    [ -f "$STRATA_TEST_DIR/$layer/tests.sh" ] || { echo "run-tests.sh: no layer '$layer'" >&2; exit 2; }
+    [ $list = yes ] || echo "== $layer"
+    . "$STRATA_TEST_DIR/$layer/tests.sh"
+done
+
+[ $list = yes ] && exit 0
+if [ ${#failed_names[@]} -gt 0 ]; then
+    echo "failed: ${failed_names[*]} (logs in $STRATA_TEST_OUT)"
+fi
+echo "$n_pass passed, $n_fail failed, $n_skip skipped"
+[ $n_fail -eq 0 ]

@@ -1,0 +1,33 @@
+# Unit layer: the plugins load into the installed Open MPI and UCX.
+
+unit_uct_module_registers() {
+    LD_PRELOAD="$STRATA_UCT_MODULE" "$STRATA_BUILDDIR/test/unit/uct_components" --expect strata
+}
+
+unit_uct_absent_without_module() {
+    "$STRATA_BUILDDIR/test/unit/uct_components" --expect-no strata
+}
+
+unit_ucx_info_with_module() {
+    LD_PRELOAD="$STRATA_UCT_MODULE" ucx_info -d >/dev/null && LD_PRELOAD="$STRATA_UCT_MODULE" ucx_info -c >/dev/null
+}
+
+unit_ompi_info_lists_coll() {
+    OMPI_MCA_mca_base_component_path="$STRATA_OMPI_COMPONENT_PATH" ompi_info --param coll strata --level 9 | tee /dev/stderr \
+        | grep -q 'parameter "coll_strata_priority"'
+}
+
+unit_ompi_info_lists_hook() {
+    OMPI_MCA_mca_base_component_path="$STRATA_OMPI_COMPONENT_PATH" ompi_info --param hook strata --level 9 | tee /dev/stderr \
+        | grep -q 'parameter "hook_strata_load_uct"'
+}
+
+if [ "$STRATA_HAVE_UCX" = yes ]; then
+    strata_test unit_uct_module_registers 60 unit_uct_module_registers
+    strata_test unit_uct_absent_without_module 60 unit_uct_absent_without_module
+    strata_test unit_ucx_info_with_module 60 unit_ucx_info_with_module
+fi
+if [ "$STRATA_HAVE_OMPI" = yes ]; then
+    strata_test unit_ompi_info_lists_coll 60 unit_ompi_info_lists_coll
+    strata_test unit_ompi_info_lists_hook 60 unit_ompi_info_lists_hook
+fi
