@@ -22,13 +22,18 @@ expect_configure_error() {
 }
 
 build_no_ompi_dev_headers() {
-    # An Open MPI whose wrapper works but whose headers are not installed.
-    local fake="$STRATA_TEST_TMP/fake"
+    # An Open MPI whose wrapper and mpi.h work but whose internal (MCA)
+    # headers are not installed, as with openmpi-bin without libopenmpi-dev
+    # on some distributions.
+    local fake="$STRATA_TEST_TMP/fake" incdir
     mkdir -p "$fake/bin" "$fake/include" "$fake/lib"
+    for incdir in $(mpicc --showme:incdirs); do
+        cp "$incdir"/mpi.h "$incdir"/mpi_portable_platform.h "$fake/include/" 2>/dev/null || true
+    done
     printf '#!/bin/sh\ncase "$1" in --showme:compile) echo "-I%s/include" ;; --showme:libdirs) echo "%s/lib" ;; *) exec gcc "$@" ;; esac\n' "$fake" "$fake" >"$fake/bin/mpicc"
     printf '#!/bin/sh\necho "path:pkglibdir:%s/lib/openmpi"\n' "$fake" >"$fake/bin/ompi_info"
     chmod +x "$fake/bin/mpicc" "$fake/bin/ompi_info"
-    expect_configure_error "install Debian's libopenmpi-dev" --with-ompi="$fake"
+    expect_configure_error "Open MPI's development headers are missing" --with-ompi="$fake"
 }
 
 build_no_ompi() {

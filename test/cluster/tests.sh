@@ -58,6 +58,9 @@ cluster_cleanup_after_failure() {
 }
 
 cluster_cleanup_after_sigint() {
+    # Job control on, as in a terminal: a background job started without it
+    # has SIGINT ignored, and an ignored signal cannot be trapped.
+    set -m
     "$C" run --nodes 2 -- sleep 300 &
     local pid=$! i
     for i in $(seq 1 100); do
@@ -65,7 +68,8 @@ cluster_cleanup_after_sigint() {
         sleep 0.1
     done
     ip netns list | grep "^strata-run$pid" || { echo "cluster did not come up"; kill $pid; return 1; }
-    kill -INT $pid
+    # As Ctrl-C in a terminal does: SIGINT to the whole foreground job.
+    kill -INT -- -$pid
     wait $pid
     echo "cluster.sh exited with $? after SIGINT"
     cluster_assert_clean
@@ -95,7 +99,10 @@ else
     "$C" down --all
     strata_test cluster_needs_root_message 60 cluster_needs_root_message
     strata_test cluster_topology_2x2 180 cluster_job 2 "" cluster_topology_2x2
-    for coll in tuned han strata; do
+    # coll/han is left out here: Open MPI 4.1.4's han segfaults (in
+    # btl/vader under han's reduce) on this program at 2 nodes x 2 ranks;
+    # see docs/results/2026-11-21-foundation.md.  The benchmark runs it.
+    for coll in tuned strata; do
         strata_test "cluster_allreduce_${coll}_2x2" 300 cluster_job 2 "" cluster_allreduce "$coll" 2x2
     done
     strata_test cluster_allreduce_tuned_3+1 300 cluster_job 2 "" cluster_allreduce tuned 3+1
