@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The demo: an MPI job on a 2-node namespace cluster (2 ranks per node).
 #   1. the job sees two hosts, two ranks each (MPI_COMM_TYPE_SHARED);
-#   2. MPI_Allreduce checked against a reference with Open MPI's flat
-#      algorithm (coll/tuned), its hierarchical one (coll/han) and with
-#      coll/strata switched on and verbose, so every call it takes is shown;
+#   2. MPI_Allreduce checked against a reference with Open MPI's default
+#      (coll/tuned) and with coll/strata switched on and verbose, so every
+#      call it takes is shown (coll/han is left to the benchmark: Open MPI
+#      4.1.4's han crashes on this check program across nodes, see
+#      docs/results/README.md);
 #   3. a short allreduce benchmark of tuned vs han vs strata with the bytes
 #      each node sent per call;
 #   4. Strata's UCX module loaded into the MPI job by hook/strata.
@@ -25,11 +27,9 @@ step() { printf '\n=== %s\n' "$*"; }
 step "1. Two nodes, two ranks each (cluster '$STRATA_CLUSTER', links shaped to 1 Gbit/s)"
 strata_mpirun_cluster -np 4 --map-by ppr:2:node "$T/mpi/test_topology" --nodes 2 --ppn 2
 
-for coll in tuned han; do
-    step "2. MPI_Allreduce checked against a reference: coll/$coll"
-    strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca $coll) \
-        "$T/mpi/test_allreduce_basic" --max-count 65536
-done
+step "2. MPI_Allreduce checked against a reference: coll/tuned"
+strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca tuned) \
+    "$T/mpi/test_allreduce_basic" --max-count 65536
 step "2. MPI_Allreduce checked against a reference: coll/strata (--mca coll_strata_priority 90, verbose)"
 echo "(this version's coll/strata has no algorithm of its own yet: it shows each call and hands it"
 echo " to the module below it; the hierarchical allreduce is the next step of the project)"
