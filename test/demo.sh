@@ -34,7 +34,9 @@ step "2. MPI_Allreduce checked against a reference: coll/strata (--mca coll_stra
 echo "(this version's coll/strata has no algorithm of its own yet: it shows each call and hands it"
 echo " to the module below it; the hierarchical allreduce is the next step of the project)"
 strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
-    "$T/mpi/test_allreduce_basic" --max-count 16 2>&1 | grep -m 6 -E "coll:strata|OK"
+    "$T/mpi/test_allreduce_basic" --max-count 16 >"$BUILDDIR/demo-strata-verbose.log" 2>&1
+grep -m 6 -E "coll:strata" "$BUILDDIR/demo-strata-verbose.log"
+echo "(all $(grep -c 'coll:strata: allreduce' "$BUILDDIR/demo-strata-verbose.log") lines: $BUILDDIR/demo-strata-verbose.log)"
 strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
     "$T/mpi/test_allreduce_basic" --max-count 65536
 
