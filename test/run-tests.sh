@@ -59,7 +59,7 @@ strata_test() {
     kill -- -"$watchdog" 2>/dev/null; kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null
     [ -f "$marker" ] && { rc=124; rm -f "$marker"; }
     end=$(date +%s.%N)
-    local secs; secs=$(printf '%.1f' "$(echo "$end - $start" | bc)")
+    local secs; secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
     if [ $rc -eq 0 ]; then
         rm -rf "$tmp"
         n_pass=$((n_pass + 1)); echo "PASS: $name (${secs} s)"
