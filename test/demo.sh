@@ -23,21 +23,23 @@ if [ -z "${STRATA_CLUSTER:-}" ]; then
 fi
 
 step() { printf '\n=== %s\n' "$*"; }
+# demo_job ARGS...: mpirun over both nodes, two ranks on each
+demo_job() { strata_mpirun_cluster -np 4 --map-by ppr:2:node "$@"; }
 
 step "1. Two nodes, two ranks each (cluster '$STRATA_CLUSTER', links shaped to 1 Gbit/s)"
-strata_mpirun_cluster -np 4 --map-by ppr:2:node "$T/mpi/test_topology" --nodes 2 --ppn 2
+demo_job "$T/mpi/test_topology" --nodes 2 --ppn 2
 
 step "2. MPI_Allreduce checked against a reference: coll/tuned"
-strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca tuned) \
+demo_job $(strata_coll_mca tuned) \
     "$T/mpi/test_allreduce_basic" --max-count 65536
 step "2. MPI_Allreduce checked against a reference: coll/strata (--mca coll_strata_priority 90, verbose)"
 echo "(this version's coll/strata has no algorithm of its own yet: it shows each call and hands it"
 echo " to the module below it; the hierarchical allreduce is the next step of the project)"
-strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+demo_job $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
     "$T/mpi/test_allreduce_basic" --max-count 16 >"$BUILDDIR/demo-strata-verbose.log" 2>&1
 grep -m 6 -E "coll:strata" "$BUILDDIR/demo-strata-verbose.log"
 echo "(all $(grep -c 'coll:strata: allreduce' "$BUILDDIR/demo-strata-verbose.log") lines: $BUILDDIR/demo-strata-verbose.log)"
-strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
+demo_job $(strata_coll_mca strata) \
     "$T/mpi/test_allreduce_basic" --max-count 65536
 
 step "3. Allreduce benchmark, tuned vs han vs strata, bytes per node per call"

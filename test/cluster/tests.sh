@@ -101,7 +101,7 @@ else
     strata_test cluster_topology_2x2 180 cluster_job 2 "" cluster_topology_2x2
     # coll/han is left out here: Open MPI 4.1.4's han segfaults (in
     # btl/vader under han's reduce) on this program at 2 nodes x 2 ranks;
-    # see docs/results/2026-11-21-foundation.md.  The benchmark runs it.
+    # see docs/results/README.md.  The benchmark runs it.
     for coll in tuned strata; do
         strata_test "cluster_allreduce_${coll}_2x2" 300 cluster_job 2 "" cluster_allreduce "$coll" 2x2
     done
