@@ -8,6 +8,7 @@
 
 #include "ompi/constants.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
 
 static int mca_coll_strata_component_register(void);
 static int mca_coll_strata_component_open(void);
@@ -36,6 +37,110 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     .output = -1,
 };
 
+static const mca_base_var_enum_value_t mca_coll_strata_alg_values[] = {
+    {MCA_COLL_STRATA_ALG_AUTO, "auto"},
+    {MCA_COLL_STRATA_ALG_FALLBACK, "fallback"},
+    {MCA_COLL_STRATA_ALG_LEADER, "leader"},
+    {MCA_COLL_STRATA_ALG_RAIL, "rail"},
+    {0, NULL},
+};
+
+static const mca_base_var_enum_value_t mca_coll_strata_inter_values[] = {
+    {MCA_COLL_STRATA_INTER_AUTO, "auto"},
+    {MCA_COLL_STRATA_INTER_COLL, "coll"},
+    {MCA_COLL_STRATA_INTER_RING, "ring"},
+    {0, NULL},
+};
+
+static void mca_coll_strata_register_enum(const char *name, const char *help,
+                                          const mca_base_var_enum_value_t *values, int *storage)
+{
+    mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
+    mca_base_var_enum_t *e = NULL;
+
+    (void)mca_base_var_enum_create(name, values, &e);
+    (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_INT, e, 0, 0,
+                                          OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL, storage);
+    if (NULL != e) {
+        OBJ_RELEASE(e);
+    }
+}
+
+static void mca_coll_strata_register_size(const char *name, const char *help, size_t *storage)
+{
+    mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
+
+    (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0,
+                                          OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL, storage);
+}
+
+/* Algorithm choice and thresholds: the inputs of coll_strata_decision.c. */
+static void mca_coll_strata_register_decision(void)
+{
+    mca_coll_strata_decision_params_t *d = &mca_coll_strata_component.decision;
+
+    d->algorithm = MCA_COLL_STRATA_ALG_AUTO;
+    mca_coll_strata_register_enum(
+        "allreduce_algorithm",
+        "MPI_Allreduce algorithm: auto (choose by size and topology), fallback (always the "
+        "component below strata), leader (reduce to one rank per node, leaders allreduce), "
+        "rail (every local rank reduces a slice inside the node and allreduces it across "
+        "nodes on its own rail)",
+        mca_coll_strata_alg_values, &d->algorithm);
+
+    d->inter_algorithm = MCA_COLL_STRATA_INTER_AUTO;
+    mca_coll_strata_register_enum(
+        "allreduce_inter_algorithm",
+        "Inter-node phase of the rail algorithm: auto (ring from allreduce_ring_min bytes per "
+        "rail, else coll), coll (the rail communicator's own allreduce, from the component "
+        "below strata), ring (strata's ring, overlapping the pipeline's chunks)",
+        mca_coll_strata_inter_values, &d->inter_algorithm);
+
+    d->leader_max = 4096;
+    mca_coll_strata_register_size(
+        "allreduce_leader_max",
+        "Messages up to this many bytes take the leader (latency) path when "
+        "allreduce_algorithm is auto",
+        &d->leader_max);
+
+    d->ring_min = 65536;
+    mca_coll_strata_register_size(
+        "allreduce_ring_min",
+        "Bytes per rail from which the inter-node phase uses strata's ring when "
+        "allreduce_inter_algorithm is auto",
+        &d->ring_min);
+}
+
+/* Pipeline and shared-memory sizing. */
+static void mca_coll_strata_register_shm(void)
+{
+    mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
+
+    mca_coll_strata_component.segment_size = 512 * 1024;
+    mca_coll_strata_register_size(
+        "segment_size",
+        "Bytes of one pipeline chunk: messages move through shared memory and across nodes "
+        "in chunks of this size (rounded up to 64, at least 4096)",
+        &mca_coll_strata_component.segment_size);
+
+    mca_coll_strata_component.shm_slots = 4;
+    (void)mca_base_component_var_register(
+        c, "shm_slots",
+        "Chunks in flight per communicator. Each node's segment holds shm_slots x "
+        "(ranks on the node + 1) x segment_size bytes",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL,
+        &mca_coll_strata_component.shm_slots);
+
+    mca_coll_strata_component.shm_dir = "/dev/shm";
+    (void)mca_base_component_var_register(
+        c, "shm_dir",
+        "Directory (a tmpfs) for the per-node shared-memory segments. Files are created "
+        "0600 and unlinked once every local rank has mapped them; if one cannot be made, "
+        "strata warns once and the communicator falls back to the component below it",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL,
+        &mca_coll_strata_component.shm_dir);
+}
+
 static int mca_coll_strata_component_register(void)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
@@ -58,6 +163,8 @@ static int mca_coll_strata_component_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.verbose);
 
+    mca_coll_strata_register_decision();
+    mca_coll_strata_register_shm();
     return OMPI_SUCCESS;
 }
 

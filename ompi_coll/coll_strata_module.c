@@ -11,16 +11,26 @@
  */
 #include "coll_strata.h"
 
+#include <string.h>
+
 #include "ompi/constants.h"
 
 static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
 {
     module->fallback.allreduce = NULL;
     module->fallback.allreduce_module = NULL;
+    module->setup = MCA_COLL_STRATA_SETUP_NONE;
+    memset(&module->topo, 0, sizeof(module->topo));
+    memset(&module->shm, 0, sizeof(module->shm));
+    module->chunk_serial = 0;
+    module->rings = NULL;
+    module->scratch = NULL;
+    module->scratch_slot_bytes = 0;
 }
 
 static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *module)
 {
+    mca_coll_strata_topo_release(module);
     if (NULL != module->fallback.allreduce_module) {
         OBJ_RELEASE(module->fallback.allreduce_module);
     }

@@ -1,0 +1,97 @@
+/*
+ * coll/strata decision function (see coll_strata_decision.h).
+ *
+ * The rules, in order:
+ *   1. A forced algorithm (coll_strata_allreduce_algorithm) wins, as far as
+ *      the topology allows it.
+ *   2. One rank on every node: there is no intra-node phase to save, so the
+ *      module below strata runs.
+ *   3. Up to leader_max bytes, latency dominates: reduce to one leader per
+ *      node through shared memory, leaders allreduce, everyone copies out.
+ *   4. Otherwise the rail algorithm: each chunk is cut into one slice per
+ *      local rank (ppn_min slices, so that every rail spans all nodes), each
+ *      slice crosses the network on its own rail.  Between nodes the ring
+ *      runs when a rail's share is at least ring_min bytes (bandwidth-optimal
+ *      and overlapping the chunks), the rail communicator's own allreduce
+ *      (recursive doubling in tuned) below that.
+ */
+#include "coll_strata_decision.h"
+
+static const char *const mca_coll_strata_alg_names[] = {
+    [MCA_COLL_STRATA_ALG_AUTO] = "auto",
+    [MCA_COLL_STRATA_ALG_FALLBACK] = "fallback",
+    [MCA_COLL_STRATA_ALG_LEADER] = "leader",
+    [MCA_COLL_STRATA_ALG_RAIL] = "rail",
+};
+
+static const char *const mca_coll_strata_inter_names[] = {
+    [MCA_COLL_STRATA_INTER_AUTO] = "auto",
+    [MCA_COLL_STRATA_INTER_NONE] = "none",
+    [MCA_COLL_STRATA_INTER_COLL] = "coll",
+    [MCA_COLL_STRATA_INTER_RING] = "ring",
+};
+
+const char *mca_coll_strata_alg_name(mca_coll_strata_alg_t alg)
+{
+    return (alg >= 0 && alg <= MCA_COLL_STRATA_ALG_RAIL) ? mca_coll_strata_alg_names[alg]
+                                                         : "unknown";
+}
+
+const char *mca_coll_strata_inter_name(mca_coll_strata_inter_t inter)
+{
+    return (inter >= 0 && inter <= MCA_COLL_STRATA_INTER_RING)
+               ? mca_coll_strata_inter_names[inter]
+               : "unknown";
+}
+
+static mca_coll_strata_inter_t
+mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
+                             const mca_coll_strata_decision_input_t *in, int nslices,
+                             const char **reason)
+{
+    size_t per_rail = in->bytes / (size_t)nslices;
+
+    if (in->nnodes == 1) {
+        return MCA_COLL_STRATA_INTER_NONE;
+    }
+    if (params->inter_algorithm == MCA_COLL_STRATA_INTER_COLL ||
+        params->inter_algorithm == MCA_COLL_STRATA_INTER_RING) {
+        *reason = "inter-node algorithm forced by coll_strata_allreduce_inter_algorithm";
+        return (mca_coll_strata_inter_t)params->inter_algorithm;
+    }
+    return (per_rail >= params->ring_min) ? MCA_COLL_STRATA_INTER_RING
+                                          : MCA_COLL_STRATA_INTER_COLL;
+}
+
+void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
+                            const mca_coll_strata_decision_input_t *in,
+                            mca_coll_strata_decision_t *out)
+{
+    mca_coll_strata_alg_t alg = (mca_coll_strata_alg_t)params->algorithm;
+
+    out->nslices = 1;
+    out->inter = MCA_COLL_STRATA_INTER_NONE;
+
+    if (alg == MCA_COLL_STRATA_ALG_FALLBACK) {
+        out->algorithm = alg;
+        out->reason = "forced by coll_strata_allreduce_algorithm";
+        return;
+    }
+    if (alg == MCA_COLL_STRATA_ALG_LEADER || alg == MCA_COLL_STRATA_ALG_RAIL) {
+        out->reason = "forced by coll_strata_allreduce_algorithm";
+    } else if (in->ppn_max == 1) {
+        out->algorithm = MCA_COLL_STRATA_ALG_FALLBACK;
+        out->reason = "one rank per node: no intra-node phase to save";
+        return;
+    } else if (in->bytes <= params->leader_max && in->bytes <= in->chunk_bytes) {
+        alg = MCA_COLL_STRATA_ALG_LEADER;
+        out->reason = "small message (<= coll_strata_allreduce_leader_max): latency path";
+    } else {
+        alg = MCA_COLL_STRATA_ALG_RAIL;
+        out->reason = "large message: one slice per rail";
+    }
+
+    out->algorithm = alg;
+    out->nslices = (alg == MCA_COLL_STRATA_ALG_RAIL) ? in->ppn_min : 1;
+    out->inter = mca_coll_strata_decide_inter(params, in, out->nslices, &out->reason);
+}

@@ -1,0 +1,75 @@
+/*
+ * coll/strata decision: which allreduce algorithm runs for one call.
+ *
+ * Pure logic with no Open MPI types, so the unit tests drive it directly and
+ * a user can read every rule in one place (coll_strata_decision.c).  Every
+ * input that differs between calls is identical on all ranks of a
+ * communicator (count, datatype, op, topology), so every rank decides the
+ * same; nothing rank-local (buffer addresses, MPI_IN_PLACE) may enter here.
+ */
+#ifndef MCA_COLL_STRATA_DECISION_H
+#define MCA_COLL_STRATA_DECISION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum {
+    MCA_COLL_STRATA_ALG_AUTO = 0,
+    MCA_COLL_STRATA_ALG_FALLBACK = 1, /* the module below strata */
+    MCA_COLL_STRATA_ALG_LEADER = 2,   /* reduce to one rank per node, leaders allreduce */
+    MCA_COLL_STRATA_ALG_RAIL = 3      /* reduce-scatter(node), allreduce(rails), allgather(node) */
+} mca_coll_strata_alg_t;
+
+typedef enum {
+    MCA_COLL_STRATA_INTER_AUTO = 0,
+    MCA_COLL_STRATA_INTER_NONE = 1, /* one node: no inter-node phase */
+    MCA_COLL_STRATA_INTER_COLL = 2, /* the rail communicator's own allreduce (blocking) */
+    MCA_COLL_STRATA_INTER_RING = 3  /* strata's ring, overlapping the chunks */
+} mca_coll_strata_inter_t;
+
+typedef struct mca_coll_strata_decision_params_t {
+    int algorithm;         /* mca_coll_strata_alg_t; AUTO lets the rules below choose */
+    int inter_algorithm;   /* mca_coll_strata_inter_t */
+    size_t leader_max;     /* bytes up to which the leader (latency) path runs */
+    size_t ring_min;       /* bytes per rail from which the ring runs between nodes */
+} mca_coll_strata_decision_params_t;
+
+typedef struct mca_coll_strata_decision_input_t {
+    size_t bytes;     /* message bytes: count * extent */
+    size_t chunk_bytes; /* bytes of one pipeline chunk (shared-memory slot) */
+    int nnodes;
+    int ppn_min;
+    int ppn_max;
+} mca_coll_strata_decision_input_t;
+
+typedef struct mca_coll_strata_decision_t {
+    mca_coll_strata_alg_t algorithm;
+    mca_coll_strata_inter_t inter;
+    int nslices;        /* rails used: slices each chunk is split into */
+    const char *reason; /* static text for verbose output */
+} mca_coll_strata_decision_t;
+
+void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
+                            const mca_coll_strata_decision_input_t *in,
+                            mca_coll_strata_decision_t *out);
+
+const char *mca_coll_strata_alg_name(mca_coll_strata_alg_t alg);
+const char *mca_coll_strata_inter_name(mca_coll_strata_inter_t inter);
+
+/*
+ * Split `total` items into `parts` nearly equal consecutive parts; part
+ * `index` starts at *offset and holds *count items (the first total % parts
+ * parts hold one more).  Used for slices of a chunk and blocks of a ring.
+ */
+static inline void mca_coll_strata_partition(size_t total, int parts, int index,
+                                             size_t *offset, size_t *count)
+{
+    size_t base = total / (size_t)parts;
+    size_t extra = total % (size_t)parts;
+    size_t i = (size_t)index;
+
+    *count = base + (i < extra ? 1 : 0);
+    *offset = i * base + (i < extra ? i : extra);
+}
+
+#endif /* MCA_COLL_STRATA_DECISION_H */

@@ -1,0 +1,294 @@
+/*
+ * coll/strata pipelined hierarchical allreduce (DESIGN.md "The allreduce").
+ *
+ * The vector moves through the node's shared-memory segment chunk by chunk.
+ * For every chunk:
+ *   copy in     each local rank copies its chunk into its input area
+ *   reduce      slice owner j (local rank j < nslices) reads slice j of every
+ *               input area and writes the node's partial result to the
+ *               result area: the intra-node reduce-scatter
+ *   inter-node  owner j allreduces its slice with owner j of every other
+ *               node on rail j (ring or the rail's own allreduce)
+ *   publish     owner j marks its slice final
+ *   copy out    every local rank copies the whole chunk's result out: the
+ *               intra-node allgather
+ * The leader (latency) path is the same schedule with one slice.
+ *
+ * There are shm->nslots slots, so up to that many chunks are in flight: a
+ * rank copies chunk c+1 in and reduces it while chunk c's ring is on the
+ * network.  Progress is published through monotonic per-rank counters that
+ * count chunks over the communicator's lifetime (module->chunk_serial), so
+ * consecutive calls with different sizes or algorithms need no reset and no
+ * barrier between them.  Slot reuse rules (g = global chunk serial):
+ *   input area of g   free once every rank's `reduced` >= g - nslots + 1
+ *   result area of g  free once every rank's `copied_out` >= g - nslots + 1
+ * A rank that owns no slice of a chunk reads no inputs, so it advances its
+ * `reduced` counter when it copies in; then the rule holds whichever ranks
+ * owned slices in earlier calls.
+ */
+#include "coll_strata.h"
+
+#include <sched.h>
+#include <stddef.h>
+
+#include "ompi/constants.h"
+#include "opal/runtime/opal_progress.h"
+
+/* Idle polls before each poll also yields the core: ranks often
+ * oversubscribe cores, and a spinning rank would starve the one it waits for. */
+#define MCA_COLL_STRATA_PIPELINE_SPINS 64
+
+typedef struct mca_coll_strata_pipeline_t {
+    mca_coll_strata_module_t *module;
+    mca_coll_strata_shm_t *shm;
+    const mca_coll_strata_mem_ops_t *mem;
+    const mca_coll_strata_decision_t *decision;
+    const char *sbuf;
+    char *rbuf;
+    size_t count;
+    ptrdiff_t extent;
+    struct ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+    size_t chunk_elems;
+    uint64_t nchunks;
+    uint64_t base; /* global serial of chunk 0 of this call */
+    int me;        /* local rank */
+    bool owner;    /* owns slice `me` of every chunk */
+    /* next chunk (0..nchunks) for each stage of this rank */
+    uint64_t next_in, next_reduce, next_publish, next_out;
+} mca_coll_strata_pipeline_t;
+
+static inline uint64_t mca_coll_strata_flag_load(const uint64_t *flag)
+{
+    return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
+
+static inline void mca_coll_strata_flag_store(uint64_t *flag, uint64_t value)
+{
+    __atomic_store_n(flag, value, __ATOMIC_RELEASE);
+}
+
+/* Have local ranks [0, nranks) all advanced counter `field` to >= value? */
+static bool mca_coll_strata_pipeline_reached(const mca_coll_strata_shm_t *shm, size_t field,
+                                             int nranks, uint64_t value)
+{
+    for (int i = 0; i < nranks; ++i) {
+        const char *flags = (const char *)&shm->flags[i];
+
+        if (mca_coll_strata_flag_load((const uint64_t *)(flags + field)) < value) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Counter value meaning "chunk g - nslots is done" (0 when there is none). */
+static uint64_t mca_coll_strata_pipeline_reuse_mark(const mca_coll_strata_pipeline_t *p,
+                                                    uint64_t g)
+{
+    uint64_t nslots = (uint64_t)p->shm->nslots;
+
+    return (g + 1 > nslots) ? g + 1 - nslots : 0;
+}
+
+static void mca_coll_strata_pipeline_chunk(const mca_coll_strata_pipeline_t *p, uint64_t c,
+                                           size_t *first, size_t *n)
+{
+    *first = c * p->chunk_elems;
+    *n = (p->count - *first < p->chunk_elems) ? p->count - *first : p->chunk_elems;
+}
+
+static int mca_coll_strata_pipeline_slot(const mca_coll_strata_pipeline_t *p, uint64_t c)
+{
+    return (int)((p->base + c) % (uint64_t)p->shm->nslots);
+}
+
+static bool mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p)
+{
+    uint64_t c = p->next_in, g = p->base + c;
+    mca_coll_strata_shm_flags_t *mine = &p->shm->flags[p->me];
+    size_t first, n;
+
+    if (c >= p->nchunks ||
+        !mca_coll_strata_pipeline_reached(p->shm, offsetof(mca_coll_strata_shm_flags_t, reduced),
+                                          p->shm->nranks,
+                                          mca_coll_strata_pipeline_reuse_mark(p, g))) {
+        return false;
+    }
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    p->mem->copy(mca_coll_strata_shm_input(p->shm, mca_coll_strata_pipeline_slot(p, c), p->me),
+                 p->sbuf + first * (size_t)p->extent, n * (size_t)p->extent);
+    mca_coll_strata_flag_store(&mine->copied_in, g + 1);
+    if (!p->owner) {
+        mca_coll_strata_flag_store(&mine->reduced, g + 1);
+    }
+    p->next_in++;
+    return true;
+}
+
+/* Start the inter-node phase of this rank's slice of chunk c (in the slot's
+ * result area); blocking algorithms complete here. */
+static int mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_t c,
+                                                char *slice, size_t slice_elems)
+{
+    int slot = mca_coll_strata_pipeline_slot(p, c);
+    mca_coll_strata_ring_t *ring = &p->module->rings[slot];
+    struct ompi_communicator_t *rail = p->module->topo.rail_comm;
+    int rc = OMPI_SUCCESS;
+
+    ring->done = true;
+    switch (p->decision->inter) {
+    case MCA_COLL_STRATA_INTER_RING:
+        ring->comm = rail;
+        ring->buf = slice;
+        ring->scratch = p->module->scratch + (size_t)slot * p->module->scratch_slot_bytes;
+        ring->count = slice_elems;
+        ring->dtype = p->dtype;
+        ring->op = p->op;
+        ring->mem = p->mem;
+        ring->tag = 1 + slot;
+        ring->done = false;
+        rc = mca_coll_strata_ring_start(ring);
+        break;
+    case MCA_COLL_STRATA_INTER_COLL:
+        rc = rail->c_coll->coll_allreduce(MPI_IN_PLACE, slice, (int)slice_elems, p->dtype, p->op,
+                                          rail, rail->c_coll->coll_allreduce_module);
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+static int mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *moved)
+{
+    mca_coll_strata_shm_t *shm = p->shm;
+    uint64_t c = p->next_reduce, g = p->base + c;
+    int slot = mca_coll_strata_pipeline_slot(p, c), k = shm->nranks;
+    size_t first, n, off, len, bytes_off;
+    char *dst;
+
+    if (c >= p->next_in ||
+        !mca_coll_strata_pipeline_reached(shm, offsetof(mca_coll_strata_shm_flags_t, copied_in),
+                                          k, g + 1) ||
+        !mca_coll_strata_pipeline_reached(shm, offsetof(mca_coll_strata_shm_flags_t, copied_out),
+                                          k, mca_coll_strata_pipeline_reuse_mark(p, g))) {
+        return OMPI_SUCCESS;
+    }
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, &len);
+    bytes_off = off * (size_t)p->extent;
+    dst = mca_coll_strata_shm_result(shm, slot) + bytes_off;
+    if (1 == k) {
+        p->mem->copy(dst, mca_coll_strata_shm_input(shm, slot, 0) + bytes_off,
+                     len * (size_t)p->extent);
+    } else {
+        p->mem->reduce2(p->op, mca_coll_strata_shm_input(shm, slot, 0) + bytes_off,
+                        mca_coll_strata_shm_input(shm, slot, 1) + bytes_off, dst, len, p->dtype);
+        for (int i = 2; i < k; ++i) {
+            p->mem->reduce(p->op, mca_coll_strata_shm_input(shm, slot, i) + bytes_off, dst, len,
+                           p->dtype);
+        }
+    }
+    mca_coll_strata_flag_store(&shm->flags[p->me].reduced, g + 1);
+    p->next_reduce++;
+    *moved = true;
+    return mca_coll_strata_pipeline_inter_start(p, c, dst, len);
+}
+
+/* Advance in-flight rings; publish finished chunks in order. */
+static int mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool *moved)
+{
+    for (uint64_t c = p->next_publish; c < p->next_reduce; ++c) {
+        mca_coll_strata_ring_t *ring = &p->module->rings[mca_coll_strata_pipeline_slot(p, c)];
+
+        if (!ring->done) {
+            int rc = mca_coll_strata_ring_progress(ring, &ring->done);
+
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+    }
+    while (p->next_publish < p->next_reduce &&
+           p->module->rings[mca_coll_strata_pipeline_slot(p, p->next_publish)].done) {
+        mca_coll_strata_flag_store(&p->shm->flags[p->me].published,
+                                   p->base + p->next_publish + 1);
+        p->next_publish++;
+        *moved = true;
+    }
+    return OMPI_SUCCESS;
+}
+
+static bool mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p)
+{
+    uint64_t c = p->next_out, g = p->base + c;
+    size_t first, n;
+
+    if (c >= p->next_in ||
+        !mca_coll_strata_pipeline_reached(p->shm, offsetof(mca_coll_strata_shm_flags_t, published),
+                                          p->decision->nslices, g + 1)) {
+        return false;
+    }
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    p->mem->copy(p->rbuf + first * (size_t)p->extent,
+                 mca_coll_strata_shm_result(p->shm, mca_coll_strata_pipeline_slot(p, c)),
+                 n * (size_t)p->extent);
+    mca_coll_strata_flag_store(&p->shm->flags[p->me].copied_out, g + 1);
+    p->next_out++;
+    return true;
+}
+
+int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
+                                       void *rbuf, size_t count,
+                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       const mca_coll_strata_decision_t *decision,
+                                       const mca_coll_strata_mem_ops_t *mem)
+{
+    mca_coll_strata_pipeline_t p = {
+        .module = module,
+        .shm = &module->shm,
+        .mem = mem,
+        .decision = decision,
+        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
+        .rbuf = rbuf,
+        .count = count,
+        .dtype = dtype,
+        .op = op,
+        .base = module->chunk_serial,
+        .me = module->topo.local_rank,
+        .owner = module->topo.local_rank < decision->nslices,
+    };
+    unsigned idle = 0;
+    int rc = OMPI_SUCCESS;
+
+    ompi_datatype_type_extent(dtype, &p.extent);
+    p.chunk_elems = p.shm->slot_bytes / (size_t)p.extent;
+    p.nchunks = (count + p.chunk_elems - 1) / p.chunk_elems;
+    /* Every local rank counts the same chunks, whatever happens below. */
+    module->chunk_serial += p.nchunks;
+
+    while (p.next_out < p.nchunks) {
+        bool moved = mca_coll_strata_pipeline_copy_in(&p);
+
+        if (p.owner) {
+            rc = mca_coll_strata_pipeline_reduce(&p, &moved);
+            if (OMPI_SUCCESS == rc) {
+                rc = mca_coll_strata_pipeline_publish(&p, &moved);
+            }
+            if (OMPI_SUCCESS != rc) {
+                break;
+            }
+        }
+        moved = mca_coll_strata_pipeline_copy_out(&p) || moved;
+        if (moved) {
+            idle = 0;
+            continue;
+        }
+        opal_progress();
+        if (++idle > MCA_COLL_STRATA_PIPELINE_SPINS) {
+            sched_yield();
+        }
+    }
+    return rc;
+}
