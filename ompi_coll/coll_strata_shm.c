@@ -205,9 +205,9 @@ int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm,
     }
     if (0 != rank && OMPI_SUCCESS == announce->status) {
         announce->status = mca_coll_strata_shm_open(shm, announce->path, why, why_len);
-    } else if (0 != rank) {
-        snprintf(why, why_len, "local rank 0 could not create the segment");
     }
+    /* A rank that merely learns of another's failure leaves `why` empty:
+     * only the rank that hit the problem reports it. */
 
     /* Everyone mapped it (or someone failed): unlink, and agree on the outcome. */
     ok = (OMPI_SUCCESS == announce->status) ? 1 : 0;
@@ -219,9 +219,6 @@ int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm,
     if (OMPI_SUCCESS != rc) {
         snprintf(why, why_len, "agreement on the segment failed (%d)", rc);
     } else if (!all_ok) {
-        if (ok) {
-            snprintf(why, why_len, "another local rank could not map the segment");
-        }
         rc = OMPI_ERROR;
     } else {
         mca_coll_strata_shm_set_pointers(shm);

@@ -24,11 +24,15 @@
 #include "ompi/constants.h"
 #include "opal/util/info.h"
 
+/* Warn once per process, and only where the failure happened (`why` set). */
 static void mca_coll_strata_topo_warn(struct ompi_communicator_t *comm, const char *why)
 {
     static bool warned = false;
 
-    if (!warned) {
+    if ('\0' == why[0]) {
+        MCA_COLL_STRATA_VERBOSE(10, "%s: another rank could not set up strata; falling back",
+                                comm->c_name);
+    } else if (!warned) {
         warned = true;
         opal_output(0, "coll:strata: warning: %s: %s; allreduce on this communicator "
                     "falls back to the component below strata", comm->c_name, why);
@@ -185,7 +189,7 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
     rc = module->fallback.allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm,
                                     module->fallback.allreduce_module);
     if (OMPI_SUCCESS != rc || !all_ok) {
-        mca_coll_strata_topo_warn(comm, ok ? "another rank could not set up strata" : why);
+        mca_coll_strata_topo_warn(comm, why);
         mca_coll_strata_topo_release(module);
         module->setup = MCA_COLL_STRATA_SETUP_FAILED;
         return OMPI_ERROR;

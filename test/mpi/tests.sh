@@ -20,6 +20,97 @@ mpi_strata_in_call_path() {
     [ $rc -eq 0 ] && grep -q "coll:strata: allreduce MPI_COMM_WORLD count=" "$STRATA_TEST_LOG.out"
 }
 
+# --- coll/strata's shared-memory segment and fallbacks ---------------------
+
+strata_shm_files() { ls /dev/shm 2>/dev/null | grep -c '^strata_coll\.' ; }
+
+# A normal run leaves no segment behind (they are unlinked once mapped).
+mpi_strata_shm_no_leftovers() {
+    local before after
+    before=$(strata_shm_files)
+    strata_mpirun_local 4 $(strata_coll_mca strata) "$T/mpi/test_allreduce_basic" --max-count 300000 || return 1
+    after=$(strata_shm_files)
+    echo "strata_coll files in /dev/shm: before $before, after $after"
+    [ "$after" -le "$before" ]
+}
+
+# Segments of dead jobs on this host are removed at start; a live
+# process's segment is left alone.
+mpi_strata_shm_stale_cleanup() {
+    local host dead stale live rc=0
+    host=$(hostname | tr './' '__')
+    sleep 0 & dead=$!; wait $dead
+    stale="/dev/shm/strata_coll.$host.$dead.0"
+    live="/dev/shm/strata_coll.$host.$$.0"
+    : >"$stale"; : >"$live"
+    strata_mpirun_local 2 $(strata_coll_mca strata) --mca coll_strata_verbose 10 \
+        "$T/mpi/test_allreduce_basic" --max-count 64 || rc=1
+    if [ -e "$stale" ]; then echo "stale segment $stale of dead pid $dead was not removed"; rc=1; fi
+    if [ ! -e "$live" ]; then echo "segment $live of a live process was removed"; rc=1; fi
+    rm -f "$stale" "$live"
+    return $rc
+}
+
+# Ranks killed in the middle of allreduces leave no segment behind.
+mpi_strata_shm_killed_job() {
+    local before after pid
+    before=$(strata_shm_files)
+    strata_mpirun_local 4 $(strata_coll_mca strata) "$T/bench/strata_allreduce_bench" \
+        --min 4M --max 4M --iters 100000 --warmup 0 >/dev/null 2>&1 &
+    pid=$!
+    sleep 4
+    pkill -KILL -f "$T/bench/strata_allreduce_bench"
+    wait $pid
+    after=$(strata_shm_files)
+    echo "strata_coll files in /dev/shm: before $before, after the killed job $after"
+    [ "$after" -le "$before" ]
+}
+
+# No segment can be made: strata warns once, falls back, results are right.
+# run_with_shm_dir DIR: the job with coll_strata_shm_dir DIR, checked.
+strata_shm_fallback_job() {
+    strata_mpirun_local 4 $(strata_coll_mca strata) --mca coll_strata_shm_dir "$1" \
+        --mca coll_strata_verbose 20 "$T/mpi/test_allreduce_basic" --max-count 4096 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] || return 1
+    grep -q "coll:strata: warning: MPI_COMM_WORLD: $2" "$STRATA_TEST_LOG.out" || { echo "no warning naming '$2'"; return 1; }
+    grep -q "fallback (strata set-up failed on this communicator)" "$STRATA_TEST_LOG.out"
+}
+
+mpi_strata_shm_dir_missing() {
+    strata_shm_fallback_job /nonexistent/strata-shm "cannot create /nonexistent/strata-shm/strata_coll"
+}
+
+# A tmpfs too small for the segment (a full /dev/shm): found at set-up by
+# posix_fallocate, not by a SIGBUS inside the user's allreduce.
+mpi_strata_shm_dir_full() {
+    local dir="$STRATA_TEST_TMP/tiny"
+    mkdir -p "$dir"
+    unshare -m bash -c "mount -t tmpfs -o size=64k strata-tiny '$dir' && \
+        . '$STRATA_BUILDDIR/test/strata-test-env.sh' && . '$STRATA_SRCDIR/test/lib.sh' && \
+        . '$STRATA_SRCDIR/test/mpi/tests.sh' --functions-only && \
+        STRATA_TEST_LOG='$STRATA_TEST_LOG' strata_shm_fallback_job '$dir' 'cannot allocate'"
+}
+
+# Verbosity 20 names the algorithm of every call and the reason.
+mpi_strata_verbose_says_why() {
+    strata_mpirun_local 4 $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        "$T/mpi/test_allreduce_basic" --max-count 300000 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "allreduce MPI_COMM_WORLD count=1 MPI_INT MPI_SUM: leader, 1 slice(s), inter-node none, 1 node(s) (small message" "$STRATA_TEST_LOG.out" &&
+        grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_DOUBLE MPI_SUM: rail, 4 slice(s), inter-node none" "$STRATA_TEST_LOG.out"
+}
+
+# Every algorithm, forced, gives right answers (the decision never matters
+# for correctness).
+mpi_strata_forced() {
+    strata_mpirun_local 4 $(strata_coll_mca strata) --mca coll_strata_allreduce_algorithm "$1" \
+        --mca coll_strata_segment_size 4096 --mca coll_strata_shm_slots "${2:-4}" \
+        "$T/mpi/test_allreduce_basic" --max-count 100000
+}
+
 mpi_hook_loads_uct() {
     strata_mpirun_local 2 --mca hook_strata_load_uct 1 --mca hook_strata_uct_module "$STRATA_UCT_MODULE" \
         "$T/mpi/uct_components_mpi" --expect strata
@@ -37,6 +128,9 @@ mpi_hook_bad_path() {
     [ $rc -eq 0 ] && grep -q "hook:strata: cannot load /nonexistent/libuct_strata.so" "$STRATA_TEST_LOG.out"
 }
 
+# Sourced by a test that needs the functions in another process.
+[ "${1:-}" = --functions-only ] && return 0
+
 if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_topology_one_node 120 mpi_topology_one_node
     for coll in tuned han strata; do
@@ -44,6 +138,20 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test "mpi_allreduce_${coll}_np3" 300 mpi_allreduce "$coll" 3
     done
     strata_test mpi_strata_in_call_path 120 mpi_strata_in_call_path
+    strata_test mpi_strata_verbose_says_why 120 mpi_strata_verbose_says_why
+    strata_test mpi_strata_forced_leader 300 mpi_strata_forced leader
+    strata_test mpi_strata_forced_rail 300 mpi_strata_forced rail
+    strata_test mpi_strata_forced_rail_1slot 300 mpi_strata_forced rail 1
+    strata_test mpi_strata_forced_fallback 300 mpi_strata_forced fallback
+    strata_test mpi_strata_shm_no_leftovers 120 mpi_strata_shm_no_leftovers
+    strata_test mpi_strata_shm_stale_cleanup 120 mpi_strata_shm_stale_cleanup
+    strata_test mpi_strata_shm_killed_job 120 mpi_strata_shm_killed_job
+    strata_test mpi_strata_shm_dir_missing 120 mpi_strata_shm_dir_missing
+    if strata_is_root; then
+        strata_test mpi_strata_shm_dir_full 120 mpi_strata_shm_dir_full
+    else
+        strata_skip mpi_strata_shm_dir_full "mounting a small tmpfs needs root"
+    fi
     if [ "$STRATA_HAVE_UCX" = yes ]; then
         strata_test mpi_hook_loads_uct 120 mpi_hook_loads_uct
         strata_test mpi_hook_off_by_default 120 mpi_hook_off_by_default

@@ -1,0 +1,137 @@
+/*
+ * Unit test of coll/strata's pure logic: the allreduce decision function and
+ * the partition arithmetic that cuts chunks into slices and ring blocks.
+ *   test_decision
+ * Prints each rule it checks; exits non-zero on the first wrong answer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "coll_strata_decision.h"
+
+static int failures = 0;
+
+#define CHECK(_cond, ...)                                 \
+    do {                                                  \
+        if (!(_cond)) {                                   \
+            printf("test_decision: FAIL: " __VA_ARGS__); \
+            printf(" (%s)\n", #_cond);                    \
+            failures++;                                   \
+        }                                                 \
+    } while (0)
+
+static const mca_coll_strata_decision_params_t defaults = {
+    .algorithm = MCA_COLL_STRATA_ALG_AUTO,
+    .inter_algorithm = MCA_COLL_STRATA_INTER_AUTO,
+    .leader_max = 4096,
+    .ring_min = 65536,
+};
+
+static mca_coll_strata_decision_t decide(const mca_coll_strata_decision_params_t *params,
+                                         size_t bytes, int nnodes, int ppn_min, int ppn_max)
+{
+    mca_coll_strata_decision_input_t in = {
+        .bytes = bytes, .chunk_bytes = 512 * 1024, .nnodes = nnodes,
+        .ppn_min = ppn_min, .ppn_max = ppn_max,
+    };
+    mca_coll_strata_decision_t out;
+
+    mca_coll_strata_decide(params, &in, &out);
+    return out;
+}
+
+static void test_auto_rules(void)
+{
+    mca_coll_strata_decision_t d;
+
+    d = decide(&defaults, 8, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.nslices == 1 &&
+          d.inter == MCA_COLL_STRATA_INTER_COLL, "8 B on 4x2 takes the leader path with coll");
+    d = decide(&defaults, 4096, 1, 4, 4);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.inter == MCA_COLL_STRATA_INTER_NONE,
+          "4 KiB on one node: leader, no inter-node phase");
+    d = decide(&defaults, 4097, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 2 &&
+          d.inter == MCA_COLL_STRATA_INTER_COLL, "4097 B on 4x2: rail, 2 slices, coll");
+    d = decide(&defaults, 2 << 20, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 2 &&
+          d.inter == MCA_COLL_STRATA_INTER_RING, "2 MiB on 4x2: rail, 2 slices, ring");
+    d = decide(&defaults, 2 << 20, 3, 1, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 1,
+          "uneven 2+2+1: one slice (every rail must span all nodes)");
+    d = decide(&defaults, 2 << 20, 4, 1, 1);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_FALLBACK, "one rank per node falls back");
+    d = decide(&defaults, 100000, 2, 2, 2);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_COLL, "50000 B per rail < ring_min: coll");
+    d = decide(&defaults, 131072, 2, 2, 2);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RING, "65536 B per rail = ring_min: ring");
+}
+
+static void test_overrides(void)
+{
+    mca_coll_strata_decision_params_t p = defaults;
+    mca_coll_strata_decision_t d;
+
+    p.algorithm = MCA_COLL_STRATA_ALG_FALLBACK;
+    d = decide(&p, 1 << 20, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_FALLBACK, "forced fallback");
+    p.algorithm = MCA_COLL_STRATA_ALG_LEADER;
+    d = decide(&p, 64 << 20, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.nslices == 1, "forced leader, large");
+    p.algorithm = MCA_COLL_STRATA_ALG_RAIL;
+    d = decide(&p, 8, 4, 3, 4);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 3, "forced rail, small");
+    d = decide(&p, 8, 4, 1, 1);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 1,
+          "forced rail even with one rank per node");
+    p.algorithm = MCA_COLL_STRATA_ALG_AUTO;
+    p.inter_algorithm = MCA_COLL_STRATA_INTER_RING;
+    d = decide(&p, 8, 4, 2, 2);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RING, "forced ring for small messages");
+    d = decide(&p, 8, 1, 2, 2);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_NONE, "no inter-node phase on one node, forced or not");
+    p.inter_algorithm = MCA_COLL_STRATA_INTER_COLL;
+    d = decide(&p, 64 << 20, 4, 2, 2);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_COLL, "forced coll for large messages");
+    p = defaults;
+    p.leader_max = 1 << 30;
+    d = decide(&p, 256 << 10, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER, "leader_max raised: 256 KiB leader");
+    d = decide(&p, 4 << 20, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL,
+          "leader path only for messages that fit one chunk");
+}
+
+/* Every split must tile [0, total) with parts differing by at most one. */
+static void test_partition(void)
+{
+    for (size_t total = 0; total <= 300; ++total) {
+        for (int parts = 1; parts <= 17; ++parts) {
+            size_t expect_offset = 0, min = (size_t)-1, max = 0;
+
+            for (int i = 0; i < parts; ++i) {
+                size_t offset, count;
+
+                mca_coll_strata_partition(total, parts, i, &offset, &count);
+                CHECK(offset == expect_offset, "partition(%zu, %d) part %d offset %zu, expected %zu",
+                      total, parts, i, offset, expect_offset);
+                expect_offset = offset + count;
+                min = count < min ? count : min;
+                max = count > max ? count : max;
+            }
+            CHECK(expect_offset == total, "partition(%zu, %d) covers %zu", total, parts,
+                  expect_offset);
+            CHECK(max - min <= 1, "partition(%zu, %d) parts %zu..%zu", total, parts, min, max);
+        }
+    }
+}
+
+int main(void)
+{
+    test_auto_rules();
+    test_overrides();
+    test_partition();
+    printf("test_decision: %s: decision rules, overrides, partitions of 0..300 into 1..17\n",
+           failures ? "FAIL" : "OK");
+    return failures ? 1 : 0;
+}
