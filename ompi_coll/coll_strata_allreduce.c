@@ -79,7 +79,6 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
 
     ompi_datatype_type_extent(dtype, &extent);
     in.bytes = (size_t)count * (size_t)extent;
-    in.chunk_bytes = module->shm.slot_bytes;
     in.nnodes = module->topo.nnodes;
     in.ppn_min = module->topo.ppn_min;
     in.ppn_max = module->topo.ppn_max;

@@ -42,6 +42,7 @@ static const mca_base_var_enum_value_t mca_coll_strata_alg_values[] = {
     {MCA_COLL_STRATA_ALG_FALLBACK, "fallback"},
     {MCA_COLL_STRATA_ALG_LEADER, "leader"},
     {MCA_COLL_STRATA_ALG_RAIL, "rail"},
+    {MCA_COLL_STRATA_ALG_REPLICATED, "replicated"},
     {0, NULL},
 };
 
@@ -83,9 +84,11 @@ static void mca_coll_strata_register_decision(void)
     mca_coll_strata_register_enum(
         "allreduce_algorithm",
         "MPI_Allreduce algorithm: auto (choose by size and topology), fallback (always the "
-        "component below strata), leader (reduce to one rank per node, leaders allreduce), "
-        "rail (every local rank reduces a slice inside the node and allreduces it across "
-        "nodes on its own rail)",
+        "component below strata), leader (one rank per node reduces the node's data, the "
+        "leaders allreduce, the others copy the result), rail (every local rank reduces a "
+        "slice inside the node and allreduces it across nodes on its own rail), replicated "
+        "(every local rank reduces all of the node's data and allreduces it on its own rail: "
+        "no hand-back inside the node, for small messages)",
         mca_coll_strata_alg_values, &d->algorithm);
 
     d->inter_algorithm = MCA_COLL_STRATA_INTER_AUTO;
@@ -96,12 +99,12 @@ static void mca_coll_strata_register_decision(void)
         "below strata), ring (strata's ring, overlapping the pipeline's chunks)",
         mca_coll_strata_inter_values, &d->inter_algorithm);
 
-    d->leader_max = 4096;
+    d->small_max = 4096;
     mca_coll_strata_register_size(
-        "allreduce_leader_max",
-        "Messages up to this many bytes take the leader (latency) path when "
-        "allreduce_algorithm is auto",
-        &d->leader_max);
+        "allreduce_small_max",
+        "Messages up to this many bytes take the replicated (latency) path when "
+        "allreduce_algorithm is auto; larger ones the rail path",
+        &d->small_max);
 
     d->ring_min = 65536;
     mca_coll_strata_register_size(
@@ -116,7 +119,7 @@ static void mca_coll_strata_register_shm(void)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
 
-    mca_coll_strata_component.segment_size = 512 * 1024;
+    mca_coll_strata_component.segment_size = 128 * 1024;
     mca_coll_strata_register_size(
         "segment_size",
         "Bytes of one pipeline chunk: messages move through shared memory and across nodes "

@@ -6,8 +6,14 @@
  *      the topology allows it.
  *   2. One rank on every node: there is no intra-node phase to save, so the
  *      module below strata runs.
- *   3. Up to leader_max bytes, latency dominates: reduce to one leader per
- *      node through shared memory, leaders allreduce, everyone copies out.
+ *   3. Up to small_max bytes, latency dominates: the replicated path.  Every
+ *      local rank that has a rail (ppn_min of them per node) reduces the
+ *      whole node's data from shared memory and allreduces it on its own
+ *      rail, so no rank waits for a leader to hand the result back; ranks
+ *      beyond ppn_min on uneven nodes copy local rank 0's result.  The
+ *      leader path (one rank per node reduces, the leaders allreduce, the
+ *      others copy out) moves fewer bytes but adds that hand-back; it runs
+ *      only when forced.
  *   4. Otherwise the rail algorithm: each chunk is cut into one slice per
  *      local rank (ppn_min slices, so that every rail spans all nodes), each
  *      slice crosses the network on its own rail.  Between nodes the ring
@@ -22,6 +28,7 @@ static const char *const mca_coll_strata_alg_names[] = {
     [MCA_COLL_STRATA_ALG_FALLBACK] = "fallback",
     [MCA_COLL_STRATA_ALG_LEADER] = "leader",
     [MCA_COLL_STRATA_ALG_RAIL] = "rail",
+    [MCA_COLL_STRATA_ALG_REPLICATED] = "replicated",
 };
 
 static const char *const mca_coll_strata_inter_names[] = {
@@ -33,7 +40,7 @@ static const char *const mca_coll_strata_inter_names[] = {
 
 const char *mca_coll_strata_alg_name(mca_coll_strata_alg_t alg)
 {
-    return (alg >= 0 && alg <= MCA_COLL_STRATA_ALG_RAIL) ? mca_coll_strata_alg_names[alg]
+    return (alg >= 0 && alg <= MCA_COLL_STRATA_ALG_REPLICATED) ? mca_coll_strata_alg_names[alg]
                                                          : "unknown";
 }
 
@@ -77,21 +84,24 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
         out->reason = "forced by coll_strata_allreduce_algorithm";
         return;
     }
-    if (alg == MCA_COLL_STRATA_ALG_LEADER || alg == MCA_COLL_STRATA_ALG_RAIL) {
+    if (alg == MCA_COLL_STRATA_ALG_LEADER || alg == MCA_COLL_STRATA_ALG_RAIL ||
+        alg == MCA_COLL_STRATA_ALG_REPLICATED) {
         out->reason = "forced by coll_strata_allreduce_algorithm";
     } else if (in->ppn_max == 1) {
         out->algorithm = MCA_COLL_STRATA_ALG_FALLBACK;
         out->reason = "one rank per node: no intra-node phase to save";
         return;
-    } else if (in->bytes <= params->leader_max && in->bytes <= in->chunk_bytes) {
-        alg = MCA_COLL_STRATA_ALG_LEADER;
-        out->reason = "small message (<= coll_strata_allreduce_leader_max): latency path";
+    } else if (in->bytes <= params->small_max) {
+        alg = MCA_COLL_STRATA_ALG_REPLICATED;
+        out->reason = "small message (<= coll_strata_allreduce_small_max): latency path";
     } else {
         alg = MCA_COLL_STRATA_ALG_RAIL;
         out->reason = "large message: one slice per rail";
     }
 
     out->algorithm = alg;
-    out->nslices = (alg == MCA_COLL_STRATA_ALG_RAIL) ? in->ppn_min : 1;
-    out->inter = mca_coll_strata_decide_inter(params, in, out->nslices, &out->reason);
+    out->nslices = (alg == MCA_COLL_STRATA_ALG_LEADER) ? 1 : in->ppn_min;
+    /* Replicated rails each carry the whole message, not a slice of it. */
+    out->inter = mca_coll_strata_decide_inter(
+        params, in, (alg == MCA_COLL_STRATA_ALG_REPLICATED) ? 1 : out->nslices, &out->reason);
 }

@@ -17,7 +17,8 @@ typedef enum {
     MCA_COLL_STRATA_ALG_AUTO = 0,
     MCA_COLL_STRATA_ALG_FALLBACK = 1, /* the module below strata */
     MCA_COLL_STRATA_ALG_LEADER = 2,   /* reduce to one rank per node, leaders allreduce */
-    MCA_COLL_STRATA_ALG_RAIL = 3      /* reduce-scatter(node), allreduce(rails), allgather(node) */
+    MCA_COLL_STRATA_ALG_RAIL = 3,     /* reduce-scatter(node), allreduce(rails), allgather(node) */
+    MCA_COLL_STRATA_ALG_REPLICATED = 4 /* every rail rank reduces all, allreduces on its rail */
 } mca_coll_strata_alg_t;
 
 typedef enum {
@@ -30,13 +31,12 @@ typedef enum {
 typedef struct mca_coll_strata_decision_params_t {
     int algorithm;         /* mca_coll_strata_alg_t; AUTO lets the rules below choose */
     int inter_algorithm;   /* mca_coll_strata_inter_t */
-    size_t leader_max;     /* bytes up to which the leader (latency) path runs */
+    size_t small_max;      /* bytes up to which the small-message (replicated) path runs */
     size_t ring_min;       /* bytes per rail from which the ring runs between nodes */
 } mca_coll_strata_decision_params_t;
 
 typedef struct mca_coll_strata_decision_input_t {
     size_t bytes;     /* message bytes: count * extent */
-    size_t chunk_bytes; /* bytes of one pipeline chunk (shared-memory slot) */
     int nnodes;
     int ppn_min;
     int ppn_max;

@@ -12,7 +12,12 @@
  *   publish     owner j marks its slice final
  *   copy out    every local rank copies the whole chunk's result out: the
  *               intra-node allgather
- * The leader (latency) path is the same schedule with one slice.
+ * The leader path is the same schedule with one slice.  The replicated
+ * (small-message) path gives every owner the whole chunk instead of a slice:
+ * each reduces all inputs straight into its own receive buffer and
+ * allreduces it on its own rail, so it needs nobody's result; only ranks
+ * without a rail (uneven nodes) copy local rank 0's result out of the
+ * result area.
  *
  * There are shm->nslots slots, so up to that many chunks are in flight: a
  * rank copies chunk c+1 in and reduces it while chunk c's ring is on the
@@ -36,7 +41,7 @@
 
 /* Idle polls before each poll also yields the core: ranks often
  * oversubscribe cores, and a spinning rank would starve the one it waits for. */
-#define MCA_COLL_STRATA_PIPELINE_SPINS 64
+#define MCA_COLL_STRATA_PIPELINE_SPINS 0
 
 typedef struct mca_coll_strata_pipeline_t {
     mca_coll_strata_module_t *module;
@@ -54,6 +59,9 @@ typedef struct mca_coll_strata_pipeline_t {
     uint64_t base; /* global serial of chunk 0 of this call */
     int me;        /* local rank */
     bool owner;    /* owns slice `me` of every chunk */
+    bool replicated;     /* owners take whole chunks (see above) */
+    bool private_result; /* this rank's result lands in its rbuf, not the result area */
+    int result_owners;   /* owners whose published results copy-out waits for */
     /* next chunk (0..nchunks) for each stage of this rank */
     uint64_t next_in, next_reduce, next_publish, next_out;
 } mca_coll_strata_pipeline_t;
@@ -176,9 +184,15 @@ static int mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *
         return OMPI_SUCCESS;
     }
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-    mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, &len);
+    if (p->replicated) {
+        off = 0;
+        len = n;
+    } else {
+        mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, &len);
+    }
     bytes_off = off * (size_t)p->extent;
-    dst = mca_coll_strata_shm_result(shm, slot) + bytes_off;
+    dst = p->private_result ? p->rbuf + first * (size_t)p->extent
+                            : mca_coll_strata_shm_result(shm, slot) + bytes_off;
     if (1 == k) {
         p->mem->copy(dst, mca_coll_strata_shm_input(shm, slot, 0) + bytes_off,
                      len * (size_t)p->extent);
@@ -225,15 +239,22 @@ static bool mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p)
     uint64_t c = p->next_out, g = p->base + c;
     size_t first, n;
 
-    if (c >= p->next_in ||
-        !mca_coll_strata_pipeline_reached(p->shm, offsetof(mca_coll_strata_shm_flags_t, published),
-                                          p->decision->nslices, g + 1)) {
+    if (p->private_result) {
+        /* The result is already in rbuf once this rank published it. */
+        if (c >= p->next_publish) {
+            return false;
+        }
+    } else if (c >= p->next_in ||
+               !mca_coll_strata_pipeline_reached(p->shm,
+                                                 offsetof(mca_coll_strata_shm_flags_t, published),
+                                                 p->result_owners, g + 1)) {
         return false;
+    } else {
+        mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+        p->mem->copy(p->rbuf + first * (size_t)p->extent,
+                     mca_coll_strata_shm_result(p->shm, mca_coll_strata_pipeline_slot(p, c)),
+                     n * (size_t)p->extent);
     }
-    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-    p->mem->copy(p->rbuf + first * (size_t)p->extent,
-                 mca_coll_strata_shm_result(p->shm, mca_coll_strata_pipeline_slot(p, c)),
-                 n * (size_t)p->extent);
     mca_coll_strata_flag_store(&p->shm->flags[p->me].copied_out, g + 1);
     p->next_out++;
     return true;
@@ -262,6 +283,12 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
     unsigned idle = 0;
     int rc = OMPI_SUCCESS;
 
+    p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm;
+    /* Local rank 0 keeps publishing to the result area while ranks without a
+     * rail need it; every other replicated owner works in its own rbuf. */
+    p.private_result = p.replicated && p.owner &&
+                       !(0 == p.me && module->topo.local_size > decision->nslices);
+    p.result_owners = p.replicated ? 1 : decision->nslices;
     ompi_datatype_type_extent(dtype, &p.extent);
     p.chunk_elems = p.shm->slot_bytes / (size_t)p.extent;
     p.nchunks = (count + p.chunk_elems - 1) / p.chunk_elems;

@@ -99,7 +99,7 @@ mpi_strata_verbose_says_why() {
         "$T/mpi/test_allreduce_basic" --max-count 300000 >"$STRATA_TEST_LOG.out" 2>&1
     local rc=$?; cat "$STRATA_TEST_LOG.out"
     [ $rc -eq 0 ] &&
-        grep -q "allreduce MPI_COMM_WORLD count=1 MPI_INT MPI_SUM: leader, 1 slice(s), inter-node none, 1 node(s) (small message" "$STRATA_TEST_LOG.out" &&
+        grep -q "allreduce MPI_COMM_WORLD count=1 MPI_INT MPI_SUM: replicated, 4 slice(s), inter-node none, 1 node(s) (small message" "$STRATA_TEST_LOG.out" &&
         grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_DOUBLE MPI_SUM: rail, 4 slice(s), inter-node none" "$STRATA_TEST_LOG.out"
 }
 
@@ -141,6 +141,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_strata_verbose_says_why 120 mpi_strata_verbose_says_why
     strata_test mpi_strata_forced_leader 300 mpi_strata_forced leader
     strata_test mpi_strata_forced_rail 300 mpi_strata_forced rail
+    strata_test mpi_strata_forced_replicated 300 mpi_strata_forced replicated
     strata_test mpi_strata_forced_rail_1slot 300 mpi_strata_forced rail 1
     strata_test mpi_strata_forced_fallback 300 mpi_strata_forced fallback
     strata_test mpi_strata_shm_no_leftovers 120 mpi_strata_shm_no_leftovers

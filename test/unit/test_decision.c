@@ -23,7 +23,7 @@ static int failures = 0;
 static const mca_coll_strata_decision_params_t defaults = {
     .algorithm = MCA_COLL_STRATA_ALG_AUTO,
     .inter_algorithm = MCA_COLL_STRATA_INTER_AUTO,
-    .leader_max = 4096,
+    .small_max = 4096,
     .ring_min = 65536,
 };
 
@@ -31,7 +31,7 @@ static mca_coll_strata_decision_t decide(const mca_coll_strata_decision_params_t
                                          size_t bytes, int nnodes, int ppn_min, int ppn_max)
 {
     mca_coll_strata_decision_input_t in = {
-        .bytes = bytes, .chunk_bytes = 512 * 1024, .nnodes = nnodes,
+        .bytes = bytes, .nnodes = nnodes,
         .ppn_min = ppn_min, .ppn_max = ppn_max,
     };
     mca_coll_strata_decision_t out;
@@ -45,11 +45,14 @@ static void test_auto_rules(void)
     mca_coll_strata_decision_t d;
 
     d = decide(&defaults, 8, 4, 2, 2);
-    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.nslices == 1 &&
-          d.inter == MCA_COLL_STRATA_INTER_COLL, "8 B on 4x2 takes the leader path with coll");
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.nslices == 2 &&
+          d.inter == MCA_COLL_STRATA_INTER_COLL, "8 B on 4x2: replicated on 2 rails with coll");
     d = decide(&defaults, 4096, 1, 4, 4);
-    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.inter == MCA_COLL_STRATA_INTER_NONE,
-          "4 KiB on one node: leader, no inter-node phase");
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED &&
+          d.inter == MCA_COLL_STRATA_INTER_NONE, "4 KiB on one node: replicated, no inter-node phase");
+    d = decide(&defaults, 64, 3, 1, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.nslices == 1,
+          "64 B on 2+2+1: replicated on the one rail every node has");
     d = decide(&defaults, 4097, 4, 2, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 2 &&
           d.inter == MCA_COLL_STRATA_INTER_COLL, "4097 B on 4x2: rail, 2 slices, coll");
@@ -94,12 +97,17 @@ static void test_overrides(void)
     d = decide(&p, 64 << 20, 4, 2, 2);
     CHECK(d.inter == MCA_COLL_STRATA_INTER_COLL, "forced coll for large messages");
     p = defaults;
-    p.leader_max = 1 << 30;
-    d = decide(&p, 256 << 10, 4, 2, 2);
-    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER, "leader_max raised: 256 KiB leader");
-    d = decide(&p, 4 << 20, 4, 2, 2);
-    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL,
-          "leader path only for messages that fit one chunk");
+    p.small_max = 1 << 20;
+    d = decide(&p, 1 << 20, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.inter == MCA_COLL_STRATA_INTER_RING,
+          "small_max raised: 1 MiB replicated, each rail carrying all of it (ring)");
+    d = decide(&p, (1 << 20) + 1, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL, "one byte over small_max: rail");
+    p = defaults;
+    p.algorithm = MCA_COLL_STRATA_ALG_LEADER;
+    d = decide(&p, 8, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.nslices == 1 &&
+          d.inter == MCA_COLL_STRATA_INTER_COLL, "forced leader, small: one slice, coll");
 }
 
 /* Every split must tile [0, total) with parts differing by at most one. */
