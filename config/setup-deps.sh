@@ -18,14 +18,15 @@ die() { echo "setup-deps: $*" >&2; exit 1; }
 
 # Build: autotools, compiler, Open MPI and UCX development packages.
 # Tests: the MPI launcher, iproute2 (namespaces, veth, tc), util-linux (unshare),
-# procps.  Benchmarks: gnuplot, python3.  dpkg-dev unpacks the UCX source.
+# procps, valgrind (memcheck of coll/strata).  Benchmarks: gnuplot, python3.
+# dpkg-dev unpacks the UCX source.
 PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     openmpi-bin libopenmpi-dev
     ucx-utils libucx-dev libucx0
     rdma-core libibverbs-dev librdmacm-dev
     hwloc libhwloc-dev
-    iproute2 util-linux procps kmod
+    iproute2 util-linux procps kmod valgrind
     gnuplot-nox python3
     dpkg-dev xz-utils
 )

@@ -19,7 +19,7 @@ mca_coll_strata_component_t mca_coll_strata_component = {
         .collm_version = {
             MCA_COLL_BASE_VERSION_2_0_0,
             .mca_component_name = "strata",
-            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            MCA_BASE_MAKE_VERSION(component, 0, 2, 0),
             .mca_open_component = mca_coll_strata_component_open,
             .mca_close_component = mca_coll_strata_component_close,
             .mca_register_component_params = mca_coll_strata_component_register,

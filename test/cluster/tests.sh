@@ -24,16 +24,22 @@ cluster_topology_2x2() {
     strata_mpirun_cluster -np 4 --map-by ppr:2:node "$T/mpi/test_topology" --nodes 2 --ppn 2
 }
 
-# cluster_allreduce COLL PLACEMENT: PLACEMENT is 2x2, 3+1 or bynode
+# cluster_allreduce COLL PLACEMENT: PLACEMENT is 2x2, 4x2, 2x1 (one rank per
+# node), 3+1, 2+2+1 or bynode
 cluster_allreduce() {
     local coll=$1 placement=$2 map
     case "$placement" in
     2x2) map=(-np 4 --map-by ppr:2:node) ;;
+    4x2) map=(-np 8 --map-by ppr:2:node) ;;
+    2x1) map=(-np 2 --map-by ppr:1:node) ;;
     3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
     2+2+1) map=(-np 5 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:2,$STRATA_CLUSTER-n3:1") ;;
     bynode) map=(-np 4 --map-by node) ;;
     esac
-    strata_mpirun_cluster "${map[@]}" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_basic" --max-count 262144
+    strata_mpirun_cluster "${map[@]}" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_basic" --max-count 262144 || return 1
+    if [ "$coll" = strata ]; then
+        strata_mpirun_cluster "${map[@]}" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_ops" --quiet --max-bytes 1M
+    fi
 }
 
 # Bytes counted on the links: an allreduce of n bytes over 2 nodes (one rank
@@ -109,6 +115,8 @@ else
     strata_test cluster_allreduce_strata_3+1 300 cluster_job 2 "" cluster_allreduce strata 3+1
     strata_test cluster_allreduce_strata_2+2+1 300 cluster_job 3 "" cluster_allreduce strata 2+2+1
     strata_test cluster_allreduce_strata_bynode 300 cluster_job 2 "" cluster_allreduce strata bynode
+    strata_test cluster_allreduce_strata_4x2 300 cluster_job 4 "" cluster_allreduce strata 4x2
+    strata_test cluster_allreduce_strata_2x1 300 cluster_job 2 "" cluster_allreduce strata 2x1
     strata_test cluster_bytes_counted 180 cluster_job 2 "" cluster_bytes_counted
     strata_test cluster_links_shaped 60 cluster_job 2 100mbit cluster_links_shaped
     strata_test cluster_cleanup_after_failure 60 cluster_cleanup_after_failure

@@ -22,6 +22,11 @@ unit_ompi_info_lists_hook() {
         | grep -q 'parameter "hook_strata_load_uct"'
 }
 
+unit_coll_decision() {
+    "$STRATA_BUILDDIR/test/unit/test_decision"
+}
+
+strata_test unit_coll_decision 60 unit_coll_decision
 if [ "$STRATA_HAVE_UCX" = yes ]; then
     strata_test unit_uct_module_registers 60 unit_uct_module_registers
     strata_test unit_uct_absent_without_module 60 unit_uct_absent_without_module
