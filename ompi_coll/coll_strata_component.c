@@ -99,7 +99,7 @@ static void mca_coll_strata_register_decision(void)
         "below strata), ring (strata's ring, overlapping the pipeline's chunks)",
         mca_coll_strata_inter_values, &d->inter_algorithm);
 
-    d->small_max = 4096;
+    d->small_max = 2048;
     mca_coll_strata_register_size(
         "allreduce_small_max",
         "Messages up to this many bytes take the replicated (latency) path when "

@@ -109,6 +109,7 @@ static int mca_coll_strata_shm_create(mca_coll_strata_shm_t *shm, const char *di
                                       char *path, size_t path_len, char *why, size_t why_len)
 {
     static unsigned serial = 0;
+    struct stat st;
     char host[64];
     int fd, rc;
 
@@ -121,6 +122,10 @@ static int mca_coll_strata_shm_create(mca_coll_strata_shm_t *shm, const char *di
         snprintf(why, why_len, "cannot create %s: %s", path, strerror(errno));
         path[0] = '\0'; /* not ours: nobody may unlink it */
         return OMPI_ERROR;
+    }
+    if (0 == fstat(fd, &st)) {
+        MCA_COLL_STRATA_VERBOSE(10, "created %s (mode %04o, %zu bytes)", path,
+                                (unsigned)(st.st_mode & 07777), shm->size);
     }
     rc = posix_fallocate(fd, 0, (off_t)shm->size);
     if (0 != rc) {

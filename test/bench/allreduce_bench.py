@@ -5,7 +5,7 @@ and writes a table (CSV and markdown) and a plot (PNG, gnuplot).
 
   allreduce_bench.py --builddir BUILD [--configs tuned,han,strata]
                      [--np 4] | [--nodes N --ppn K [--rate 1gbit]]
-                     [--min 8] [--max 64M] [--iters 50] [--warmup 5] [--rounds 3]
+                     [--min 8] [--max 64M] [--iters 50] [--iters-large N] [--warmup 5] [--rounds 3]
                      [--buffer host|device] [--out DIR]
 
 Each round runs every configuration once over all sizes; the order of the
@@ -56,6 +56,8 @@ def parse_args(argv):
     p.add_argument("--min", default="8")
     p.add_argument("--max", default="64M")
     p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--iters-large", type=int, default=0,
+                   help="timed calls per size from 1 MiB (default: --iters)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--buffer", choices=("host", "device"), default="host")
@@ -70,6 +72,7 @@ def mpirun_command(args, config):
     tests and benchmarks run jobs the same way."""
     bench = os.path.join(args.builddir, "test", "bench", "strata_allreduce_bench")
     bench_args = ["--min", args.min, "--max", args.max, "--iters", str(args.iters),
+                  "--iters-large", str(args.iters_large or args.iters),
                   "--warmup", str(args.warmup), "--buffer", args.buffer, "--label", config]
     if args.nodes:
         launch = "strata_mpirun_cluster -np %d --map-by ppr:%d:node" % (args.nodes * args.ppn, args.ppn)
@@ -160,9 +163,10 @@ def write_outputs(args, configs, table, command_line):
     lines.append("- setup: %s, %s buffers, MPI_FLOAT MPI_SUM" % (describe_setup(args), args.buffer))
     lines.append("- machine: %s, %d cores, %s" % (platform.node(), os.cpu_count() or 0, platform.platform()))
     lines.append("- date: %s, commit %s" % (datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), git_commit()))
-    lines.append("- method: %d rounds alternating the configurations; per round %d timed calls (+%d warm-up), "
-                 "each fenced by a barrier and timed on the slowest rank; figures are the median over rounds "
-                 "of the per-round median" % (args.rounds, args.iters, args.warmup))
+    lines.append("- method: %d rounds alternating the configurations; per round %d timed calls per size "
+                 "(%d from 1 MiB; +%d warm-up), each fenced by a barrier and timed on the slowest rank; "
+                 "figures are the median over rounds of the per-round median"
+                 % (args.rounds, args.iters, args.iters_large or args.iters, args.warmup))
     lines.append("- command: `%s`" % command_line)
     lines.append("")
     head = ["size"] + ["%s median (us)" % c for c in configs] + ["%s / %s" % (c, base) for c in configs[1:]]

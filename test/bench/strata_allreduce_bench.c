@@ -1,11 +1,12 @@
 /*
  * MPI_Allreduce benchmark.
  *
- *   strata_allreduce_bench [--min BYTES] [--max BYTES] [--iters N] [--warmup N]
+ *   strata_allreduce_bench [--min BYTES] [--max BYTES] [--iters N] [--iters-large N] [--warmup N]
  *                          [--buffer host|device] [--netdev IFACE] [--label TEXT]
  *
  * For each size (powers of two from --min to --max, in bytes of MPI_FLOAT), it
- * runs --warmup untimed calls, then --iters timed calls.  Each timed call is
+ * runs --warmup untimed calls, then --iters timed calls (--iters-large for
+ * sizes of 1 MiB and more, where a call takes long enough to need fewer).  Each timed call is
  * fenced by a barrier and its time is the slowest rank's; min, median and max
  * over the calls are reported.  With --netdev, local rank 0 of every node reads
  * that interface's byte counters around the timed calls, so the output says
@@ -29,7 +30,7 @@
 
 typedef struct {
     size_t min_bytes, max_bytes;
-    int iters, warmup, device;
+    int iters, iters_large, warmup, device;
     const char *netdev, *label;
 } bench_opts_t;
 
@@ -123,8 +124,9 @@ static int cmp_double(const void *a, const void *b)
 static void bench_size(const bench_opts_t *o, size_t bytes, MPI_Comm node_comm, int rank)
 {
     int count = (int)(bytes / sizeof(float)), node_rank, i;
+    int iters = (bytes >= (1u << 20)) ? o->iters_large : o->iters;
     float *init = malloc(bytes ? bytes : 1);
-    double *times = malloc(sizeof(double) * (size_t)o->iters);
+    double *times = malloc(sizeof(double) * (size_t)iters);
     long long c0[2] = {-1, -1}, c1[2] = {-1, -1}, per_call[2], max_per_call[2];
     void *sbuf, *rbuf;
 
@@ -143,7 +145,7 @@ static void bench_size(const bench_opts_t *o, size_t bytes, MPI_Comm node_comm, 
         c0[0] = bench_read_counter(o->netdev, "tx_bytes");
         c0[1] = bench_read_counter(o->netdev, "rx_bytes");
     }
-    for (i = 0; i < o->iters; i++) {
+    for (i = 0; i < iters; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         MPI_Allreduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -156,15 +158,15 @@ static void bench_size(const bench_opts_t *o, size_t bytes, MPI_Comm node_comm, 
     }
     /* The barriers' own traffic is counted too; it is a few hundred bytes per
      * call, small beside the message sizes where bytes matter. */
-    for (i = 0; i < 2; i++) per_call[i] = (c0[i] >= 0 && c1[i] >= 0) ? (c1[i] - c0[i]) / o->iters : -1;
+    for (i = 0; i < 2; i++) per_call[i] = (c0[i] >= 0 && c1[i] >= 0) ? (c1[i] - c0[i]) / iters : -1;
     MPI_Reduce(per_call, max_per_call, 2, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, times, o->iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, times, iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
-        qsort(times, (size_t)o->iters, sizeof(double), cmp_double);
-        double median = (o->iters % 2) ? times[o->iters / 2]
-                                       : 0.5 * (times[o->iters / 2 - 1] + times[o->iters / 2]);
-        printf("RESULT,%s,%zu,%d,%.3f,%.3f,%.3f,%lld,%lld\n", o->label, bytes, o->iters,
-               times[0] * 1e6, median * 1e6, times[o->iters - 1] * 1e6, max_per_call[0],
+        qsort(times, (size_t)iters, sizeof(double), cmp_double);
+        double median = (iters % 2) ? times[iters / 2]
+                                       : 0.5 * (times[iters / 2 - 1] + times[iters / 2]);
+        printf("RESULT,%s,%zu,%d,%.3f,%.3f,%.3f,%lld,%lld\n", o->label, bytes, iters,
+               times[0] * 1e6, median * 1e6, times[iters - 1] * 1e6, max_per_call[0],
                max_per_call[1]);
         fflush(stdout);
     }
@@ -189,7 +191,7 @@ static size_t parse_size(const char *s)
 
 int main(int argc, char **argv)
 {
-    bench_opts_t o = {.min_bytes = 8, .max_bytes = 64 << 20, .iters = 50, .warmup = 5,
+    bench_opts_t o = {.min_bytes = 8, .max_bytes = 64 << 20, .iters = 50, .iters_large = 0, .warmup = 5,
                       .device = 0, .netdev = NULL, .label = "allreduce"};
     int rank, size, i;
     MPI_Comm node_comm;
@@ -201,6 +203,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--min")) o.min_bytes = parse_size(argv[i + 1]);
         else if (!strcmp(argv[i], "--max")) o.max_bytes = parse_size(argv[i + 1]);
         else if (!strcmp(argv[i], "--iters")) o.iters = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--iters-large")) o.iters_large = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--warmup")) o.warmup = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--buffer")) o.device = !strcmp(argv[i + 1], "device");
         else if (!strcmp(argv[i], "--netdev")) o.netdev = argv[i + 1];
@@ -210,15 +213,16 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
-    if (i < argc || o.iters < 1 || o.min_bytes < sizeof(float) || o.max_bytes < o.min_bytes) {
+    if (o.iters_large == 0) o.iters_large = o.iters;
+    if (i < argc || o.iters < 1 || o.iters_large < 1 || o.min_bytes < sizeof(float) || o.max_bytes < o.min_bytes) {
         if (rank == 0) fprintf(stderr, "strata_allreduce_bench: bad arguments (see the comment at the top of the source)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (o.device && bench_cuda_open() != 0) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
     if (rank == 0) {
-        printf("# strata_allreduce_bench: %d ranks, %s buffers, %d iterations (+%d warm-up), MPI_FLOAT MPI_SUM\n",
-               size, o.device ? "device" : "host", o.iters, o.warmup);
+        printf("# strata_allreduce_bench: %d ranks, %s buffers, %d iterations (%d from 1 MiB; +%d warm-up), MPI_FLOAT MPI_SUM\n",
+               size, o.device ? "device" : "host", o.iters, o.iters_large, o.warmup);
     }
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
         bench_size(&o, bytes, node_comm, rank);

@@ -20,6 +20,12 @@ mpi_allreduce_ops() {
     strata_mpirun_local "$np" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_ops" --quiet "$@"
 }
 
+# Arguments MPI rejects stay rejected with strata on; the communicator
+# still works afterwards.
+mpi_strata_bad_arguments() {
+    strata_mpirun_local 3 $(strata_coll_mca strata) "$T/mpi/test_allreduce_errors"
+}
+
 mpi_strata_in_call_path() {
     strata_mpirun_local 2 $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
         "$T/mpi/test_allreduce_basic" --max-count 64 >"$STRATA_TEST_LOG.out" 2>&1
@@ -51,7 +57,11 @@ mpi_strata_shm_stale_cleanup() {
     live="/dev/shm/strata_coll.$host.$$.0"
     : >"$stale"; : >"$live"
     strata_mpirun_local 2 $(strata_coll_mca strata) --mca coll_strata_verbose 10 \
-        "$T/mpi/test_allreduce_basic" --max-count 64 || rc=1
+        "$T/mpi/test_allreduce_basic" --max-count 64 >"$STRATA_TEST_LOG.out" 2>&1 || rc=1
+    cat "$STRATA_TEST_LOG.out"
+    # the segment file is private to the job's user
+    grep -q "coll:strata: created /dev/shm/strata_coll\.$host\.[0-9]*\.[0-9]* (mode 0600," "$STRATA_TEST_LOG.out" ||
+        { echo "no segment created with mode 0600"; rc=1; }
     if [ -e "$stale" ]; then echo "stale segment $stale of dead pid $dead was not removed"; rc=1; fi
     if [ ! -e "$live" ]; then echo "segment $live of a live process was removed"; rc=1; fi
     rm -f "$stale" "$live"
@@ -172,6 +182,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_allreduce_ops_strata_np3 300 mpi_allreduce_ops strata 3
     strata_test mpi_allreduce_ops_strata_large 300 mpi_allreduce_ops strata 4 --large --only-comm world
     strata_test mpi_strata_in_call_path 120 mpi_strata_in_call_path
+    strata_test mpi_strata_bad_arguments 120 mpi_strata_bad_arguments
     strata_test mpi_strata_verbose_says_why 120 mpi_strata_verbose_says_why
     strata_test mpi_strata_forced_leader 300 mpi_strata_forced leader
     strata_test mpi_strata_forced_rail 300 mpi_strata_forced rail

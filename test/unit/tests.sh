@@ -12,9 +12,16 @@ unit_ucx_info_with_module() {
     LD_PRELOAD="$STRATA_UCT_MODULE" ucx_info -d >/dev/null && LD_PRELOAD="$STRATA_UCT_MODULE" ucx_info -c >/dev/null
 }
 
+# Every coll/strata parameter is listed, with its description.
 unit_ompi_info_lists_coll() {
-    OMPI_MCA_mca_base_component_path="$STRATA_OMPI_COMPONENT_PATH" ompi_info --param coll strata --level 9 | tee /dev/stderr \
-        | grep -q 'parameter "coll_strata_priority"'
+    local out p
+    out=$(OMPI_MCA_mca_base_component_path="$STRATA_OMPI_COMPONENT_PATH" ompi_info --param coll strata --level 9)
+    echo "$out"
+    for p in priority verbose allreduce_algorithm allreduce_inter_algorithm allreduce_small_max \
+             allreduce_ring_min segment_size shm_slots shm_dir; do
+        grep -q "parameter \"coll_strata_$p\"" <<<"$out" || { echo "coll_strata_$p not listed"; return 1; }
+    done
+    grep -q 'Valid values: 0:"auto", 1:"fallback", 2:"leader", 3:"rail", 4:"replicated"' <<<"$out"
 }
 
 unit_ompi_info_lists_hook() {
