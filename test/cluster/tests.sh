@@ -69,11 +69,13 @@ cluster_cleanup_after_sigint() {
     set -m
     "$C" run --nodes 2 -- sleep 300 &
     local pid=$! i
-    for i in $(seq 1 100); do
-        ip netns list | grep -q "^strata-run$pid-n2" && break
+    # Interrupt the job itself: wait until its command runs (an interrupt in
+    # the middle of 'up' is a different case, not covered here).
+    for i in $(seq 1 200); do
+        pgrep -g "$pid" -f "^sleep 300" >/dev/null && break
         sleep 0.1
     done
-    ip netns list | grep "^strata-run$pid" || { echo "cluster did not come up"; kill $pid; return 1; }
+    ip netns list | grep "^strata-run$pid" || { echo "cluster did not come up"; kill -- -$pid; return 1; }
     # As Ctrl-C in a terminal does: SIGINT to the whole foreground job.
     kill -INT -- -$pid
     wait $pid
