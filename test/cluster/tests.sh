@@ -67,7 +67,11 @@ cluster_cleanup_after_sigint() {
     # Job control on, as in a terminal: a background job started without it
     # has SIGINT ignored, and an ignored signal cannot be trapped.
     set -m
-    "$C" run --nodes 2 -- sleep 300 &
+    # A shell started in the background (nohup ... &, some CI runners) hands
+    # SIGINT down as ignored, and bash cannot trap a signal ignored at its
+    # start: give cluster.sh SIGINT's default disposition, as a terminal does.
+    python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+        "$C" run --nodes 2 -- sleep 300 &
     local pid=$! i
     # Interrupt the job itself: wait until its command runs (an interrupt in
     # the middle of 'up' is a different case, not covered here).
