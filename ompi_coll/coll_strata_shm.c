@@ -34,23 +34,24 @@ typedef struct mca_coll_strata_shm_announce_t {
     char path[PATH_MAX];
 } mca_coll_strata_shm_announce_t;
 
-static size_t mca_coll_strata_shm_layout(mca_coll_strata_shm_t *shm)
+/* The flags area, rounded up so the slots start page-aligned. */
+static size_t mca_coll_strata_shm_flags_bytes(const mca_coll_strata_shm_t *shm)
 {
-    size_t flags_bytes = (size_t)shm->nranks * sizeof(mca_coll_strata_shm_flags_t);
-    size_t slots_bytes = (size_t)shm->nslots * (shm->nranks + 1) * shm->slot_bytes;
+    size_t bytes = (size_t)shm->nranks * sizeof(mca_coll_strata_shm_flags_t);
 
-    flags_bytes = (flags_bytes + MCA_COLL_STRATA_SHM_ALIGN - 1) &
-                  ~(size_t)(MCA_COLL_STRATA_SHM_ALIGN - 1);
-    return flags_bytes + slots_bytes;
+    return (bytes + MCA_COLL_STRATA_SHM_ALIGN - 1) & ~(size_t)(MCA_COLL_STRATA_SHM_ALIGN - 1);
+}
+
+static size_t mca_coll_strata_shm_layout(const mca_coll_strata_shm_t *shm)
+{
+    return mca_coll_strata_shm_flags_bytes(shm) +
+           (size_t)shm->nslots * (shm->nranks + 1) * shm->slot_bytes;
 }
 
 static void mca_coll_strata_shm_set_pointers(mca_coll_strata_shm_t *shm)
 {
-    size_t size = mca_coll_strata_shm_layout(shm);
-    size_t slots_bytes = (size_t)shm->nslots * (shm->nranks + 1) * shm->slot_bytes;
-
     shm->flags = (mca_coll_strata_shm_flags_t *)shm->base;
-    shm->slots = (char *)shm->base + (size - slots_bytes);
+    shm->slots = (char *)shm->base + mca_coll_strata_shm_flags_bytes(shm);
 }
 
 /* Host name as it goes into a file name: no '/' or '.' surprises. */

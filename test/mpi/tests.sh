@@ -84,7 +84,8 @@ mpi_strata_shm_killed_job() {
 }
 
 # No segment can be made: strata warns once, falls back, results are right.
-# run_with_shm_dir DIR: the job with coll_strata_shm_dir DIR, checked.
+# strata_shm_fallback_job DIR WHY: the job with coll_strata_shm_dir DIR must
+# pass, warn with WHY and report the fallback.
 strata_shm_fallback_job() {
     strata_mpirun_local 4 $(strata_coll_mca strata) --mca coll_strata_shm_dir "$1" \
         --mca coll_strata_verbose 20 "$T/mpi/test_allreduce_basic" --max-count 4096 \
