@@ -45,8 +45,10 @@ AC_DEFUN([STRATA_CHECK_CUDA], [
 
     AS_IF([test "x$strata_have_cuda" = xyes], [
         CUDA_CPPFLAGS="-I$strata_cuda_home/include"
+        CUDA_HOME_DIR="$strata_cuda_home"
         AC_DEFINE([STRATA_HAVE_CUDA], [1], [Define to 1 if CUDA headers were found at build time])
     ])
     AC_SUBST([CUDA_CPPFLAGS])
+    AC_SUBST([CUDA_HOME_DIR])
     AC_SUBST([NVCC])
 ])
