@@ -1,0 +1,391 @@
+/*
+ * The CUDA stand-in: a libcuda.so.1 that keeps "device" memory in host memory
+ * so that CI machines without a GPU can drive Strata's transport through real
+ * driver calls.  This header is internal to the library.
+ *
+ * What it models, and why each part matters to the code under test:
+ *  - Device addresses lie in one PROT_NONE reservation that is never made
+ *    accessible, so a CPU load or store to device memory faults as it would on
+ *    a GPU.  The bytes live in a memfd per allocation; the library reaches them
+ *    through a private read-write alias mapping of that memfd.
+ *  - Asynchronous work is queued per stream and runs only at completion points
+ *    (synchronize, or a query that reports completion), so a transport that
+ *    declares a copy done before its event completes reads stale data.
+ *  - IPC handles name the exporter's memfd (/proc/<pid>/fd/<fd>), so another
+ *    process really maps the same bytes.
+ *
+ * Every exported entry point runs through CUDA_STANDIN_CALL (fault injection,
+ * initialization and context checks, the global lock, tracing).
+ */
+#ifndef CUDA_STANDIN_H
+#define CUDA_STANDIN_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+/* The library is built with -fvisibility=hidden; the driver API that cuda.h
+ * declares is what it exports, so those declarations carry default
+ * visibility and every definition of them inherits it. */
+#pragma GCC visibility push(default)
+#include <cuda.h>
+#pragma GCC visibility pop
+
+#if CUDA_VERSION < 12000
+#error "the CUDA stand-in needs cuda.h from CUDA 12.0 or newer"
+#endif
+
+#define CUDA_STANDIN_KIB(_n) ((size_t)(_n) << 10)
+#define CUDA_STANDIN_MIB(_n) ((size_t)(_n) << 20)
+#define CUDA_STANDIN_GIB(_n) ((size_t)(_n) << 30)
+
+#define CUDA_STANDIN_MAX_DEVICES   8
+#define CUDA_STANDIN_DRIVER_VERSION 13000
+/* cuMemAlloc: sizes rounded up to, and addresses aligned on, 64 KiB. */
+#define CUDA_STANDIN_ALLOC_ALIGN   CUDA_STANDIN_KIB(64)
+/* cuMemGetAllocationGranularity, for both minimum and recommended. */
+#define CUDA_STANDIN_VMM_GRANULARITY CUDA_STANDIN_MIB(2)
+/* What cuDeviceTotalMem reports; allocations beyond it fail. */
+#define CUDA_STANDIN_DEVICE_MEMORY CUDA_STANDIN_GIB(16)
+
+#define CUDA_STANDIN_ALIGN_UP(_x, _a) ((((_x) + (_a) - 1) / (_a)) * (_a))
+#define CUDA_STANDIN_IS_ALIGNED(_x, _a) (((_x) % (_a)) == 0)
+
+/* Two levels so that cuda.h's renaming macros expand first:
+ * CUDA_STANDIN_SYMBOL(cuMemAlloc) is "cuMemAlloc_v2". */
+#define CUDA_STANDIN_STR2(_x)   #_x
+#define CUDA_STANDIN_SYMBOL(_x) CUDA_STANDIN_STR2(_x)
+
+/*
+ * Every exported entry point, as an application spells it (cuda.h maps it to
+ * the exported, versioned symbol).  The list gives each one an id for fault
+ * injection and tracing; CUDA_STANDIN_CALL refuses to compile for a name that
+ * is missing here.
+ */
+#define CUDA_STANDIN_APIS(_x) \
+    _x(cuInit) \
+    _x(cuDriverGetVersion) \
+    _x(cuGetErrorString) \
+    _x(cuGetErrorName) \
+    _x(cuGetProcAddress) \
+    _x(cuDeviceGetCount) \
+    _x(cuDeviceGet) \
+    _x(cuDeviceGetName) \
+    _x(cuDeviceGetAttribute) \
+    _x(cuDeviceGetUuid) \
+    _x(cuDeviceGetPCIBusId) \
+    _x(cuDeviceTotalMem) \
+    _x(cuDevicePrimaryCtxRetain) \
+    _x(cuDevicePrimaryCtxRelease) \
+    _x(cuCtxGetCurrent) \
+    _x(cuCtxSetCurrent) \
+    _x(cuCtxGetDevice) \
+    _x(cuCtxSynchronize) \
+    _x(cuMemGetInfo) \
+    _x(cuMemAlloc) \
+    _x(cuMemAllocPitch) \
+    _x(cuMemFree) \
+    _x(cuMemAllocManaged) \
+    _x(cuMemAllocAsync) \
+    _x(cuMemAllocFromPoolAsync) \
+    _x(cuMemFreeAsync) \
+    _x(cuDeviceGetDefaultMemPool) \
+    _x(cuMemPoolCreate) \
+    _x(cuMemPoolDestroy) \
+    _x(cuPointerGetAttribute) \
+    _x(cuPointerGetAttributes) \
+    _x(cuPointerSetAttribute) \
+    _x(cuMemGetAddressRange) \
+    _x(cuMemcpy) \
+    _x(cuMemcpyAsync) \
+    _x(cuMemcpyHtoD) \
+    _x(cuMemcpyDtoH) \
+    _x(cuMemcpyDtoD) \
+    _x(cuMemcpyHtoDAsync) \
+    _x(cuMemcpyDtoHAsync) \
+    _x(cuMemcpyDtoDAsync) \
+    _x(cuMemsetD8) \
+    _x(cuStreamCreate) \
+    _x(cuStreamDestroy) \
+    _x(cuStreamSynchronize) \
+    _x(cuStreamQuery) \
+    _x(cuStreamWaitEvent) \
+    _x(cuEventCreate) \
+    _x(cuEventDestroy) \
+    _x(cuEventRecord) \
+    _x(cuEventQuery) \
+    _x(cuEventSynchronize) \
+    _x(cuIpcGetMemHandle) \
+    _x(cuIpcOpenMemHandle) \
+    _x(cuIpcCloseMemHandle) \
+    _x(cuMemCreate) \
+    _x(cuMemRelease) \
+    _x(cuMemMap) \
+    _x(cuMemUnmap) \
+    _x(cuMemSetAccess) \
+    _x(cuMemAddressReserve) \
+    _x(cuMemAddressFree) \
+    _x(cuMemGetAllocationGranularity) \
+    _x(cuMemRetainAllocationHandle) \
+    _x(cuMemGetAllocationPropertiesFromHandle) \
+    _x(cuMemExportToShareableHandle) \
+    _x(cuMemImportFromShareableHandle)
+
+/*
+ * The allocation entry points that UCX's bistro patcher hooks.  Their exported
+ * symbols are assembly stubs with a prologue it can relocate (see
+ * cuda_standin_entry.c); the C implementation behind each is
+ * cuda_standin_patchable_<name>, with exactly cuda.h's prototype.
+ */
+#define CUDA_STANDIN_PATCHABLE_APIS(_x) \
+    _x(cuMemAlloc) \
+    _x(cuMemAllocPitch) \
+    _x(cuMemFree) \
+    _x(cuMemAllocManaged) \
+    _x(cuMemAllocAsync) \
+    _x(cuMemAllocFromPoolAsync) \
+    _x(cuMemFreeAsync) \
+    _x(cuMemCreate) \
+    _x(cuMemRelease) \
+    _x(cuMemMap) \
+    _x(cuMemUnmap)
+
+#define CUDA_STANDIN_API_ID(_name) CUDA_STANDIN_API_ID_##_name
+#define CUDA_STANDIN_API_ENUM(_name) CUDA_STANDIN_API_ID(_name),
+typedef enum cuda_standin_api_id {
+    CUDA_STANDIN_APIS(CUDA_STANDIN_API_ENUM)
+    CUDA_STANDIN_API_COUNT
+} cuda_standin_api_id_t;
+
+#define CUDA_STANDIN_PATCHABLE_DECLARE(_name) \
+    extern __typeof__(_name) cuda_standin_patchable_##_name __attribute__((visibility("hidden")));
+CUDA_STANDIN_PATCHABLE_APIS(CUDA_STANDIN_PATCHABLE_DECLARE)
+
+/* --- Settings (cuda_standin_api.c): read once, at the first call. --- */
+
+typedef struct cuda_standin_config {
+    int devices;       /* CUDA_STANDIN_DEVICES */
+    int query_delay;   /* CUDA_STANDIN_QUERY_DELAY */
+    int trace;         /* CUDA_STANDIN_TRACE */
+    /* CUDA_STANDIN_FAIL: the result forced on each entry point, or
+     * CUDA_SUCCESS where the call runs normally. */
+    CUresult fail[CUDA_STANDIN_API_COUNT];
+} cuda_standin_config_t;
+
+extern cuda_standin_config_t cuda_standin_config;
+
+/* --- The call wrapper (cuda_standin_api.c). --- */
+
+enum {
+    CUDA_STANDIN_CALL_NEED_INIT = 1u << 0, /* CUDA_ERROR_NOT_INITIALIZED before cuInit */
+    CUDA_STANDIN_CALL_LOCK      = 1u << 1, /* runs under the global lock */
+    CUDA_STANDIN_CALL_NEED_CTX  = 1u << 2, /* CUDA_ERROR_INVALID_CONTEXT without a context */
+};
+
+/* Works before cuInit and touches no shared state (error strings, version). */
+#define CUDA_STANDIN_ANYTIME 0u
+/* Needs cuInit; no context needed (devices, pointer queries, VMM). */
+#define CUDA_STANDIN_INITED  (CUDA_STANDIN_CALL_NEED_INIT | CUDA_STANDIN_CALL_LOCK)
+/* Needs a current context: allocation, copies, streams, events, IPC. */
+#define CUDA_STANDIN_IN_CTX  (CUDA_STANDIN_INITED | CUDA_STANDIN_CALL_NEED_CTX)
+
+typedef struct cuda_standin_call {
+    cuda_standin_api_id_t id;
+    unsigned flags;
+    int locked;
+} cuda_standin_call_t;
+
+CUresult cuda_standin_call_begin(cuda_standin_call_t *call);
+CUresult cuda_standin_call_end(cuda_standin_call_t *call, CUresult status);
+
+/*
+ * The body of every exported function: _impl runs only when the entry point
+ * is not forced to fail and its preconditions (_flags) hold.
+ */
+#define CUDA_STANDIN_CALL(_name, _flags, _impl) \
+    do { \
+        cuda_standin_call_t _call = {CUDA_STANDIN_API_ID(_name), (_flags), 0}; \
+        CUresult _status          = cuda_standin_call_begin(&_call); \
+        if (_status == CUDA_SUCCESS) { \
+            _status = (_impl); \
+        } \
+        return cuda_standin_call_end(&_call, _status); \
+    } while (0)
+
+/* With CUDA_STANDIN_TRACE=1, adds a detail (arguments, or why a call failed)
+ * to this thread's trace line for the current call; free otherwise. */
+void cuda_standin_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Where the notes end, and a way back there: for failures a caller expects
+ * and handles itself (attributes that fall back to their defaults). */
+size_t cuda_standin_note_mark(void);
+void cuda_standin_note_rewind(size_t mark);
+
+/* `_status`, after noting why: for error returns that need a reason.  A
+ * macro, so that the compiler and analyzers see which result it is. */
+#define cuda_standin_error(_status, ...) (cuda_standin_note(__VA_ARGS__), (_status))
+
+/* A device fault during queued work: like a GPU's, it is sticky, every later
+ * call that needs a context returns it.  Always printed to stderr. */
+void cuda_standin_fault(CUresult status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+CUresult cuda_standin_sticky_error(void);
+
+/* The process id, refreshed in a forked child; part of buffer ids. */
+pid_t cuda_standin_pid(void);
+
+/* The symbol of an entry point ("cuMemAlloc_v2"), for messages. */
+const char *cuda_standin_api_name(cuda_standin_api_id_t id);
+
+/* --- CUresult names (cuda_standin_result.c). --- */
+
+const char *cuda_standin_result_name(CUresult code);
+/* "CUDA_ERROR_OUT_OF_MEMORY" -> 2; -1 for a name that is not a CUresult. */
+int cuda_standin_result_parse(const char *name, CUresult *code_p);
+
+/* --- Devices and contexts (cuda_standin_device.c). --- */
+
+struct CUctx_st {
+    uint32_t magic;
+    int device;
+    int retained; /* cuDevicePrimaryCtxRetain count; 0: destroyed */
+};
+
+int cuda_standin_initialized(void);
+int cuda_standin_device_count(void);
+int cuda_standin_device_valid(int device);
+/* The current context of this thread if it is usable, else NULL. */
+CUcontext cuda_standin_ctx_current(void);
+int cuda_standin_ctx_valid(CUcontext ctx);
+/* Accounts device memory; CUDA_ERROR_OUT_OF_MEMORY beyond the device's size. */
+CUresult cuda_standin_device_charge(int device, size_t size);
+void cuda_standin_device_uncharge(int device, size_t size);
+size_t cuda_standin_device_used(int device);
+
+/* --- Address space, backing memory, mapping table (cuda_standin_vaspace.c). --- */
+
+typedef enum cuda_standin_map_kind {
+    CUDA_STANDIN_MAP_ALLOC,   /* cuMemAlloc, cuMemAllocPitch: legacy-IPC capable */
+    CUDA_STANDIN_MAP_POOL,    /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
+    CUDA_STANDIN_MAP_MANAGED, /* cuMemAllocManaged: the one kind the CPU may touch */
+    CUDA_STANDIN_MAP_VMM,     /* cuMemMap of a cuMemCreate'd or imported handle */
+    CUDA_STANDIN_MAP_IPC,     /* cuIpcOpenMemHandle of another process's allocation */
+} cuda_standin_map_kind_t;
+
+struct cuda_standin_phys;
+
+/* One range of addresses the stand-in handed out, and what backs it. */
+typedef struct cuda_standin_map {
+    cuda_standin_map_kind_t kind;
+    uintptr_t base;
+    size_t size;    /* as asked for: bounds of copies, cuMemGetAddressRange */
+    size_t va_size; /* taken from the device range (rounded); 0 if not from it */
+    char *alias;    /* the library's read-write view of the bytes */
+    size_t alias_size;
+    int memfd;      /* backing fd owned by this mapping, or -1 */
+    size_t charged; /* device memory accounted to `device` */
+    unsigned long long buffer_id;
+    CUcontext ctx;  /* context current at allocation; NULL for VMM */
+    int device;
+    int sync_memops;
+    int free_queued;                                /* cuMemFreeAsync pending */
+    struct CUmemPoolHandle_st *pool;                /* POOL */
+    struct cuda_standin_phys *phys;                 /* VMM */
+    unsigned char access[CUDA_STANDIN_MAX_DEVICES]; /* VMM: CUmemAccess_flags per device */
+    pid_t ipc_pid;                                  /* IPC: the exporter ... */
+    unsigned long long ipc_buffer_id;               /* ... and its buffer id */
+} cuda_standin_map_t;
+
+/* Reserves the device range (once per process; kept across fork). */
+CUresult cuda_standin_vaspace_init(void);
+int cuda_standin_vaspace_contains(uintptr_t addr);
+CUresult cuda_standin_va_alloc(size_t size, size_t align, uintptr_t hint, uintptr_t *addr_p);
+void cuda_standin_va_free(uintptr_t addr, size_t size);
+
+/* Process-unique, and unique across processes: (pid << 32) | counter. */
+unsigned long long cuda_standin_next_id(void);
+
+/* A memfd named "cuda_standin.<id><suffix>" of `size` bytes. */
+CUresult cuda_standin_backing_create(unsigned long long id, const char *suffix, size_t size,
+                                     int *fd_p);
+CUresult cuda_standin_backing_map(int fd, size_t size, char **alias_p);
+
+cuda_standin_map_t *cuda_standin_map_new(cuda_standin_map_kind_t kind);
+CUresult cuda_standin_map_insert(cuda_standin_map_t *map);
+/* Unmaps, closes and frees everything the mapping holds (see its kind). */
+void cuda_standin_map_destroy(cuda_standin_map_t *map);
+/* The mapping whose [base, base + size) holds addr, or NULL. */
+cuda_standin_map_t *cuda_standin_map_find(uintptr_t addr);
+/* The first mapping that intersects [addr, addr + size), or NULL. */
+cuda_standin_map_t *cuda_standin_map_first_in(uintptr_t addr, size_t size);
+size_t cuda_standin_map_count(void);
+cuda_standin_map_t *cuda_standin_map_at(size_t index);
+
+/* --- Allocation (cuda_standin_mem.c). --- */
+
+/* Frees a cuMemAlloc/pool/managed allocation by its base (queued frees). */
+CUresult cuda_standin_mem_free_base(uintptr_t dptr);
+void cuda_standin_mem_pool_release(struct CUmemPoolHandle_st *pool);
+unsigned cuda_standin_mem_pool_handle_types(const struct CUmemPoolHandle_st *pool);
+
+/* --- Streams and events (cuda_standin_stream.c). --- */
+
+typedef enum cuda_standin_op_kind {
+    CUDA_STANDIN_OP_COPY,
+    CUDA_STANDIN_OP_MEMSET,
+    CUDA_STANDIN_OP_FREE,   /* cuMemFreeAsync */
+    CUDA_STANDIN_OP_MARKER, /* cuEventRecord */
+    CUDA_STANDIN_OP_WAIT,   /* another stream's work up to a position first */
+} cuda_standin_op_kind_t;
+
+typedef struct cuda_standin_op {
+    cuda_standin_op_kind_t kind;
+    uint64_t seq;                   /* position in its stream, from 1 */
+    struct cuda_standin_op *next;
+    int device;                     /* whose access rights apply (VMM) */
+    uintptr_t dst, src;             /* COPY; dst for MEMSET and FREE */
+    size_t len;
+    unsigned char value;            /* MEMSET */
+    uint64_t wait_stream, wait_seq; /* WAIT */
+} cuda_standin_op_t;
+
+typedef struct CUstream_st cuda_standin_stream_t;
+
+/* 0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are the default stream. */
+CUresult cuda_standin_stream_get(CUstream handle, cuda_standin_stream_t **stream_p);
+/* The device whose engines run the stream's work. */
+int cuda_standin_stream_device(cuda_standin_stream_t *stream);
+cuda_standin_stream_t *cuda_standin_stream_default(void);
+/* Queues a copy of *op (with the implicit default-stream ordering). */
+CUresult cuda_standin_stream_enqueue(cuda_standin_stream_t *stream, const cuda_standin_op_t *op);
+/* Runs all queued work of the stream: a completion point. */
+CUresult cuda_standin_stream_finish(cuda_standin_stream_t *stream);
+/* Runs all queued work of every stream: the device-wide synchronization
+ * that cuMemFree, cuMemUnmap and cuIpcCloseMemHandle imply. */
+CUresult cuda_standin_stream_finish_all(void);
+
+/* --- Copies (cuda_standin_copy.c), run by queued operations. --- */
+
+CUresult cuda_standin_copy_run(const cuda_standin_op_t *op);
+CUresult cuda_standin_memset_run(const cuda_standin_op_t *op);
+
+/* --- VMM (cuda_standin_vmm.c). --- */
+
+void cuda_standin_vmm_phys_put(struct cuda_standin_phys *phys);
+unsigned long long cuda_standin_vmm_phys_id(const struct cuda_standin_phys *phys);
+unsigned cuda_standin_vmm_phys_handle_types(const struct cuda_standin_phys *phys);
+/* The reservation holding addr: 0 when addr is in none. */
+int cuda_standin_vmm_reservation(uintptr_t addr, uintptr_t *base_p, size_t *size_p);
+
+/* --- Fork: a child starts with no driver state, as after exec. --- */
+
+void cuda_standin_device_forget(void);
+void cuda_standin_vaspace_forget(void);
+void cuda_standin_mem_forget(void);
+void cuda_standin_stream_forget(void);
+void cuda_standin_vmm_forget(void);
+
+#endif /* CUDA_STANDIN_H */
