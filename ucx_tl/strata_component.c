@@ -1,46 +1,91 @@
 /*
- * UCT component "strata" (libuct_strata.so).
+ * UCT component "strata" (libuct_strata.so): the gpu_copy and gpu_ipc
+ * memory domains and transports.
  *
  * Registering from a constructor is what lets a UCX without plugin discovery
- * pick the component up after dlopen/LD_PRELOAD: UCS_STATIC_INIT adds it to
- * libuct's component list before ucp_init walks that list.  Nothing here may
- * touch CUDA: the constructor runs in every process that loads the module.
- *
- * This version registers the component and its configuration table only; its
- * memory domain and the gpu_copy/gpu_ipc transports report no resources yet.
+ * pick the component up after dlopen/LD_PRELOAD: UCT_COMPONENT_REGISTER adds
+ * it to libuct's component list before ucp_init walks that list.  Nothing
+ * here may touch CUDA at load time: the constructor runs in every process
+ * that loads the module, GPU or not.  The driver is opened on the first
+ * resource query.
  */
-#include <uct/base/uct_component.h>
-#include <uct/base/uct_md.h>
-#include <ucs/sys/stubs.h>
+#include "strata_md.h"
+#include "gpu_ipc/gpu_ipc_md.h"
 
-typedef struct uct_strata_md_config {
-    uct_md_config_t super;
-} uct_strata_md_config_t;
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
+#include <string.h>
 
-static ucs_config_field_t uct_strata_md_config_table[] = {
-    {"", "", NULL, ucs_offsetof(uct_strata_md_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
-
-    {NULL}
-};
-
+/*
+ * Two memory domains when the driver is usable and sees a GPU; none
+ * otherwise.  A node without a GPU or driver is not an error: the reason
+ * is logged at debug level (UCX_LOG_LEVEL=debug), never by default.
+ */
 static ucs_status_t uct_strata_query_md_resources(uct_component_t *component,
                                                   uct_md_resource_desc_t **resources_p,
                                                   unsigned *num_resources_p)
 {
-    return uct_md_query_empty_md_resource(resources_p, num_resources_p);
+    static const char *names[] = {UCT_STRATA_MD_NAME_COPY, UCT_STRATA_MD_NAME_IPC};
+    uct_md_resource_desc_t *resources;
+    unsigned i;
+
+    if (strata_cuda_device_count() <= 0) {
+        ucs_debug("strata: no GPU memory domains: %s",
+                  (strata_cuda_state() == STRATA_CUDA_READY) ? "the driver reports no device"
+                                                             : strata_cuda_error());
+        return uct_md_query_empty_md_resource(resources_p, num_resources_p);
+    }
+    resources = ucs_calloc(ucs_static_array_size(names), sizeof(*resources), "strata md resources");
+    if (resources == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < ucs_static_array_size(names); ++i) {
+        ucs_snprintf_zero(resources[i].md_name, sizeof(resources[i].md_name), "%s", names[i]);
+    }
+    *resources_p     = resources;
+    *num_resources_p = ucs_static_array_size(names);
+    return UCS_OK;
+}
+
+/*
+ * Both domains' keys arrive here.  gpu_copy's is only its magic and is
+ * never needed (copies are local); anything else is gpu_ipc's to check.
+ */
+static ucs_status_t uct_strata_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
+{
+    uint32_t magic;
+
+    /* UCP 1.13 releases every key of a failed unpack, the failed one too:
+     * it must hold a value rkey_release recognizes as empty. */
+    *rkey_p   = UCT_INVALID_RKEY;
+    *handle_p = NULL;
+    memcpy(&magic, rkey_buffer, sizeof(magic));
+    if (magic == UCT_STRATA_COPY_KEY_MAGIC) {
+        return UCS_OK;
+    }
+    return uct_gpu_ipc_rkey_unpack(component, rkey_buffer, rkey_p, handle_p);
+}
+
+static ucs_status_t uct_strata_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                            void *handle)
+{
+    if (rkey == UCT_INVALID_RKEY) {
+        return UCS_OK;
+    }
+    return uct_gpu_ipc_rkey_release(component, rkey, handle);
 }
 
 uct_component_t uct_strata_component = {
     .query_md_resources = uct_strata_query_md_resources,
-    .md_open            = (uct_component_md_open_func_t)ucs_empty_function_return_unsupported,
+    .md_open            = uct_strata_md_open,
     .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_md_stub_rkey_unpack,
+    .rkey_unpack        = uct_strata_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
-    .rkey_release       = (uct_component_rkey_release_func_t)ucs_empty_function_return_success,
-    .name               = "strata",
+    .rkey_release       = uct_strata_rkey_release,
+    .name               = UCT_STRATA_COMPONENT_NAME,
     .md_config          = {
-        .name           = "Strata memory domain",
+        .name           = "Strata GPU memory domains",
         .prefix         = "STRATA_",
         .table          = uct_strata_md_config_table,
         .size           = sizeof(uct_strata_md_config_t),
@@ -48,6 +93,6 @@ uct_component_t uct_strata_component = {
     .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
     .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&uct_strata_component),
     .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function,
+    UCT_STRATA_COMPONENT_VFS_INIT
 };
 UCT_COMPONENT_REGISTER(&uct_strata_component)

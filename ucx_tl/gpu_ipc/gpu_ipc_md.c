@@ -1,0 +1,580 @@
+/*
+ * The gpu_ipc memory domain: export on registration, import on rkey unpack.
+ *
+ * Registering a buffer exports the whole allocation that holds it (see
+ * gpu_ipc_key.h): a legacy IPC handle for cudaMalloc/cuMemAlloc memory, or
+ * a POSIX file descriptor for VMM memory created exportable; anything else
+ * gets a NONE key.  Unpacking a key maps the allocation into this process
+ * through the process-wide cache (gpu_ipc_cache.h), and answers
+ * UCS_ERR_UNREACHABLE whenever that cannot be done, which makes UCP drop
+ * this domain from the rkey and move the buffer by another protocol.
+ */
+#include "gpu_ipc_md.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/compiler_def.h>
+#include <ucs/sys/sys.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* What a registration owns besides the key: the exported VMM descriptor
+ * stays open while registered, since peers take it from this process. */
+typedef struct uct_gpu_ipc_memh {
+    uct_gpu_ipc_key_t key;
+    int vmm_fd;
+} uct_gpu_ipc_memh_t;
+
+_Static_assert(sizeof(CUipcMemHandle) == UCT_GPU_IPC_LEGACY_HANDLE_SIZE,
+               "the key carries a CUipcMemHandle");
+
+static uct_gpu_ipc_cache_t uct_gpu_ipc_cache;
+static pthread_once_t uct_gpu_ipc_cache_once = PTHREAD_ONCE_INIT;
+/* Set by the exit-time purge: the driver may already be shutting down. */
+static int uct_gpu_ipc_exiting;
+
+/* ---- registration (the owner's side) ---- */
+
+static uint64_t uct_gpu_ipc_self_start_time(void)
+{
+    static pid_t pid;
+    static uint64_t start;
+
+    /* Per pid, not once: a forked child is another owner. */
+    if (pid != getpid()) {
+        start = ucs_sys_get_proc_create_time(getpid());
+        pid   = getpid();
+    }
+    return start;
+}
+
+static void uct_gpu_ipc_key_init(uct_gpu_ipc_key_t *key, const uct_strata_mem_info_t *info)
+{
+    CUdevice dev;
+    CUuuid uuid;
+
+    memset(key, 0, sizeof(*key));
+    key->handle_type = UCT_GPU_IPC_HANDLE_NONE;
+    key->owner_pid   = getpid();
+    key->owner_start = uct_gpu_ipc_self_start_time();
+    key->vmm_fd      = -1;
+    key->base        = info->base;
+    key->length      = info->length;
+    key->buffer_id   = info->buffer_id;
+    if ((info->ordinal >= 0) &&
+        (UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, strata_cuda.cuDeviceGet(&dev, info->ordinal)) ==
+         UCS_OK) &&
+        (UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, strata_cuda.cuDeviceGetUuid(&uuid, dev)) ==
+         UCS_OK)) {
+        memcpy(key->dev_uuid, uuid.bytes, sizeof(key->dev_uuid));
+    }
+}
+
+static ucs_status_t uct_gpu_ipc_export_legacy(uct_gpu_ipc_memh_t *memh)
+{
+    CUipcMemHandle handle;
+    ucs_status_t status;
+
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                  strata_cuda.cuIpcGetMemHandle(&handle,
+                                                                (CUdeviceptr)memh->key.base));
+    if (status != UCS_OK) {
+        return status;
+    }
+    memcpy(memh->key.legacy_handle, &handle, sizeof(handle));
+    memh->key.handle_type = UCT_GPU_IPC_HANDLE_LEGACY;
+    return UCS_OK;
+}
+
+/*
+ * Exports the physical allocation behind a VMM mapping as a file descriptor.
+ * Returns UCS_ERR_UNSUPPORTED, with the reason in *why, for memory that is
+ * not a VMM mapping or was not created exportable.
+ */
+static ucs_status_t uct_gpu_ipc_export_vmm(uct_gpu_ipc_memh_t *memh, const char **why)
+{
+    CUmemGenericAllocationHandle handle;
+    CUmemAllocationProp prop;
+    ucs_status_t status;
+    int fd = -1;
+
+    if ((strata_cuda.cuMemRetainAllocationHandle == NULL) ||
+        (strata_cuda.cuMemExportToShareableHandle == NULL)) {
+        *why = "the driver has no VMM export";
+        return UCS_ERR_UNSUPPORTED;
+    }
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                  strata_cuda.cuMemRetainAllocationHandle(&handle,
+                                                                          (void *)memh->key.base));
+    if (status != UCS_OK) {
+        *why = "not a VMM mapping";
+        return UCS_ERR_UNSUPPORTED;
+    }
+    memset(&prop, 0, sizeof(prop));
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                  strata_cuda.cuMemGetAllocationPropertiesFromHandle(&prop,
+                                                                                     handle));
+    if (status != UCS_OK) {
+        *why = "its properties are unknown";
+        goto out_release;
+    }
+    if (!(prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+        *why    = "created without CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR";
+        status  = UCS_ERR_UNSUPPORTED;
+        goto out_release;
+    }
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                  strata_cuda.cuMemExportToShareableHandle(
+                                          &fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                          0));
+    if (status != UCS_OK) {
+        *why = "cuMemExportToShareableHandle failed";
+        goto out_release;
+    }
+    memh->vmm_fd          = fd;
+    memh->key.vmm_fd      = fd;
+    /* cuMemMap maps a handle from its start (the offset must be 0), so the
+     * mapping at `base` begins at offset 0 of the physical allocation. */
+    memh->key.vmm_offset  = 0;
+    memh->key.handle_type = UCT_GPU_IPC_HANDLE_VMM_FD;
+
+out_release:
+    /* The reference cuMemRetainAllocationHandle took; the exported fd keeps
+     * the allocation alive for importers on its own. */
+    (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, strata_cuda.cuMemRelease(handle));
+    return status;
+}
+
+/* Chooses and creates the handle for the allocation described by memh->key;
+ * leaves a NONE key, with the reason logged, if there is none to give. */
+static void uct_gpu_ipc_export(const uct_strata_md_t *md, const uct_strata_mem_info_t *info,
+                               uct_gpu_ipc_memh_t *memh)
+{
+    const char *why = NULL;
+
+    if (info->mem_type != UCS_MEMORY_TYPE_CUDA) {
+        why = "managed memory has no IPC handle";
+    } else if (info->legacy_ipc) {
+        if (!md->config.ipc_legacy) {
+            why = "legacy IPC is disabled (UCX_STRATA_IPC_LEGACY=n)";
+        } else if (uct_gpu_ipc_export_legacy(memh) != UCS_OK) {
+            why = "cuIpcGetMemHandle failed";
+        }
+    } else if (info->from_pool) {
+        why = "stream-ordered pool memory is not exported";
+    } else if (!md->config.ipc_vmm) {
+        why = "VMM export is disabled (UCX_STRATA_IPC_VMM=n)";
+    } else {
+        (void)uct_gpu_ipc_export_vmm(memh, &why);
+    }
+    if (why != NULL) {
+        ucs_debug("gpu_ipc: allocation 0x%llx+%llu not exported (%s): peers will use another "
+                  "protocol", (unsigned long long)info->base, (unsigned long long)info->length,
+                  why);
+    }
+}
+
+static ucs_status_t uct_gpu_ipc_mem_reg(UCT_STRATA_MEM_REG_ARGS)
+{
+    uct_strata_md_t *md = ucs_derived_of(uct_md, uct_strata_md_t);
+    ucs_log_level_t level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
+                                                                    UCS_LOG_LEVEL_ERROR;
+    uct_strata_mem_info_t info;
+    uct_gpu_ipc_memh_t *memh;
+    ucs_status_t status;
+
+    status = uct_strata_mem_info_get(address, length, &info);
+    if ((status == UCS_OK) && (info.mem_type == UCS_MEMORY_TYPE_HOST) && (length > 0)) {
+        ucs_log(level, "gpu_ipc cannot register %p (length %zu): not CUDA device memory",
+                address, length);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    memh = ucs_malloc(sizeof(*memh), "gpu_ipc memh");
+    if (memh == NULL) {
+        ucs_log(level, "gpu_ipc: no memory for a registration");
+        return UCS_ERR_NO_MEMORY;
+    }
+    memh->vmm_fd = -1;
+    uct_gpu_ipc_key_init(&memh->key, &info);
+    if (status == UCS_ERR_INVALID_ADDR) {
+        /* Reported by uct_strata_mem_info_get() at debug level. */
+        ucs_debug("gpu_ipc: %p+%zu spans more than one allocation: not exported", address,
+                  length);
+    } else if (length > 0) {
+        uct_gpu_ipc_export(md, &info, memh);
+    }
+    ucs_trace("gpu_ipc: registered %p+%zu: %s key of 0x%llx+%llu", address, length,
+              uct_gpu_ipc_handle_type_name(memh->key.handle_type),
+              (unsigned long long)memh->key.base, (unsigned long long)memh->key.length);
+    *memh_p = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpu_ipc_mem_dereg(UCT_STRATA_MEM_DEREG_ARGS)
+{
+    uct_gpu_ipc_memh_t *memh;
+
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    memh = UCT_STRATA_MEM_DEREG_MEMH(params);
+    if (memh->vmm_fd >= 0) {
+        close(memh->vmm_fd);
+    }
+    ucs_free(memh);
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpu_ipc_mkey_pack(UCT_STRATA_MKEY_PACK_ARGS)
+{
+    uct_gpu_ipc_memh_t *ipc_memh = memh;
+
+    uct_gpu_ipc_key_pack(&ipc_memh->key, rkey_buffer);
+    return UCS_OK;
+}
+
+static void uct_gpu_ipc_md_close(uct_md_h uct_md)
+{
+    /* The mapping cache is the process's, not the domain's: it outlives it. */
+    ucs_free(uct_md);
+}
+
+static ucs_status_t uct_gpu_ipc_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
+{
+    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_CUDA);
+    md_attr->cap.alloc_mem_types  = 0;
+    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA);
+    md_attr->cap.detect_mem_types = 0;
+    md_attr->cap.max_alloc        = 0;
+    md_attr->cap.max_reg          = ULONG_MAX;
+    md_attr->rkey_packed_size     = UCT_GPU_IPC_KEY_PACKED_SIZE;
+    /* A registration is two driver queries (a few microseconds, paid once
+     * per rendezvous message); 0, as UCX's cuda_ipc says, keeps UCP's
+     * protocol thresholds where they are tuned for device memory. */
+    md_attr->reg_cost             = ucs_linear_func_make(0, 0);
+    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    return UCS_OK;
+}
+
+/* ---- import (the peer's side) ---- */
+
+/*
+ * The ordinal of the device with UUID `uuid` as this process numbers it, or
+ * -1 if it cannot see it (CUDA_VISIBLE_DEVICES): its memory cannot be mapped.
+ */
+static int uct_gpu_ipc_visible_ordinal(const uint8_t *uuid)
+{
+    int count = strata_cuda_device_count();
+    CUuuid dev_uuid;
+    CUdevice dev;
+    int i;
+
+    for (i = 0; i < count; ++i) {
+        if ((strata_cuda.cuDeviceGet(&dev, i) == CUDA_SUCCESS) &&
+            (strata_cuda.cuDeviceGetUuid(&dev_uuid, dev) == CUDA_SUCCESS) &&
+            !memcmp(dev_uuid.bytes, uuid, sizeof(dev_uuid.bytes))) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/*
+ * Makes sure a context is current for mapping: the one the thread has (the
+ * application's device, so that its copies need no context switch), or else
+ * the primary context of the device that owns the memory, which can always
+ * map its own memory.  Like strata_cuda_ctx_ensure() it stays current.
+ */
+static ucs_status_t uct_gpu_ipc_import_ctx(int owner_ordinal)
+{
+    CUcontext ctx = NULL;
+    CUdevice dev;
+
+    if ((strata_cuda.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS) && (ctx != NULL)) {
+        return UCS_OK;
+    }
+    if ((UCT_STRATA_CUDA(strata_cuda.cuDeviceGet(&dev, owner_ordinal)) != UCS_OK) ||
+        (UCT_STRATA_CUDA(strata_cuda.cuDevicePrimaryCtxRetain(&ctx, dev)) != UCS_OK) ||
+        (UCT_STRATA_CUDA(strata_cuda.cuCtxSetCurrent(ctx)) != UCS_OK)) {
+        return UCS_ERR_NO_DEVICE;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpu_ipc_map_legacy(const uct_gpu_ipc_key_t *key, uint64_t *mapped_p)
+{
+    CUipcMemHandle handle;
+    CUdeviceptr ptr;
+    ucs_status_t status;
+
+    memcpy(&handle, key->legacy_handle, sizeof(handle));
+    /* LAZY_ENABLE_PEER_ACCESS: the owner's device may differ from ours. */
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                  strata_cuda.cuIpcOpenMemHandle(
+                                          &ptr, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    if (status != UCS_OK) {
+        return UCS_ERR_UNREACHABLE;
+    }
+    *mapped_p = ptr;
+    return UCS_OK;
+}
+
+/* The owner's exported descriptor, duplicated into this process. */
+static int uct_gpu_ipc_take_owner_fd(const uct_gpu_ipc_key_t *key)
+{
+    int pidfd, fd;
+
+    pidfd = (int)syscall(SYS_pidfd_open, (pid_t)key->owner_pid, 0);
+    if (pidfd < 0) {
+        ucs_debug("gpu_ipc: pidfd_open(%u) failed: %m", key->owner_pid);
+        return -1;
+    }
+    fd = (int)syscall(SYS_pidfd_getfd, pidfd, key->vmm_fd, 0);
+    if (fd < 0) {
+        ucs_debug("gpu_ipc: pidfd_getfd(pid %u, fd %d) failed: %m (it needs ptrace access to "
+                  "the owner: same user, kernel.yama.ptrace_scope 0)",
+                  key->owner_pid, key->vmm_fd);
+    }
+    close(pidfd);
+    return fd;
+}
+
+static ucs_status_t uct_gpu_ipc_map_vmm(const uct_gpu_ipc_key_t *key, uint64_t *mapped_p)
+{
+    CUmemGenericAllocationHandle handle;
+    CUmemAccessDesc access;
+    CUdevice dev;
+    CUdeviceptr ptr;
+    ucs_status_t status;
+    int fd;
+
+    if ((strata_cuda.cuMemImportFromShareableHandle == NULL) || (strata_cuda.cuMemMap == NULL)) {
+        ucs_debug("gpu_ipc: the driver cannot import VMM memory");
+        return UCS_ERR_UNREACHABLE;
+    }
+    fd = uct_gpu_ipc_take_owner_fd(key);
+    if (fd < 0) {
+        return UCS_ERR_UNREACHABLE;
+    }
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                  strata_cuda.cuMemImportFromShareableHandle(
+                                          &handle, (void *)(uintptr_t)fd,
+                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    /* The imported handle holds the allocation; our copy of the fd is done. */
+    close(fd);
+    if (status != UCS_OK) {
+        goto err;
+    }
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                  strata_cuda.cuMemAddressReserve(&ptr, key->length, 0, 0, 0));
+    if (status != UCS_OK) {
+        goto err_release;
+    }
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                  strata_cuda.cuMemMap(ptr, key->length, key->vmm_offset, handle,
+                                                       0));
+    if (status != UCS_OK) {
+        goto err_free_va;
+    }
+    memset(&access, 0, sizeof(access));
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.flags         = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, strata_cuda.cuCtxGetDevice(&dev));
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+    access.location.id = (int)dev;
+    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                  strata_cuda.cuMemSetAccess(ptr, key->length, &access, 1));
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+    /* The mapping keeps the physical allocation; the handle is not needed. */
+    (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, strata_cuda.cuMemRelease(handle));
+    *mapped_p = ptr;
+    return UCS_OK;
+
+err_unmap:
+    (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, strata_cuda.cuMemUnmap(ptr, key->length));
+err_free_va:
+    (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                               strata_cuda.cuMemAddressFree(ptr, key->length));
+err_release:
+    (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, strata_cuda.cuMemRelease(handle));
+err:
+    return UCS_ERR_UNREACHABLE;
+}
+
+static ucs_status_t uct_gpu_ipc_cache_map_cb(void *arg, const uct_gpu_ipc_key_t *key,
+                                             uint64_t *mapped_p, void **map_ctx_p)
+{
+    CUcontext ctx = NULL;
+    int ordinal;
+
+    if (strata_cuda_load() != 0) {
+        ucs_debug("gpu_ipc: no CUDA driver to map a peer's memory: %s", strata_cuda_error());
+        return UCS_ERR_UNREACHABLE;
+    }
+    ordinal = uct_gpu_ipc_visible_ordinal(key->dev_uuid);
+    if (ordinal < 0) {
+        ucs_debug("gpu_ipc: the device of pid %u's allocation 0x%llx is not visible here",
+                  key->owner_pid, (unsigned long long)key->base);
+        return UCS_ERR_UNREACHABLE;
+    }
+    if ((uct_gpu_ipc_import_ctx(ordinal) != UCS_OK) ||
+        (UCT_STRATA_CUDA(strata_cuda.cuCtxGetCurrent(&ctx)) != UCS_OK)) {
+        return UCS_ERR_UNREACHABLE;
+    }
+    /* A mapping belongs to the context that made it: unmapping, possibly
+     * from another thread, happens there too. */
+    *map_ctx_p = ctx;
+    switch (key->handle_type) {
+    case UCT_GPU_IPC_HANDLE_LEGACY:
+        return uct_gpu_ipc_map_legacy(key, mapped_p);
+    case UCT_GPU_IPC_HANDLE_VMM_FD:
+        return uct_gpu_ipc_map_vmm(key, mapped_p);
+    default:
+        return UCS_ERR_UNREACHABLE;
+    }
+}
+
+static void uct_gpu_ipc_unmap(const uct_gpu_ipc_key_t *key, uint64_t mapped,
+                              ucs_log_level_t level)
+{
+    if (key->handle_type == UCT_GPU_IPC_HANDLE_LEGACY) {
+        (void)UCT_STRATA_CUDA_CALL(level, strata_cuda.cuIpcCloseMemHandle((CUdeviceptr)mapped));
+        return;
+    }
+    (void)UCT_STRATA_CUDA_CALL(level, strata_cuda.cuMemUnmap((CUdeviceptr)mapped, key->length));
+    (void)UCT_STRATA_CUDA_CALL(level,
+                               strata_cuda.cuMemAddressFree((CUdeviceptr)mapped, key->length));
+}
+
+static void uct_gpu_ipc_cache_unmap_cb(void *arg, const uct_gpu_ipc_key_t *key, uint64_t mapped,
+                                       void *map_ctx)
+{
+    /* After exit() has begun the driver may be gone already; the process's
+     * end releases the mappings anyway. */
+    ucs_log_level_t level = uct_gpu_ipc_exiting ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_WARN;
+    CUcontext saved       = NULL;
+
+    if ((UCT_STRATA_CUDA_CALL(level, strata_cuda.cuCtxGetCurrent(&saved)) != UCS_OK) ||
+        ((saved != map_ctx) &&
+         (UCT_STRATA_CUDA_CALL(level, strata_cuda.cuCtxSetCurrent(map_ctx)) != UCS_OK))) {
+        return;
+    }
+    uct_gpu_ipc_unmap(key, mapped, level);
+    if (saved != map_ctx) {
+        (void)UCT_STRATA_CUDA_CALL(level, strata_cuda.cuCtxSetCurrent(saved));
+    }
+}
+
+static const uct_gpu_ipc_cache_ops_t uct_gpu_ipc_cache_ops = {
+    .map   = uct_gpu_ipc_cache_map_cb,
+    .unmap = uct_gpu_ipc_cache_unmap_cb,
+};
+
+static void uct_gpu_ipc_cache_init_once(void)
+{
+    /* The setting's default until a domain is opened with its value. */
+    uct_gpu_ipc_cache_init(&uct_gpu_ipc_cache, &uct_gpu_ipc_cache_ops, NULL, 1024);
+}
+
+static uct_gpu_ipc_cache_t *uct_gpu_ipc_global_cache(void)
+{
+    pthread_once(&uct_gpu_ipc_cache_once, uct_gpu_ipc_cache_init_once);
+    return &uct_gpu_ipc_cache;
+}
+
+UCS_STATIC_CLEANUP
+{
+    uct_gpu_ipc_cache_stats_t stats;
+
+    if (uct_gpu_ipc_cache.ops == NULL) {
+        return; /* never used */
+    }
+    uct_gpu_ipc_exiting = 1;
+    uct_gpu_ipc_cache_purge(&uct_gpu_ipc_cache);
+    uct_gpu_ipc_cache_get_stats(&uct_gpu_ipc_cache, &stats);
+    ucs_debug("gpu_ipc cache at exit: %lu hits, %lu misses, %lu maps, %lu stale, %lu evicted, "
+              "%u still referenced",
+              stats.hits, stats.misses, stats.maps, stats.stale, stats.evictions, stats.mapped);
+}
+
+void uct_gpu_ipc_md_configure(uct_strata_md_t *md)
+{
+    /* One cache per process (a legacy handle opens once per process), so
+     * the domain opened last sets its size. */
+    uct_gpu_ipc_cache_set_limit(uct_gpu_ipc_global_cache(), md->config.ipc_cache_size);
+}
+
+ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
+{
+    uct_gpu_ipc_rkey_t *rkey;
+    uct_gpu_ipc_key_t key;
+    ucs_status_t status;
+    char why[128];
+
+    if (uct_gpu_ipc_key_unpack(rkey_buffer, &key, why, sizeof(why)) != 0) {
+        ucs_error("gpu_ipc: invalid remote key: %s", why);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (key.handle_type == UCT_GPU_IPC_HANDLE_NONE) {
+        ucs_debug("gpu_ipc: pid %u's allocation 0x%llx is not exported: unreachable",
+                  key.owner_pid, (unsigned long long)key.base);
+        return UCS_ERR_UNREACHABLE;
+    }
+    if (key.owner_pid == (uint32_t)getpid()) {
+        /* The driver refuses to open a process's own handles. */
+        ucs_debug("gpu_ipc: remote key of allocation 0x%llx is this process's: unreachable",
+                  (unsigned long long)key.base);
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    rkey = ucs_malloc(sizeof(*rkey), "gpu_ipc rkey");
+    if (rkey == NULL) {
+        ucs_error("gpu_ipc: no memory for a remote key");
+        return UCS_ERR_NO_MEMORY;
+    }
+    status = uct_gpu_ipc_cache_get(uct_gpu_ipc_global_cache(), &key, &rkey->entry,
+                                   &rkey->mapped_base);
+    if (status != UCS_OK) {
+        ucs_debug("gpu_ipc: cannot map pid %u's %s allocation 0x%llx+%llu: %s", key.owner_pid,
+                  uct_gpu_ipc_handle_type_name(key.handle_type), (unsigned long long)key.base,
+                  (unsigned long long)key.length, ucs_status_string(status));
+        ucs_free(rkey);
+        return status;
+    }
+    rkey->remote_base = key.base;
+    rkey->length      = key.length;
+    rkey->owner_pid   = key.owner_pid;
+    *rkey_p           = (uintptr_t)rkey;
+    *handle_p         = NULL;
+    return UCS_OK;
+}
+
+ucs_status_t uct_gpu_ipc_rkey_release(uct_component_t *component, uct_rkey_t uct_rkey,
+                                      void *handle)
+{
+    uct_gpu_ipc_rkey_t *rkey = (uct_gpu_ipc_rkey_t *)uct_rkey;
+
+    uct_gpu_ipc_cache_put(uct_gpu_ipc_global_cache(), rkey->entry);
+    ucs_free(rkey);
+    return UCS_OK;
+}
+
+uct_md_ops_t uct_gpu_ipc_md_ops = {
+    .close                  = uct_gpu_ipc_md_close,
+    .query                  = uct_gpu_ipc_md_query,
+    .mem_alloc              = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
+    .mem_free               = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
+    .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
+    .mem_reg                = uct_gpu_ipc_mem_reg,
+    .mem_dereg              = uct_gpu_ipc_mem_dereg,
+    .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
+    .mkey_pack              = uct_gpu_ipc_mkey_pack,
+    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero,
+    .detect_memory_type     = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported,
+};

@@ -1,0 +1,37 @@
+/*
+ * The gpu_ipc memory domain: registers device memory for peers on the
+ * node (export of the whole allocation), packs and unpacks its keys.
+ */
+#ifndef UCT_GPU_IPC_MD_H
+#define UCT_GPU_IPC_MD_H
+
+#include "../strata_md.h"
+#include "gpu_ipc_cache.h"
+
+#include <sys/types.h>
+
+extern uct_md_ops_t uct_gpu_ipc_md_ops;
+
+/*
+ * An unpacked remote key (uct_rkey_t points to it): a peer allocation mapped
+ * into this process.  Remote address X is local address
+ * mapped_base + (X - remote_base).  The mapping belongs to the process-wide
+ * cache; the rkey holds one reference to it.
+ */
+typedef struct uct_gpu_ipc_rkey {
+    uint64_t remote_base;             /* the owner's address of the allocation */
+    uint64_t length;                  /* its length */
+    uint64_t mapped_base;             /* its address here */
+    pid_t owner_pid;
+    uct_gpu_ipc_cache_entry_t *entry; /* the cache's mapping */
+} uct_gpu_ipc_rkey_t;
+
+/* Applies the component settings to a freshly opened gpu_ipc domain
+ * (mapping cache size, which handle types may be exported). */
+void uct_gpu_ipc_md_configure(uct_strata_md_t *md);
+
+/* Component-level key functions (a key is unpacked without a domain). */
+ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS);
+ucs_status_t uct_gpu_ipc_rkey_release(uct_component_t *component, uct_rkey_t rkey, void *handle);
+
+#endif /* UCT_GPU_IPC_MD_H */

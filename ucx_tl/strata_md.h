@@ -1,0 +1,94 @@
+/*
+ * The memory domains of component "strata".
+ *
+ * One component, two memory domains, as UCX's own CUDA support has:
+ *  - "gpu_copy" detects and answers for CUDA memory (mem_query), so UCP
+ *    routes device buffers to memory-type endpoints; it needs no rkey and no
+ *    registration, which keeps UCP's per-message staging cheap.
+ *  - "gpu_ipc" registers device memory for access by other processes on the
+ *    node: its rkey carries an IPC handle of the whole allocation.
+ * Splitting them matters to UCP: a memory domain that needs rkeys makes UCP
+ * register and pack a key around every staged copy.
+ */
+#ifndef UCT_STRATA_MD_H
+#define UCT_STRATA_MD_H
+
+#include "strata_ucx_compat.h"
+
+#include <uct/base/uct_iface.h>
+
+#include <common/strata_cuda.h>
+#include <ucs/config/types.h>
+
+#define UCT_STRATA_COMPONENT_NAME "strata"
+#define UCT_STRATA_MD_NAME_COPY   "gpu_copy"
+#define UCT_STRATA_MD_NAME_IPC    "gpu_ipc"
+
+/* The whole packed key of the gpu_copy domain (it has nothing to say). */
+#define UCT_STRATA_COPY_KEY_MAGIC 0x59504353u /* "SCPY" in memory */
+
+typedef enum uct_strata_md_kind {
+    UCT_STRATA_MD_COPY,
+    UCT_STRATA_MD_IPC,
+} uct_strata_md_kind_t;
+
+/* Settings of the component (UCX_STRATA_*), shared by both domains. */
+typedef struct uct_strata_md_config {
+    uct_md_config_t super;
+    ucs_ternary_auto_value_t memtype_hooks; /* UCX_STRATA_MEMTYPE_HOOKS */
+    unsigned ipc_cache_size;                /* UCX_STRATA_IPC_CACHE_SIZE */
+    int ipc_legacy;                         /* UCX_STRATA_IPC_LEGACY */
+    int ipc_vmm;                            /* UCX_STRATA_IPC_VMM */
+} uct_strata_md_config_t;
+
+typedef struct uct_strata_md {
+    uct_md_t super;
+    uct_strata_md_kind_t kind;
+    struct {
+        unsigned ipc_cache_size;
+        int ipc_legacy;
+        int ipc_vmm;
+    } config;
+} uct_strata_md_t;
+
+extern uct_component_t uct_strata_component;
+
+/* Component method: opens "gpu_copy" or "gpu_ipc". */
+ucs_status_t uct_strata_md_open(uct_component_t *component, const char *md_name,
+                                const uct_md_config_t *uct_config, uct_md_h *md_p);
+extern ucs_config_field_t uct_strata_md_config_table[];
+
+/*
+ * Runs a driver call, logs a failure with the call's text and the driver's
+ * error name and description, and evaluates to a ucs_status_t.  The log
+ * level is a parameter because some failures are expected (a pointer that
+ * is not CUDA memory) and must stay quiet.
+ */
+ucs_status_t uct_strata_cuda_check(CUresult res, const char *call, ucs_log_level_t level);
+#define UCT_STRATA_CUDA_CALL(_level, _call) uct_strata_cuda_check((_call), #_call, (_level))
+#define UCT_STRATA_CUDA(_call)              UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_ERROR, _call)
+
+/* What the driver says about a pointer, in the terms UCP needs. */
+typedef struct uct_strata_mem_info {
+    ucs_memory_type_t mem_type; /* CUDA, CUDA_MANAGED, or HOST if unknown */
+    CUdeviceptr base;           /* start of the allocation or VMM mapping */
+    size_t length;              /* its length */
+    unsigned long long buffer_id;
+    int ordinal;                /* device ordinal, -1 if not device memory */
+    int legacy_ipc;             /* cuIpcGetMemHandle can export it */
+    int from_pool;              /* stream-ordered (cudaMallocAsync) memory */
+} uct_strata_mem_info_t;
+
+/*
+ * Asks the driver about [address, address+length).  Returns UCS_OK with
+ * mem_type HOST for memory the driver does not know, UCS_ERR_INVALID_ADDR if
+ * the range starts in device memory but runs past its allocation.
+ */
+ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
+                                     uct_strata_mem_info_t *info);
+
+/* Device resource descriptor list with one entry per GPU, named "gpu<N>". */
+ucs_status_t uct_strata_query_gpu_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
+                                          unsigned *num_devices_p);
+
+#endif /* UCT_STRATA_MD_H */

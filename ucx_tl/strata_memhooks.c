@@ -1,0 +1,348 @@
+/*
+ * Memory-type detection for a UCX built without CUDA (see strata_memhooks.h).
+ */
+#include "strata_memhooks.h"
+#include "strata_md.h"
+
+#include <ucm/api/ucm.h>
+#include <ucm/bistro/bistro.h>
+#include <ucm/event/event.h>
+#include <ucm/util/sys.h>
+#include <ucs/config/global_opts.h>
+#include <ucs/debug/log.h>
+#include <ucs/memory/memtype_cache.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ---- the hooks: call the driver, then tell UCX's memory type cache ---- */
+
+static void uct_strata_memhooks_dispatch(ucm_event_type_t type, CUdeviceptr ptr, size_t size,
+                                         ucs_memory_type_t mem_type)
+{
+    ucm_event_t event;
+
+    if ((ptr == 0) || (size == 0)) {
+        return;
+    }
+    event.mem_type.address  = (void *)ptr;
+    event.mem_type.size     = size;
+    event.mem_type.mem_type = mem_type;
+    ucm_event_dispatch(type, &event);
+}
+
+/* The size of the allocation that starts at ptr, asked before it is freed. */
+static size_t uct_strata_memhooks_range(CUdeviceptr ptr)
+{
+    CUdeviceptr base = 0;
+    size_t size      = 0;
+
+    if ((ptr == 0) || (strata_cuda.cuMemGetAddressRange(&base, &size, ptr) != CUDA_SUCCESS)) {
+        return 0;
+    }
+    return size;
+}
+
+static CUresult (*uct_strata_orig_cuMemAlloc)(CUdeviceptr *, size_t);
+static CUresult (*uct_strata_orig_cuMemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t,
+                                                   unsigned);
+static CUresult (*uct_strata_orig_cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
+static CUresult (*uct_strata_orig_cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+static CUresult (*uct_strata_orig_cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool,
+                                                           CUstream);
+static CUresult (*uct_strata_orig_cuMemFree)(CUdeviceptr);
+static CUresult (*uct_strata_orig_cuMemFreeAsync)(CUdeviceptr, CUstream);
+static CUresult (*uct_strata_orig_cuMemMap)(CUdeviceptr, size_t, size_t,
+                                            CUmemGenericAllocationHandle, unsigned long long);
+static CUresult (*uct_strata_orig_cuMemUnmap)(CUdeviceptr, size_t);
+
+static CUresult uct_strata_hook_cuMemAlloc(CUdeviceptr *dptr, size_t size)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    res = uct_strata_orig_cuMemAlloc(dptr, size);
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
+    }
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
+                                                size_t height, unsigned elem)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    res = uct_strata_orig_cuMemAllocPitch(dptr, pitch, width, height, elem);
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, *pitch * height,
+                                     UCS_MEMORY_TYPE_CUDA);
+    }
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned flags)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    res = uct_strata_orig_cuMemAllocManaged(dptr, size, flags);
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size,
+                                     UCS_MEMORY_TYPE_CUDA_MANAGED);
+    }
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    res = uct_strata_orig_cuMemAllocAsync(dptr, size, stream);
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
+    }
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size,
+                                                        CUmemoryPool pool, CUstream stream)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    res = uct_strata_orig_cuMemAllocFromPoolAsync(dptr, size, pool, stream);
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
+    }
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemFree(CUdeviceptr dptr)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    /* Before the driver frees it: afterwards its size cannot be asked. */
+    uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_FREE, dptr, uct_strata_memhooks_range(dptr),
+                                 UCS_MEMORY_TYPE_CUDA);
+    res = uct_strata_orig_cuMemFree(dptr);
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_FREE, dptr, uct_strata_memhooks_range(dptr),
+                                 UCS_MEMORY_TYPE_CUDA);
+    res = uct_strata_orig_cuMemFreeAsync(dptr, stream);
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                         CUmemGenericAllocationHandle handle,
+                                         unsigned long long flags)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    res = uct_strata_orig_cuMemMap(ptr, size, offset, handle, flags);
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, ptr, size, UCS_MEMORY_TYPE_CUDA);
+    }
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_FREE, ptr, size, UCS_MEMORY_TYPE_CUDA);
+    res = uct_strata_orig_cuMemUnmap(ptr, size);
+    ucm_event_leave();
+    return res;
+}
+
+/* ---- installing them ---- */
+
+typedef struct uct_strata_memhook {
+    const char *symbol;  /* the driver's versioned entry point */
+    void *hook;
+    void **orig;
+    int required;        /* without it device buffers would go undetected */
+} uct_strata_memhook_t;
+
+#define UCT_STRATA_MEMHOOK(_symbol, _func, _required) \
+    {_symbol, (void *)uct_strata_hook_##_func, (void **)&uct_strata_orig_##_func, _required}
+
+static uct_strata_memhook_t uct_strata_memhooks[] = {
+    UCT_STRATA_MEMHOOK("cuMemAlloc_v2", cuMemAlloc, 1),
+    UCT_STRATA_MEMHOOK("cuMemFree_v2", cuMemFree, 1),
+    UCT_STRATA_MEMHOOK("cuMemAllocPitch_v2", cuMemAllocPitch, 0),
+    UCT_STRATA_MEMHOOK("cuMemAllocManaged", cuMemAllocManaged, 0),
+    UCT_STRATA_MEMHOOK("cuMemAllocAsync", cuMemAllocAsync, 0),
+    UCT_STRATA_MEMHOOK("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, 0),
+    UCT_STRATA_MEMHOOK("cuMemFreeAsync", cuMemFreeAsync, 0),
+    UCT_STRATA_MEMHOOK("cuMemMap", cuMemMap, 0),
+    UCT_STRATA_MEMHOOK("cuMemUnmap", cuMemUnmap, 0),
+};
+
+static pthread_once_t uct_strata_memhooks_once = PTHREAD_ONCE_INIT;
+static ucs_ternary_auto_value_t uct_strata_memhooks_mode;
+static ucs_status_t uct_strata_memhooks_status = UCS_ERR_NO_RESOURCE;
+static int uct_strata_memhooks_installed;
+
+/*
+ * Patches the entry point's first bytes with a jump to our hook (libucm's
+ * "bistro" mode).  Patching the code itself, not the callers' relocations,
+ * is what catches cudaMalloc: the CUDA runtime reaches the driver through
+ * cuGetProcAddress, never through a PLT entry.
+ */
+static ucs_status_t uct_strata_memhook_install(uct_strata_memhook_t *h)
+{
+    void *entry = dlsym(strata_cuda_driver_handle(), h->symbol);
+    ucs_status_t status;
+
+    if (entry == NULL) {
+        ucs_debug("CUDA driver has no %s; not hooked", h->symbol);
+        return h->required ? UCS_ERR_UNSUPPORTED : UCS_OK;
+    }
+    status = ucm_bistro_patch(entry, h->hook, h->symbol, h->orig, NULL);
+    if (status != UCS_OK) {
+        ucs_debug("cannot patch %s at %p: %s", h->symbol, entry, ucs_status_string(status));
+        return h->required ? status : UCS_OK;
+    }
+    ucs_debug("hooked CUDA driver entry point %s", h->symbol);
+    return UCS_OK;
+}
+
+/* Memory the driver reserved before the hooks existed shows up in
+ * /proc/self/maps as inaccessible ranges (device address reservations) or
+ * maps of /dev/nvidia*; mark those "unknown", so UCP asks the gpu_copy
+ * domain about addresses in them instead of assuming host memory. */
+static int uct_strata_memhooks_scan_cb(void *arg, void *addr, size_t length, int prot,
+                                       const char *path)
+{
+    ucm_event_handler_t *handler = arg;
+    ucm_event_t event;
+
+    if ((prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) && strncmp(path, "/dev/nvidia", 11)) {
+        return 0;
+    }
+    event.mem_type.address  = addr;
+    event.mem_type.size     = length;
+    event.mem_type.mem_type = UCS_MEMORY_TYPE_UNKNOWN;
+    ucm_event_enter();
+    handler->cb(UCM_EVENT_MEM_TYPE_ALLOC, &event, handler->arg);
+    ucm_event_leave();
+    return 0;
+}
+
+static ucs_status_t uct_strata_memhooks_installer_install(int events)
+{
+    /* Asked for every kind of event; the hooks serve only memory types,
+     * and they are in place before any cache can ask. */
+    if (!(events & (UCM_EVENT_MEM_TYPE_ALLOC | UCM_EVENT_MEM_TYPE_FREE))) {
+        return UCS_OK;
+    }
+    return uct_strata_memhooks_installed ? UCS_OK : UCS_ERR_UNSUPPORTED;
+}
+
+static void uct_strata_memhooks_installer_existing(ucm_event_handler_t *handler)
+{
+    if (uct_strata_memhooks_installed && (handler->events & UCM_EVENT_MEM_TYPE_ALLOC)) {
+        ucm_parse_proc_self_maps(uct_strata_memhooks_scan_cb, handler);
+    }
+}
+
+static ucm_event_installer_t uct_strata_memhooks_installer = {
+    .install            = uct_strata_memhooks_installer_install,
+    .get_existing_alloc = uct_strata_memhooks_installer_existing,
+};
+
+/* Without hooks the cache would call every device buffer host memory and
+ * UCP would hand it to host transports (a crash, or silent corruption).
+ * With the cache off, UCP asks each detecting domain about each buffer. */
+static void uct_strata_memhooks_disable_cache(const char *why, int warn)
+{
+    if (ucs_memtype_cache_global_instance != NULL) {
+        ucs_warn("strata: %s, and UCX's memory type cache already exists: GPU buffers "
+                 "allocated from now on may be taken for host memory; set "
+                 "UCX_MEMTYPE_CACHE=n", why);
+        return;
+    }
+    ucs_global_opts.enable_memtype_cache = UCS_NO;
+    if (warn) {
+        ucs_warn("strata: %s; UCX's memory type cache is disabled, so every buffer is "
+                 "checked with the CUDA driver (slower for host memory). "
+                 "Set UCX_STRATA_MEMTYPE_HOOKS=no to silence this", why);
+    } else {
+        ucs_debug("strata: %s; memory type cache disabled", why);
+    }
+}
+
+static void uct_strata_memhooks_init_once(void)
+{
+    ucs_status_t status = UCS_OK;
+    size_t i;
+
+    if (uct_strata_memhooks_mode == UCS_NO) {
+        uct_strata_memhooks_disable_cache("CUDA allocation hooks are off "
+                                          "(UCX_STRATA_MEMTYPE_HOOKS=no)", 0);
+        uct_strata_memhooks_status = UCS_OK;
+        return;
+    }
+    if (ucs_global_opts.enable_memtype_cache == UCS_NO) {
+        /* The user turned the cache off: nothing would listen. */
+        uct_strata_memhooks_status = UCS_OK;
+        return;
+    }
+    for (i = 0; (i < ucs_static_array_size(uct_strata_memhooks)) && (status == UCS_OK); ++i) {
+        status = uct_strata_memhook_install(&uct_strata_memhooks[i]);
+    }
+    if (status != UCS_OK) {
+        /* A required hook failed; the ones already patched stay (they only
+         * add events) but the cache cannot be trusted. */
+        if (uct_strata_memhooks_mode == UCS_YES) {
+            ucs_error("strata: cannot hook the CUDA driver's allocation functions (%s) and "
+                      "UCX_STRATA_MEMTYPE_HOOKS=yes", ucs_status_string(status));
+            uct_strata_memhooks_status = status;
+            return;
+        }
+        uct_strata_memhooks_disable_cache("cannot hook the CUDA driver's allocation functions",
+                                          1);
+        uct_strata_memhooks_status = UCS_OK;
+        return;
+    }
+    uct_strata_memhooks_installed = 1;
+    ucs_list_add_tail(&ucm_event_installer_list, &uct_strata_memhooks_installer.list);
+    ucs_debug("strata: CUDA allocation hooks installed");
+    uct_strata_memhooks_status = UCS_OK;
+}
+
+ucs_status_t uct_strata_memhooks_init(ucs_ternary_auto_value_t mode)
+{
+    uct_strata_memhooks_mode = mode;
+    pthread_once(&uct_strata_memhooks_once, uct_strata_memhooks_init_once);
+    return uct_strata_memhooks_status;
+}
+
+int uct_strata_memhooks_active(void)
+{
+    return uct_strata_memhooks_installed;
+}

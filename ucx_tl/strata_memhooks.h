@@ -1,0 +1,31 @@
+/*
+ * Memory-type detection for a UCX built without CUDA (Debian's 1.13.1).
+ *
+ * UCP asks its memory type cache about every buffer; an address the cache
+ * does not hold is taken for host memory.  That cache is filled by libucm
+ * events (UCM_EVENT_MEM_TYPE_ALLOC/FREE), and a UCX without CUDA support has
+ * nothing that sends them.  Strata patches the CUDA driver's allocation and
+ * release entry points with libucm's exported "bistro" patcher and sends
+ * the events itself, and registers an event installer so a cache created
+ * later is given the allocations that already exist.  If the hooks cannot be
+ * installed the cache is switched off (with a warning), and UCP then asks
+ * the gpu_copy domain about each buffer instead: correct, but slower.
+ */
+#ifndef UCT_STRATA_MEMHOOKS_H
+#define UCT_STRATA_MEMHOOKS_H
+
+#include <ucs/config/types.h>
+#include <ucs/type/status.h>
+
+/*
+ * Installs the hooks once per process (later calls return the first
+ * outcome).  mode: UCS_NO -> do not install, disable the cache;
+ * UCS_TRY -> install, or disable the cache with a warning; UCS_YES ->
+ * install or fail.
+ */
+ucs_status_t uct_strata_memhooks_init(ucs_ternary_auto_value_t mode);
+
+/* Whether allocation hooks are active (for ucx_info / tests). */
+int uct_strata_memhooks_active(void);
+
+#endif /* UCT_STRATA_MEMHOOKS_H */
