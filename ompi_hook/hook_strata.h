@@ -18,6 +18,7 @@ typedef struct mca_hook_strata_component_t {
     ompi_hook_base_component_1_0_0_t super;
     /* MCA parameters (hook_strata_*) */
     bool load_uct;
+    bool device_datatypes;
     char *uct_module;
     int verbose;
     int output;

@@ -3,6 +3,9 @@
  * MPI_Init when asked to.
  */
 #include "hook_strata.h"
+#ifdef MCA_HOOK_STRATA_HAVE_DT
+#include "hook_strata_dt.h"
+#endif
 
 #include <dlfcn.h>
 
@@ -36,6 +39,7 @@ mca_hook_strata_component_t mca_hook_strata_component = {
         .hookm_mpi_init_top_post_opal = mca_hook_strata_mpi_init_top_post_opal,
     },
     .load_uct = false,
+    .device_datatypes = true,
     .uct_module = NULL,
     .verbose = 0,
     .output = -1,
@@ -65,6 +69,15 @@ static int mca_hook_strata_component_register(void)
         "(default: where make install put it)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_hook_strata_component.uct_module);
+
+    mca_hook_strata_component.device_datatypes = true;
+    (void)mca_base_component_var_register(
+        c, "device_datatypes",
+        "With hook_strata_load_uct: stage non-contiguous MPI datatypes on GPU buffers "
+        "through host memory for pml/ucx (Open MPI without CUDA support packs them on "
+        "the CPU, which cannot read GPU memory)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_hook_strata_component.device_datatypes);
 
     mca_hook_strata_component.verbose = 0;
     (void)mca_base_component_var_register(
@@ -116,4 +129,9 @@ static void mca_hook_strata_mpi_init_top_post_opal(int argc, char **argv, int re
         return;
     }
     opal_output_verbose(10, mca_hook_strata_component.output, "hook:strata: loaded %s", path);
+#ifdef MCA_HOOK_STRATA_HAVE_DT
+    if (mca_hook_strata_component.device_datatypes) {
+        mca_hook_strata_dt_enable(mca_hook_strata_component.output);
+    }
+#endif
 }

@@ -1,0 +1,25 @@
+/*
+ * Non-contiguous MPI datatypes on GPU buffers, for pml/ucx.
+ *
+ * Debian's Open MPI is built without CUDA.  pml/ucx hands a contiguous
+ * buffer to UCX, which (with Strata's transports) handles device memory; a
+ * non-contiguous datatype it hands over as a UCP "generic" datatype whose
+ * pack/unpack callbacks run Open MPI's convertor, a CPU memcpy loop that
+ * crashes on device memory.  hook/strata wraps those callbacks: when the
+ * buffer is device memory, the datatype's whole span is staged through host
+ * memory (copied in before packing; copied in, unpacked and copied back
+ * when receiving, so the gaps between elements keep their values).
+ *
+ * The wrapping works by symbol interposition: Open MPI opens components
+ * into the global namespace, and the hook is opened before pml/ucx, so
+ * pml/ucx's calls to ucp_dt_create_generic() / ucp_dt_destroy() reach the
+ * definitions in this file, which forward to libucp's.
+ */
+#ifndef MCA_HOOK_STRATA_DT_H
+#define MCA_HOOK_STRATA_DT_H
+
+/* Turns staging on (hook_strata_device_datatypes) once the CUDA driver
+ * could be opened; before that, and without a driver, calls pass through. */
+void mca_hook_strata_dt_enable(int verbose_output);
+
+#endif /* MCA_HOOK_STRATA_DT_H */
