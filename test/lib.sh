@@ -46,3 +46,39 @@ strata_mpirun_cluster() {
 }
 
 strata_is_root() { [ "$(id -u)" = 0 ]; }
+
+# ---- GPU (device-buffer) tests ----
+# The CUDA driver the device tests run on: the stand-in of test/cuda_standin
+# (CI, no GPU) unless STRATA_TEST_DRIVER=real (make check-gpu on a GPU node).
+if [ "${STRATA_TEST_DRIVER:-standin}" = real ]; then
+    STRATA_CUDA_LIBDIR=""
+else
+    STRATA_CUDA_LIBDIR="$STRATA_BUILDDIR/test/cuda_standin/lib"
+fi
+strata_cuda_ld_path() { echo "${STRATA_CUDA_LIBDIR:+$STRATA_CUDA_LIBDIR:}${LD_LIBRARY_PATH:-}"; }
+
+# strata_ucx_run CMD...   a plain UCX program with Strata's module preloaded
+# and the chosen CUDA driver; UCX_TLS defaults to the CUDA-aware set.
+strata_ucx_run() {
+    env LD_LIBRARY_PATH="$(strata_cuda_ld_path)" LD_PRELOAD="$STRATA_UCT_MODULE" \
+        UCX_TLS="${UCX_TLS:-self,sm,gpu_copy,gpu_ipc}" UCX_POSIX_ERROR_HANDLING=y "$@"
+}
+
+# What a CUDA-aware Open MPI job needs with Debian's Open MPI 4.1 (README,
+# "CUDA-aware MPI with Strata"): pml/ucx (excluded by Debian's defaults, and
+# looking only for Mellanox devices unless told otherwise), no osc/ucx, and
+# hook/strata loading the UCT module before pml/ucx starts UCX.
+strata_mca_gpu=(
+    --mca mca_base_component_path "$STRATA_OMPI_COMPONENT_PATH"
+    --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx
+    --mca hook_strata_load_uct 1 --mca hook_strata_uct_module "$STRATA_UCT_MODULE"
+    --mca mpi_yield_when_idle 1
+)
+
+# strata_mpirun_gpu NP ARGS...   a device-buffer MPI job on this node
+strata_mpirun_gpu() {
+    local np=$1; shift
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" \
+        mpirun -np "$np" --oversubscribe --bind-to none "${strata_mca_gpu[@]}" \
+        -x LD_LIBRARY_PATH -x UCX_TLS="${UCX_TLS:-self,sm,gpu_copy,gpu_ipc}" "$@"
+}

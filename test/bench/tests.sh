@@ -34,7 +34,24 @@ bench_cluster() {
     [ "$(grep -c '^| time' "$STRATA_TEST_TMP/targets.md")" -eq 8 ]
 }
 
+# The point-to-point driver runs every variant and writes its report (on the
+# CUDA stand-in here: the figures mean nothing, and the report says so).
+bench_p2p_suite() {
+    local out="$STRATA_TEST_TMP/p2p"
+    python3 "$STRATA_SRCDIR/test/bench/p2p_suite.py" --builddir "$STRATA_BUILDDIR" --out "$out" \
+        --rounds 1 --lat-iters 50 --bw-iters 2 --bw-max 1M || return 1
+    cat "$out/results.md"
+    grep -q "Do not quote them" "$out/results.md" || return 1
+    for v in plain strata staged memcpy; do
+        grep -q "^$v," "$out/results.csv" || { echo "no $v rows"; return 1; }
+    done
+    [ -s "$out/latency.png" ] && [ -s "$out/bandwidth.png" ]
+}
+
 if [ "$STRATA_HAVE_OMPI" = yes ]; then
+    if [ "$STRATA_HAVE_UCX" = yes ] && [ -f "$STRATA_BUILDDIR/test/cuda_standin/lib/libcuda.so.1" ]; then
+        strata_test bench_p2p_suite 300 bench_p2p_suite
+    fi
     strata_test bench_one_node 300 bench_one_node
     if strata_is_root; then
         strata_test bench_cluster 300 bench_cluster

@@ -58,11 +58,16 @@ build_cuda_explicit_missing() {
 }
 
 build_no_cuda_builds_without_gpu_parts() {
+    # Without CUDA headers the Open MPI components are still built; the UCX
+    # transports (GPU transports) are not, and the summary says why.
     local dir="$STRATA_TEST_TMP"
-    CUDA_HOME=/nonexistent configure_in "$dir/build" --without-ompi >"$dir/out" 2>&1 \
+    CUDA_HOME=/nonexistent configure_in "$dir/build" >"$dir/out" 2>&1 \
         || { tail -20 "$dir/out"; echo "configure without CUDA failed"; return 1; }
     sed -n '/configuration summary/,$p' "$dir/out"
-    grep -q "CUDA *: no (no cuda.h in /nonexistent/include) - building without GPU parts" "$dir/out"
+    grep -q "CUDA *: no (no cuda.h in /nonexistent/include) - building without GPU parts" "$dir/out" \
+        && grep -q "UCX *: no (the UCX transports need CUDA headers" "$dir/out" \
+        && grep -q "mca_coll_strata.so" "$dir/out" \
+        && ! grep -q "libuct_strata.so *->" "$dir/out"
 }
 
 # A non-root user's install: a prefix, with the component directories under

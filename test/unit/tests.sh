@@ -33,7 +33,12 @@ unit_coll_decision() {
     "$STRATA_BUILDDIR/test/unit/test_decision"
 }
 
+unit_gpu_ipc_cache() {
+    "$STRATA_BUILDDIR/test/unit/test_gpu_ipc_cache"
+}
+
 strata_test unit_coll_decision 60 unit_coll_decision
+strata_test unit_gpu_ipc_cache 60 unit_gpu_ipc_cache
 if [ "$STRATA_HAVE_UCX" = yes ]; then
     strata_test unit_uct_module_registers 60 unit_uct_module_registers
     strata_test unit_uct_absent_without_module 60 unit_uct_absent_without_module

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Point-to-point through Open MPI's pml/ucx, with and without Strata's UCX
+transports, alternating the variants round by round in one run, and writes
+results.csv, results.md and plots (gnuplot) into --out.
+
+  p2p_suite.py --builddir BUILD --out DIR [--rounds 3] [--variants LIST]
+               [--lat-iters N] [--bw-iters N] [--bw-max SIZE] [--driver standin|real]
+
+Variants (p2p_bench kinds in brackets):
+  plain        pml/ucx, UCX_TLS=self,sm, Strata not loaded        [host-host]
+  strata       pml/ucx, hook/strata loads libuct_strata.so,
+               UCX_TLS=self,sm,gpu_copy,gpu_ipc                   [host-host, device-device, host-device]
+  staged       as strata without gpu_ipc: device data staged
+               through host memory by gpu_copy                    [device-device]
+  memcpy       p2p_bench --memcpy-ref: cuMemcpyDtoD on one GPU    [memcpy-dtod]
+The report gives host-host latency strata/plain (the cost of having Strata
+loaded), device-device bandwidth strata/staged (the gain of gpu_ipc) and
+strata/memcpy (how close MPI gets to a local device copy).  With the CUDA
+stand-in (--driver standin) device figures measure host memcpy: the report
+says so, and they are never to be quoted as GPU results.
+"""
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from allreduce_bench import git_commit, has_pngcairo, human_size, parse_size  # noqa: E402
+
+VARIANTS = {
+    "plain": {"tls": "self,sm", "strata": False, "kinds": "host-host"},
+    "strata": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "host-host,device-device,host-device"},
+    "staged": {"tls": "self,sm,gpu_copy", "strata": True, "kinds": "device-device"},
+    "memcpy": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "device-device", "memcpy": True},
+}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--builddir", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--variants", default="plain,strata,staged,memcpy")
+    p.add_argument("--lat-iters", type=int, default=2000)
+    p.add_argument("--bw-iters", type=int, default=20)
+    p.add_argument("--bw-max", default="256M")
+    p.add_argument("--driver", choices=("standin", "real"), default="standin")
+    p.add_argument("--title", default="")
+    return p.parse_args(argv)
+
+
+def mpirun_command(args, variant):
+    v = VARIANTS[variant]
+    b = args.builddir
+    cmd = ["mpirun", "-np", "2", "--bind-to", "none", "--oversubscribe",
+           "--mca", "mca_base_component_path",
+           "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s/components/ompi" % b,
+           "--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any",
+           "--mca", "osc", "^ucx", "-x", "UCX_TLS=" + v["tls"], "-x", "LD_LIBRARY_PATH"]
+    if v["strata"]:
+        cmd += ["--mca", "hook_strata_load_uct", "1",
+                "--mca", "hook_strata_uct_module", "%s/components/ucx/libuct_strata.so" % b]
+    cmd += ["%s/test/bench/p2p_bench" % b, "--kinds", v["kinds"], "--lat-iters", str(args.lat_iters),
+            "--bw-iters", str(args.bw_iters), "--bw-max", str(parse_size(args.bw_max))]
+    if v.get("memcpy"):
+        cmd += ["--memcpy-ref", "--no-lat"]
+    return cmd
+
+
+def run_variant(args, variant):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    if args.driver == "standin":
+        lib = os.path.join(args.builddir, "test/cuda_standin/lib")
+        env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    proc = subprocess.run(mpirun_command(args, variant), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        raise SystemExit("p2p_suite: variant %s failed (exit %d):\n%s" % (variant, proc.returncode,
+                                                                          proc.stdout[-3000:]))
+    rows = []
+    for line in proc.stdout.splitlines():
+        parts = line.split(",")
+        if len(parts) == 5 and "/" in parts[0] and parts[1].isdigit():
+            kind, mode = parts[0].split("/")
+            if variant == "memcpy" and kind != "memcpy-dtod":
+                continue
+            rows.append((variant, kind, mode, int(parts[1]), float(parts[2]), float(parts[3])))
+    return rows
+
+
+def main(argv):
+    args = parse_args(argv)
+    args.builddir, args.out = os.path.abspath(args.builddir), os.path.abspath(args.out)
+    variants = [v for v in args.variants.split(",") if v]
+    samples = {}
+    for r in range(args.rounds):
+        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        for variant in order:
+            print("p2p_suite: round %d/%d: %s" % (r + 1, args.rounds, variant), flush=True)
+            for (var, kind, mode, size, lat, bw) in run_variant(args, variant):
+                samples.setdefault((var, kind, mode, size), []).append((lat, bw))
+    table = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v), len(v))
+             for k, v in samples.items()}
+    write_outputs(args, table, " ".join(sys.argv))
+
+
+def value(table, key, idx):
+    return table[key][idx] if key in table else None
+
+
+def ratio(a, b):
+    return "%.2f" % (a / b) if a is not None and b else "-"
+
+
+def write_outputs(args, table, command_line):
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["variant", "kind", "mode", "bytes", "lat_us", "bw_MBps", "rounds"])
+        for (var, kind, mode, size), (lat, bw, n) in sorted(table.items()):
+            w.writerow([var, kind, mode, size, "%.3f" % lat, "%.1f" % bw, n])
+    standin = args.driver == "standin"
+    lines = ["# MPI point-to-point through pml/ucx: %s" % (args.title or "with and without Strata"), ""]
+    if standin:
+        lines += ["**CUDA stand-in run: device figures are host memcpy, not a GPU. Do not quote them.**", ""]
+    lines += ["- machine: %s, %d cores, %s" % (platform.node(), os.cpu_count() or 0, platform.platform()),
+              "- driver: %s" % ("CUDA stand-in (test/cuda_standin)" if standin else "the real CUDA driver"),
+              "- date: %s, commit %s" % (datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), git_commit()),
+              "- method: 2 ranks on one node, %d rounds alternating the variants; figures are medians over "
+              "rounds of p2p_bench's per-run figures (latency: ping-pong of %d round trips; bandwidth: "
+              "windows of 16 non-blocking sends, %d iterations)" % (args.rounds, args.lat_iters, args.bw_iters),
+              "- command: `%s`" % command_line, ""]
+    lat_sizes = sorted({k[3] for k in table if k[2] == "lat"})
+    lines += ["## Latency (one-way, us)", "",
+              "| size | host plain | host strata | strata/plain | device-device | host-device |", "|---|---|---|---|---|---|"]
+    for s in lat_sizes:
+        hp = value(table, ("plain", "host-host", "lat", s), 0)
+        hs = value(table, ("strata", "host-host", "lat", s), 0)
+        dd = value(table, ("strata", "device-device", "lat", s), 0)
+        hd = value(table, ("strata", "host-device", "lat", s), 0)
+        fmt = lambda x: "%.2f" % x if x is not None else "-"  # noqa: E731
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (human_size(s), fmt(hp), fmt(hs), ratio(hs, hp), fmt(dd), fmt(hd)))
+    bw_sizes = sorted({k[3] for k in table if k[2] == "bw"})
+    lines += ["", "## Bandwidth (MB/s, 10^6 B/s)", "",
+              "| size | host strata | device-device gpu_ipc | device-device staged | ipc/staged | memcpy DtoD | ipc/memcpy |",
+              "|---|---|---|---|---|---|---|"]
+    for s in bw_sizes:
+        hs = value(table, ("strata", "host-host", "bw", s), 1)
+        ipc = value(table, ("strata", "device-device", "bw", s), 1)
+        st = value(table, ("staged", "device-device", "bw", s), 1)
+        mc = value(table, ("memcpy", "memcpy-dtod", "bw", s), 1)
+        fmt = lambda x: "%.0f" % x if x is not None else "-"  # noqa: E731
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (human_size(s), fmt(hs), fmt(ipc), fmt(st),
+                                                               ratio(ipc, st), fmt(mc), ratio(ipc, mc)))
+    lines += ["", "![latency](latency.png)", "", "![bandwidth](bandwidth.png)"]
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    write_plot(args, table, "lat", 0, "latency.png", "one-way latency (us)",
+               [("plain", "host-host"), ("strata", "host-host"), ("strata", "device-device"), ("strata", "host-device")])
+    write_plot(args, table, "bw", 1, "bandwidth.png", "bandwidth (MB/s)",
+               [("strata", "host-host"), ("strata", "device-device"), ("staged", "device-device"),
+                ("memcpy", "memcpy-dtod")])
+
+
+def write_plot(args, table, mode, idx, name, ylabel, series):
+    data = os.path.join(args.out, name.replace(".png", ".dat"))
+    present = []
+    with open(data, "w") as f:
+        for var, kind in series:
+            pts = sorted((k[3], v[idx]) for k, v in table.items() if k[:3] == (var, kind, mode))
+            if not pts:
+                continue
+            present.append("%s %s" % (var, kind))
+            f.write("# %s %s\n" % (var, kind))
+            f.writelines("%d %.3f\n" % p for p in pts)
+            f.write("\n\n")
+    if not present:
+        return
+    if subprocess.run(["sh", "-c", "command -v gnuplot"], stdout=subprocess.DEVNULL).returncode != 0:
+        print("p2p_suite: no gnuplot here: %s not drawn (the data is in %s)" % (name, data))
+        return
+    plots = ", ".join("'%s' index %d with linespoints title '%s'" % (data, i, t) for i, t in enumerate(present))
+    script = "\n".join([
+        "set terminal pngcairo size 900,600" if has_pngcairo() else "set terminal png size 900,600",
+        "set output '%s'" % os.path.join(args.out, name),
+        "set title 'MPI p2p through pml/ucx%s'" % (" (CUDA stand-in: not GPU figures)" if args.driver == "standin" else ""),
+        "set logscale xy", "set xlabel 'message size (bytes)'", "set ylabel '%s'" % ylabel,
+        "set key top left", "set grid", "plot " + plots])
+    proc = subprocess.run(["gnuplot"], input=script, text=True, stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        raise SystemExit("p2p_suite: gnuplot failed: %s" % proc.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

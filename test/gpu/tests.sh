@@ -1,0 +1,30 @@
+# GPU layer (make check-gpu, on a machine with a GPU and its driver): what
+# only the real driver can show.  The ucx layer runs before it with the real
+# driver too (STRATA_TEST_DRIVER=real).  Several ranks share one GPU here, so
+# these are CUDA IPC between processes on one device.
+
+gpu_driver_present() {
+    LD_PRELOAD="$STRATA_UCT_MODULE" ucx_info -d | grep -q "Transport: gpu_ipc"
+}
+
+# Buffers from the CUDA runtime: cudaMalloc reaches the driver through
+# cuGetProcAddress, so only hooks on the driver's entry points see it.
+gpu_ucp_cudart_malloc()      { strata_ucx_run "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" --alloc cudamalloc --test tag,rma,stale --expect-tls gpu_ipc,gpu_copy; }
+gpu_ucp_cudart_malloc_async() { strata_ucx_run "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" --alloc cudamallocasync --test tag,rma; }
+gpu_mpi_4ranks_one_gpu()     { strata_mpirun_gpu 4 "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 67108864; }
+gpu_mpi_4ranks_vmm()         { strata_mpirun_gpu 4 "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --alloc vmm --max-size 67108864; }
+
+if [ -n "$STRATA_CUDA_LIBDIR" ]; then
+    strata_skip gpu_layer "run through 'make check-gpu' (STRATA_TEST_DRIVER=real) on a GPU machine"
+elif ! gpu_driver_present; then
+    strata_skip gpu_layer "no GPU visible through the CUDA driver"
+else
+    if [ -x "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" ]; then
+        strata_test gpu_ucp_cudart_malloc 300 gpu_ucp_cudart_malloc
+        strata_test gpu_ucp_cudart_malloc_async 300 gpu_ucp_cudart_malloc_async
+    fi
+    if [ "$STRATA_HAVE_OMPI" = yes ]; then
+        strata_test gpu_mpi_4ranks_one_gpu 300 gpu_mpi_4ranks_one_gpu
+        strata_test gpu_mpi_4ranks_vmm 300 gpu_mpi_4ranks_vmm
+    fi
+fi

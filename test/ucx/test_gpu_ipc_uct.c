@@ -1,0 +1,991 @@
+/*
+ * The gpu_ipc transport through UCT's public API, between two processes:
+ * the parent ("peer") reads and writes device memory of its child ("owner")
+ * with get_zcopy/put_zcopy.  Addresses and packed rkeys go over a
+ * socketpair made before fork (CUDA must not be initialized before fork).
+ *
+ *   test_gpu_ipc_uct [--expect-unreachable] [--max-size BYTES]
+ *
+ *   get       get_zcopy of the owner's buffer at several offsets and sizes
+ *   put       put_zcopy into the owner's buffer; the owner checks the bytes
+ *   many      32 gets in flight, then an endpoint flush with a completion
+ *   pending   UCX_GPU_IPC_MAX_EVENTS=2: the third get is refused, waits as a
+ *             pending request and runs from progress
+ *   range     a get past the end of the remote allocation: an error status
+ *   corrupt   damaged, truncated and foreign rkey blobs: an error, no crash
+ *   own       this process's own key: UCS_ERR_UNREACHABLE
+ *   stale     the owner frees and reallocates (same size, often the same
+ *             address) while the old rkey is still held: the new key reads
+ *             the new bytes
+ *   none      managed memory, and a range running past its allocation,
+ *             pack NONE keys: UCS_ERR_UNREACHABLE
+ *   vmm       cuMemCreate memory exported as a POSIX fd (skipped where the
+ *             driver or pidfd_getfd refuses)
+ *   death     the owner exits: ep_check reports UCS_ERR_ENDPOINT_TIMEOUT to
+ *             the error handler, and a get fails with that status
+ * --expect-unreachable (run with CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2):
+ *   unpacking the owner's key must answer UCS_ERR_UNREACHABLE, so that UCP
+ *   falls back to another protocol.
+ *
+ * One line per check; the first wrong byte prints the check, size, index,
+ * expected and got, and exits 1.  Exit 77: no CUDA device or no gpu_ipc.
+ *
+ * The file is longer than the house limit of ~800 lines because it is one
+ * program a user builds with one compiler line; its parts are, in order, the
+ * socketpair protocol, buffers, UCT plumbing, the owner, and one function per
+ * check of the peer.
+ *
+ * Build (the driver from the toolkit's link stub; at run time the CUDA
+ * stand-in or the real driver, first on LD_LIBRARY_PATH):
+ *   gcc -O2 -I/usr/local/cuda/include test_gpu_ipc_uct.c -o test_gpu_ipc_uct \
+ *       -luct -lucs -L/usr/local/cuda/lib64/stubs -lcuda
+ * Run (UCX 1.13 loads the plugin only when preloaded):
+ *   LD_PRELOAD=.../libuct_strata.so LD_LIBRARY_PATH=<libcuda.so.1 dir> ./test_gpu_ipc_uct
+ */
+#include <cuda.h>
+#include <ucs/async/async_fwd.h>
+#include <uct/api/uct.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TEST_MAX_SPIN   100000000UL
+#define TEST_ADDR_MAX   64
+#define TEST_RKEY_MAX   512
+#define TEST_OWNER_SIZE ((size_t)4 << 20)
+#define TEST_MIN(_a, _b) (((_a) < (_b)) ? (_a) : (_b))
+
+static const char *test_role = "peer";
+static size_t test_max_size  = TEST_OWNER_SIZE;
+
+static void test_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void test_fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fprintf(stdout, "test_gpu_ipc_uct (%s): FAIL: ", test_role);
+    vfprintf(stdout, fmt, ap);
+    fprintf(stdout, "\n");
+    fflush(stdout);
+    va_end(ap);
+    exit(1);
+}
+
+#define TEST_CU(_call) \
+    do { \
+        CUresult _res = (_call); \
+        if (_res != CUDA_SUCCESS) { \
+            const char *_name = NULL; \
+            cuGetErrorName(_res, &_name); \
+            test_fail("%s: %s", #_call, _name ? _name : "?"); \
+        } \
+    } while (0)
+
+#define TEST_UCS(_call) \
+    do { \
+        ucs_status_t _status = (_call); \
+        if (_status != UCS_OK) { \
+            test_fail("%s: %s", #_call, ucs_status_string(_status)); \
+        } \
+    } while (0)
+
+#define TEST_EXPECT_STATUS(_what, _expected, _got) \
+    do { \
+        if ((_got) != (_expected)) { \
+            test_fail("%s: expected %s got %s", _what, ucs_status_string(_expected), \
+                      ucs_status_string(_got)); \
+        } \
+    } while (0)
+
+static void test_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void test_ok(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    printf("%s: ok: ", test_role);
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
+}
+
+/* ---- the socketpair protocol ---- */
+
+typedef enum {
+    MSG_KEY,          /* owner -> peer: a registered buffer */
+    MSG_NO_KEY,       /* owner -> peer: the kind of memory asked for is unsupported */
+    MSG_CHECK_PUT,    /* peer -> owner: check bytes put into the put buffer */
+    MSG_RESULT,       /* owner -> peer: 0 or the failing index + 1 */
+    MSG_REALLOC,      /* peer -> owner: free the get buffer, allocate again */
+    MSG_MANAGED,      /* peer -> owner: register managed memory */
+    MSG_PAST_END,     /* peer -> owner: register a range past its allocation */
+    MSG_VMM,          /* peer -> owner: register exportable VMM memory */
+    MSG_DIE,          /* peer -> owner: exit now */
+} test_msg_type_t;
+
+typedef struct test_msg {
+    test_msg_type_t type;
+    uint64_t addr, length;
+    unsigned seed;
+    uint64_t result;
+    size_t rkey_len;
+    uint8_t rkey[TEST_RKEY_MAX];
+} test_msg_t;
+
+static int test_sock = -1;
+
+static void test_send(const test_msg_t *msg)
+{
+    if (write(test_sock, msg, sizeof(*msg)) != (ssize_t)sizeof(*msg)) {
+        test_fail("write to the other process: %s", strerror(errno));
+    }
+}
+
+static void test_read_full(void *buf, size_t len)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t n = read(test_sock, (char *)buf + got, len - got);
+        if (n <= 0) {
+            test_fail("read from the other process: %s", n ? strerror(errno) : "closed");
+        }
+        got += n;
+    }
+}
+
+static void test_recv(test_msg_t *msg, test_msg_type_t expect)
+{
+    test_read_full(msg, sizeof(*msg));
+    if ((expect != (test_msg_type_t)-1) && (msg->type != expect)) {
+        test_fail("message type: expected %d got %d", expect, msg->type);
+    }
+}
+
+/* ---- buffers ---- */
+
+static uint8_t test_pattern(unsigned seed, size_t i)
+{
+    return (uint8_t)(i * 131 + seed * 29 + (i >> 11) + 1);
+}
+
+static void test_fill_dev(CUdeviceptr dev, size_t len, unsigned seed)
+{
+    uint8_t *buf = malloc(len + 1);
+    size_t i;
+
+    for (i = 0; i < len; ++i) {
+        buf[i] = test_pattern(seed, i);
+    }
+    TEST_CU(cuMemcpyHtoD(dev, buf, len));
+    free(buf);
+}
+
+/* cuMemsetD8 is asynchronous for device memory, and gpu_ipc copies on
+ * non-blocking streams that do not wait for the legacy stream: finish it. */
+static void test_zero_dev(CUdeviceptr dev, size_t len)
+{
+    TEST_CU(cuMemsetD8(dev, 0, len));
+    TEST_CU(cuCtxSynchronize());
+}
+
+/* Index + 1 of the first byte of dev[0..len) that is not pattern(seed, base + i), or 0. */
+static uint64_t test_find_wrong(CUdeviceptr dev, size_t len, unsigned seed, size_t base,
+                                uint8_t *expected, uint8_t *got)
+{
+    uint8_t *buf = malloc(len + 1);
+    uint64_t bad = 0;
+    size_t i;
+
+    TEST_CU(cuMemcpyDtoH(buf, dev, len));
+    for (i = 0; i < len; ++i) {
+        if (buf[i] != test_pattern(seed, base + i)) {
+            *expected = test_pattern(seed, base + i);
+            *got      = buf[i];
+            bad       = i + 1;
+            break;
+        }
+    }
+    free(buf);
+    return bad;
+}
+
+static void test_check_dev(const char *what, size_t size, CUdeviceptr dev, size_t len,
+                           unsigned seed, size_t base)
+{
+    uint8_t expected, got;
+    uint64_t bad = test_find_wrong(dev, len, seed, base, &expected, &got);
+
+    if (bad != 0) {
+        test_fail("%s size %zu: index %" PRIu64 " expected 0x%02x got 0x%02x", what, size,
+                  base + bad - 1, expected, got);
+    }
+}
+
+/* ---- UCT plumbing ---- */
+
+typedef struct test_ctx {
+    uct_component_h component;
+    ucs_async_context_t *async;
+    uct_worker_h worker;
+    uct_md_h md;
+    uct_iface_h iface;
+    char dev_name[UCT_DEVICE_NAME_MAX];
+    int ep_errors;
+    ucs_status_t ep_error_status;
+} test_ctx_t;
+
+typedef struct test_comp {
+    uct_completion_t super;
+    int calls;
+    ucs_status_t status;
+} test_comp_t;
+
+static void test_comp_cb(uct_completion_t *self)
+{
+    test_comp_t *comp = (test_comp_t *)self;
+
+    comp->calls++;
+    comp->status = self->status;
+}
+
+static void test_comp_init(test_comp_t *comp)
+{
+    comp->super.func   = test_comp_cb;
+    comp->super.count  = 1;
+    comp->super.status = UCS_OK;
+    comp->calls        = 0;
+    comp->status       = UCS_INPROGRESS;
+}
+
+static void test_progress_until(test_ctx_t *ctx, const int *flag, const char *what)
+{
+    unsigned long spins;
+
+    for (spins = 0; !*flag; ++spins) {
+        if (spins > TEST_MAX_SPIN) {
+            test_fail("%s: no completion after %lu progress calls", what, spins);
+        }
+        uct_worker_progress(ctx->worker);
+    }
+}
+
+static void test_wait(test_ctx_t *ctx, ucs_status_t status, test_comp_t *comp, const char *what)
+{
+    if (status == UCS_OK) {
+        return;
+    }
+    if (status != UCS_INPROGRESS) {
+        test_fail("%s: %s", what, ucs_status_string(status));
+    }
+    test_progress_until(ctx, &comp->calls, what);
+    if ((comp->calls != 1) || (comp->status != UCS_OK)) {
+        test_fail("%s: completion called %d times, status %s", what, comp->calls,
+                  ucs_status_string(comp->status));
+    }
+}
+
+static ucs_status_t test_err_handler(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    test_ctx_t *ctx = arg;
+
+    ctx->ep_errors++;
+    ctx->ep_error_status = status;
+    return UCS_OK;
+}
+
+static int test_find_component(test_ctx_t *ctx)
+{
+    uct_component_h *components;
+    unsigned num, i;
+    int found = 0;
+
+    TEST_UCS(uct_query_components(&components, &num));
+    for (i = 0; i < num; ++i) {
+        uct_component_attr_t attr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
+
+        TEST_UCS(uct_component_query(components[i], &attr));
+        if (!strcmp(attr.name, "strata")) {
+            ctx->component = components[i];
+            found          = 1;
+        }
+    }
+    uct_release_component_list(components);
+    return found;
+}
+
+/* Opens md gpu_ipc and an interface on its first device; 0 if there is none. */
+static int test_open(test_ctx_t *ctx, const char *max_events)
+{
+    uct_iface_params_t params = {0};
+    uct_tl_resource_desc_t *resources;
+    uct_iface_config_t *iface_config;
+    uct_md_config_t *md_config;
+    unsigned num, i;
+    int found = 0;
+
+    memset(ctx, 0, sizeof(*ctx));
+    if (!test_find_component(ctx)) {
+        return 0;
+    }
+    TEST_UCS(uct_md_config_read(ctx->component, NULL, NULL, &md_config));
+    if (uct_md_open(ctx->component, "gpu_ipc", md_config, &ctx->md) != UCS_OK) {
+        uct_config_release(md_config);
+        return 0;
+    }
+    uct_config_release(md_config);
+    TEST_UCS(uct_md_query_tl_resources(ctx->md, &resources, &num));
+    for (i = 0; i < num; ++i) {
+        if (!strcmp(resources[i].tl_name, "gpu_ipc") && !found) {
+            snprintf(ctx->dev_name, sizeof(ctx->dev_name), "%s", resources[i].dev_name);
+            found = 1;
+        }
+    }
+    uct_release_tl_resource_list(resources);
+    if (!found) {
+        return 0;
+    }
+    TEST_UCS(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &ctx->async));
+    TEST_UCS(uct_worker_create(ctx->async, UCS_THREAD_MODE_SINGLE, &ctx->worker));
+    TEST_UCS(uct_md_iface_config_read(ctx->md, "gpu_ipc", NULL, NULL, &iface_config));
+    TEST_UCS(uct_config_modify(iface_config, "MAX_EVENTS", max_events));
+    params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.open_mode               = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name     = "gpu_ipc";
+    params.mode.device.dev_name    = ctx->dev_name;
+    params.err_handler             = test_err_handler;
+    params.err_handler_arg         = ctx;
+    params.err_handler_flags       = 0;
+    TEST_UCS(uct_iface_open(ctx->md, ctx->worker, &params, iface_config, &ctx->iface));
+    uct_config_release(iface_config);
+    uct_iface_progress_enable(ctx->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    return 1;
+}
+
+static void test_close(test_ctx_t *ctx)
+{
+    uct_iface_close(ctx->iface);
+    uct_worker_destroy(ctx->worker);
+    ucs_async_context_destroy(ctx->async);
+    uct_md_close(ctx->md);
+}
+
+static void test_cuda_init(void)
+{
+    CUcontext cu_ctx;
+    CUdevice dev;
+
+    TEST_CU(cuInit(0));
+    TEST_CU(cuDeviceGet(&dev, 0));
+    TEST_CU(cuDevicePrimaryCtxRetain(&cu_ctx, dev));
+    TEST_CU(cuCtxSetCurrent(cu_ctx));
+}
+
+/* Registers [addr, addr+length) and fills msg with its packed key. */
+static uct_mem_h test_register(test_ctx_t *ctx, CUdeviceptr addr, size_t length,
+                               test_msg_t *msg)
+{
+    uct_md_attr_t attr;
+    uct_mem_h memh;
+
+    TEST_UCS(uct_md_query(ctx->md, &attr));
+    if (attr.rkey_packed_size > TEST_RKEY_MAX) {
+        test_fail("rkey_packed_size %zu > %d", attr.rkey_packed_size, TEST_RKEY_MAX);
+    }
+    TEST_UCS(uct_md_mem_reg(ctx->md, (void *)addr, length, UCT_MD_MEM_ACCESS_ALL, &memh));
+    memset(msg, 0, sizeof(*msg));
+    msg->type     = MSG_KEY;
+    msg->addr     = addr;
+    msg->length   = length;
+    msg->rkey_len = attr.rkey_packed_size;
+    TEST_UCS(uct_md_mkey_pack(ctx->md, memh, msg->rkey));
+    return memh;
+}
+
+/* Address exchange: iface and device address of each side, owner first. */
+static void test_exchange_addresses(test_ctx_t *ctx, uint8_t *dev_addr, uint8_t *iface_addr)
+{
+    uint8_t mine[2][TEST_ADDR_MAX] = {{0}};
+    uct_iface_attr_t attr;
+
+    TEST_UCS(uct_iface_query(ctx->iface, &attr));
+    if ((attr.device_addr_len > TEST_ADDR_MAX) || (attr.iface_addr_len > TEST_ADDR_MAX)) {
+        test_fail("addresses longer than %d bytes", TEST_ADDR_MAX);
+    }
+    TEST_UCS(uct_iface_get_device_address(ctx->iface, (uct_device_addr_t *)mine[0]));
+    TEST_UCS(uct_iface_get_address(ctx->iface, (uct_iface_addr_t *)mine[1]));
+    if (write(test_sock, mine, sizeof(mine)) != sizeof(mine)) {
+        test_fail("address exchange: %s", strerror(errno));
+    }
+    test_read_full(dev_addr, TEST_ADDR_MAX);
+    test_read_full(iface_addr, TEST_ADDR_MAX);
+}
+
+/* ---- the owner (child) ---- */
+
+static void test_owner_send_vmm(test_ctx_t *ctx)
+{
+    CUmemAllocationProp prop = {0};
+    CUmemAccessDesc access   = {0};
+    CUmemGenericAllocationHandle handle;
+    size_t granularity;
+    CUdeviceptr ptr;
+    test_msg_t msg;
+
+    prop.type                 = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type        = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id          = 0;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    if ((cuMemGetAllocationGranularity(&granularity, &prop,
+                                       CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) ||
+        (cuMemCreate(&handle, granularity, &prop, 0) != CUDA_SUCCESS)) {
+        memset(&msg, 0, sizeof(msg));
+        msg.type = MSG_NO_KEY;
+        test_send(&msg);
+        return;
+    }
+    TEST_CU(cuMemAddressReserve(&ptr, granularity, 0, 0, 0));
+    TEST_CU(cuMemMap(ptr, granularity, 0, handle, 0));
+    access.location = prop.location;
+    access.flags    = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    TEST_CU(cuMemSetAccess(ptr, granularity, &access, 1));
+    test_fill_dev(ptr, granularity, 4);
+    (void)test_register(ctx, ptr, granularity, &msg);
+    msg.seed = 4;
+    test_send(&msg);
+    /* Registered (and the fd open) until the process ends. */
+}
+
+static void test_owner_check_put(CUdeviceptr put_buf, const test_msg_t *req)
+{
+    test_msg_t reply = {.type = MSG_RESULT};
+    uint8_t expected, got;
+
+    reply.result = test_find_wrong(put_buf + req->addr, req->length, req->seed, 0, &expected,
+                                   &got);
+    reply.seed   = ((unsigned)expected << 8) | got;
+    test_send(&reply);
+}
+
+static int test_owner(void)
+{
+    CUdeviceptr get_buf, put_buf, managed;
+    uct_mem_h get_memh, put_memh, memh;
+    uint8_t peer_addr[2][TEST_ADDR_MAX];
+    test_ctx_t ctx;
+    test_msg_t msg;
+
+    test_role = "owner";
+    test_cuda_init();
+    if (!test_open(&ctx, "inf")) {
+        test_fail("no gpu_ipc here but the peer has it");
+    }
+    test_exchange_addresses(&ctx, peer_addr[0], peer_addr[1]);
+    TEST_CU(cuMemAlloc(&get_buf, TEST_OWNER_SIZE));
+    TEST_CU(cuMemAlloc(&put_buf, TEST_OWNER_SIZE));
+    test_fill_dev(get_buf, TEST_OWNER_SIZE, 1);
+    test_zero_dev(put_buf, TEST_OWNER_SIZE);
+
+    get_memh = test_register(&ctx, get_buf, TEST_OWNER_SIZE, &msg);
+    msg.seed = 1;
+    test_send(&msg);
+    put_memh = test_register(&ctx, put_buf, TEST_OWNER_SIZE, &msg);
+    test_send(&msg);
+
+    for (;;) {
+        test_recv(&msg, (test_msg_type_t)-1);
+        switch (msg.type) {
+        case MSG_CHECK_PUT:
+            test_owner_check_put(put_buf, &msg);
+            break;
+        case MSG_REALLOC:
+            TEST_UCS(uct_md_mem_dereg(ctx.md, get_memh));
+            TEST_CU(cuMemFree(get_buf));
+            TEST_CU(cuMemAlloc(&get_buf, TEST_OWNER_SIZE));
+            test_fill_dev(get_buf, TEST_OWNER_SIZE, 2);
+            get_memh = test_register(&ctx, get_buf, TEST_OWNER_SIZE, &msg);
+            msg.seed = 2;
+            test_send(&msg);
+            break;
+        case MSG_MANAGED:
+            TEST_CU(cuMemAllocManaged(&managed, 1 << 20, CU_MEM_ATTACH_GLOBAL));
+            memh = test_register(&ctx, managed, 1 << 20, &msg);
+            test_send(&msg);
+            (void)memh;
+            break;
+        case MSG_PAST_END:
+            memh = test_register(&ctx, put_buf + TEST_OWNER_SIZE - 64, 4096, &msg);
+            test_send(&msg);
+            TEST_UCS(uct_md_mem_dereg(ctx.md, memh));
+            break;
+        case MSG_VMM:
+            test_owner_send_vmm(&ctx);
+            break;
+        case MSG_DIE:
+            /* As a crash would: no cleanup, no goodbye. */
+            _exit(0);
+        default:
+            test_fail("unexpected message %d", msg.type);
+        }
+    }
+    (void)put_memh;
+    return 0;
+}
+
+/* ---- the peer (parent) ---- */
+
+typedef struct test_remote {
+    uct_rkey_bundle_t rkey;
+    uint64_t addr, length;
+    unsigned seed;
+} test_remote_t;
+
+static ucs_status_t test_unpack(test_ctx_t *ctx, const test_msg_t *msg, test_remote_t *remote)
+{
+    remote->addr   = msg->addr;
+    remote->length = msg->length;
+    remote->seed   = msg->seed;
+    return uct_rkey_unpack(ctx->component, msg->rkey, &remote->rkey);
+}
+
+static ucs_status_t test_get(test_ctx_t *ctx, uct_ep_h ep, CUdeviceptr local, uint64_t remote,
+                             size_t len, uct_rkey_t rkey, test_comp_t *comp)
+{
+    uct_iov_t iov = {.buffer = (void *)local, .length = len, .memh = UCT_MEM_HANDLE_NULL,
+                     .stride = 0, .count = 1};
+
+    test_comp_init(comp);
+    return uct_ep_get_zcopy(ep, &iov, 1, remote, rkey, &comp->super);
+}
+
+static ucs_status_t test_put(test_ctx_t *ctx, uct_ep_h ep, CUdeviceptr local, uint64_t remote,
+                             size_t len, uct_rkey_t rkey, test_comp_t *comp)
+{
+    uct_iov_t iov = {.buffer = (void *)local, .length = len, .memh = UCT_MEM_HANDLE_NULL,
+                     .stride = 0, .count = 1};
+
+    test_comp_init(comp);
+    return uct_ep_put_zcopy(ep, &iov, 1, remote, rkey, &comp->super);
+}
+
+static const size_t test_sizes[] = {1, 3, 4095, 65537, (1 << 20) + 7, TEST_OWNER_SIZE};
+static const size_t test_offsets[] = {0, 1, 4097};
+
+static void test_peer_get(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *remote,
+                          CUdeviceptr local, const char *what)
+{
+    size_t s, o, largest = 0;
+    test_comp_t comp;
+
+    for (s = 0; s < sizeof(test_sizes) / sizeof(test_sizes[0]); ++s) {
+        for (o = 0; o < sizeof(test_offsets) / sizeof(test_offsets[0]); ++o) {
+            size_t size   = test_sizes[s];
+            size_t offset = test_offsets[o];
+
+            if ((size > test_max_size) || (offset + size > remote->length)) {
+                continue;
+            }
+            largest = (size > largest) ? size : largest;
+            test_zero_dev(local, size);
+            test_wait(ctx, test_get(ctx, ep, local, remote->addr + offset, size,
+                                    remote->rkey.rkey, &comp), &comp, what);
+            test_check_dev(what, size, local, size, remote->seed, offset);
+        }
+    }
+    test_ok("%s: get_zcopy of sizes 1..%zu at offsets 0, 1, 4097: bytes match", what, largest);
+}
+
+static void test_peer_put(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *remote,
+                          CUdeviceptr local)
+{
+    test_msg_t msg = {.type = MSG_CHECK_PUT};
+    test_comp_t comp;
+    size_t s, offset = 129;
+
+    for (s = 0; s < sizeof(test_sizes) / sizeof(test_sizes[0]); ++s) {
+        size_t size = test_sizes[s];
+        if ((size > test_max_size) || (offset + size > remote->length)) {
+            continue;
+        }
+        test_fill_dev(local, size, 3 + s);
+        test_wait(ctx, test_put(ctx, ep, local, remote->addr + offset, size, remote->rkey.rkey,
+                                &comp), &comp, "put");
+        msg.type   = MSG_CHECK_PUT;
+        msg.addr   = offset;
+        msg.length = size;
+        msg.seed   = 3 + s;
+        test_send(&msg);
+        test_recv(&msg, MSG_RESULT);
+        if (msg.result != 0) {
+            test_fail("put size %zu: owner reads index %" PRIu64 " expected 0x%02x got 0x%02x",
+                      size, msg.result - 1, msg.seed >> 8, msg.seed & 0xff);
+        }
+    }
+    test_ok("put: put_zcopy of sizes 1..%zu at offset 129: the owner reads the bytes back",
+            TEST_MIN(test_max_size, TEST_OWNER_SIZE));
+}
+
+static void test_peer_many(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *remote,
+                           CUdeviceptr local)
+{
+    enum { N = 32, CHUNK = 65536 };
+    test_comp_t comps[N], flush_comp;
+    ucs_status_t status;
+    int i;
+
+    test_zero_dev(local, N * CHUNK);
+    for (i = 0; i < N; ++i) {
+        status = test_get(ctx, ep, local + i * CHUNK, remote->addr + i * CHUNK, CHUNK,
+                          remote->rkey.rkey, &comps[i]);
+        TEST_EXPECT_STATUS("many: get in flight", UCS_INPROGRESS, status);
+    }
+    test_comp_init(&flush_comp);
+    status = uct_ep_flush(ep, 0, &flush_comp.super);
+    if (status == UCS_INPROGRESS) {
+        test_progress_until(ctx, &flush_comp.calls, "many: flush");
+    } else {
+        TEST_EXPECT_STATUS("many: flush", UCS_OK, status);
+    }
+    for (i = 0; i < N; ++i) {
+        if (comps[i].calls != 1) {
+            test_fail("many: get %d completed %d times at flush completion", i, comps[i].calls);
+        }
+    }
+    test_check_dev("many", N * CHUNK, local, N * CHUNK, remote->seed, 0);
+    TEST_EXPECT_STATUS("many: second flush", UCS_OK, uct_ep_flush(ep, 0, NULL));
+    TEST_EXPECT_STATUS("many: iface flush", UCS_OK, uct_iface_flush(ctx->iface, 0, NULL));
+    test_ok("many: %d gets in flight, then ep flush with a completion: all completed before "
+            "it, bytes match", N);
+}
+
+typedef struct test_pending_req {
+    uct_pending_req_t super;
+    test_ctx_t *ctx;
+    uct_ep_h ep;
+    CUdeviceptr local;
+    uint64_t remote;
+    uct_rkey_t rkey;
+    test_comp_t comp;
+    int started;
+} test_pending_req_t;
+
+static ucs_status_t test_pending_cb(uct_pending_req_t *self)
+{
+    test_pending_req_t *req = (test_pending_req_t *)self;
+    ucs_status_t status;
+
+    status = test_get(req->ctx, req->ep, req->local, req->remote, 4096, req->rkey, &req->comp);
+    if (status == UCS_ERR_NO_RESOURCE) {
+        return status;
+    }
+    req->started = 1;
+    return UCS_OK;
+}
+
+/* Needs an interface with MAX_EVENTS=2. */
+static void test_peer_pending(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *remote,
+                              CUdeviceptr local)
+{
+    test_pending_req_t req = {.ctx = ctx, .ep = ep, .local = local + 2 * 4096,
+                              .remote = remote->addr + 2 * 4096, .rkey = remote->rkey.rkey};
+    test_comp_t comps[2];
+    ucs_status_t status;
+    int i;
+
+    req.super.func = test_pending_cb;
+    for (i = 0; i < 2; ++i) {
+        status = test_get(ctx, ep, local + i * 4096, remote->addr + i * 4096, 4096,
+                          remote->rkey.rkey, &comps[i]);
+        TEST_EXPECT_STATUS("pending: get within MAX_EVENTS", UCS_INPROGRESS, status);
+    }
+    status = test_get(ctx, ep, req.local, req.remote, 4096, req.rkey, &req.comp);
+    TEST_EXPECT_STATUS("pending: third get", UCS_ERR_NO_RESOURCE, status);
+    TEST_EXPECT_STATUS("pending: add", UCS_OK, uct_ep_pending_add(ep, &req.super, 0));
+    TEST_EXPECT_STATUS("pending: flush with a pending request", UCS_ERR_NO_RESOURCE,
+                       uct_ep_flush(ep, 0, NULL));
+    test_progress_until(ctx, &req.started, "pending: dispatch");
+    test_progress_until(ctx, &req.comp.calls, "pending: dispatched get");
+    for (i = 0; i < 2; ++i) {
+        test_progress_until(ctx, &comps[i].calls, "pending: first gets");
+    }
+    test_check_dev("pending", 3 * 4096, local, 3 * 4096, remote->seed, 0);
+    test_ok("pending: MAX_EVENTS=2, the third get is refused (NO_RESOURCE), queued, and runs "
+            "from progress");
+}
+
+static void test_peer_range(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *remote,
+                            CUdeviceptr local)
+{
+    test_comp_t comp;
+
+    printf("range: an error message from gpu_ipc is expected next\n");
+    fflush(stdout);
+    TEST_EXPECT_STATUS("range: get past the end of the remote allocation",
+                       UCS_ERR_INVALID_PARAM,
+                       test_get(ctx, ep, local, remote->addr + remote->length - 8, 16,
+                                remote->rkey.rkey, &comp));
+    TEST_EXPECT_STATUS("range: get before the remote allocation", UCS_ERR_INVALID_PARAM,
+                       test_get(ctx, ep, local, remote->addr - 1, 16, remote->rkey.rkey,
+                                &comp));
+    test_ok("range: gets outside the remote allocation fail with UCS_ERR_INVALID_PARAM");
+}
+
+static void test_peer_corrupt(test_ctx_t *ctx, const test_msg_t *good)
+{
+    test_msg_t bad;
+    uct_rkey_bundle_t rkey;
+    ucs_status_t status;
+    size_t i;
+
+    printf("corrupt: error messages from gpu_ipc are expected next\n");
+    fflush(stdout);
+    for (i = 0; i < good->rkey_len; i += 7) {
+        bad = *good;
+        bad.rkey[i] ^= 0x40;
+        status = uct_rkey_unpack(ctx->component, bad.rkey, &rkey);
+        if ((status == UCS_OK) || (status == UCS_ERR_UNREACHABLE)) {
+            test_fail("corrupt: rkey with byte %zu damaged: %s", i, ucs_status_string(status));
+        }
+    }
+    bad = *good;
+    memset(bad.rkey + good->rkey_len / 2, 0, sizeof(bad.rkey) - good->rkey_len / 2);
+    status = uct_rkey_unpack(ctx->component, bad.rkey, &rkey);
+    TEST_EXPECT_STATUS("corrupt: truncated rkey", UCS_ERR_INVALID_PARAM, status);
+    memset(bad.rkey, 0, sizeof(bad.rkey));
+    snprintf((char *)bad.rkey, sizeof(bad.rkey), "some other transport's key");
+    status = uct_rkey_unpack(ctx->component, bad.rkey, &rkey);
+    TEST_EXPECT_STATUS("corrupt: foreign rkey", UCS_ERR_INVALID_PARAM, status);
+    test_ok("corrupt: damaged (every 7th byte), truncated and foreign rkeys fail to unpack "
+            "with an error");
+}
+
+static void test_peer_own(test_ctx_t *ctx, CUdeviceptr local)
+{
+    test_remote_t remote;
+    test_msg_t msg;
+    uct_mem_h memh;
+
+    memh = test_register(ctx, local, 4096, &msg);
+    TEST_EXPECT_STATUS("own: unpack of this process's key", UCS_ERR_UNREACHABLE,
+                       test_unpack(ctx, &msg, &remote));
+    TEST_UCS(uct_md_mem_dereg(ctx->md, memh));
+    test_ok("own: this process's key is unreachable");
+}
+
+static void test_peer_stale(test_ctx_t *ctx, uct_ep_h ep, test_remote_t *old, CUdeviceptr local)
+{
+    test_msg_t msg = {.type = MSG_REALLOC};
+    test_remote_t remote;
+
+    /* The old rkey stays unpacked (referenced) across the reallocation. */
+    test_send(&msg);
+    test_recv(&msg, MSG_KEY);
+    TEST_UCS(test_unpack(ctx, &msg, &remote));
+    test_peer_get(ctx, ep, &remote, local, msg.addr == old->addr ? "stale (same address)" :
+                                                                   "stale (new address)");
+    TEST_UCS(uct_rkey_release(ctx->component, &old->rkey));
+    test_peer_get(ctx, ep, &remote, local, "stale: after releasing the old key");
+    *old = remote;
+}
+
+static void test_peer_none(test_ctx_t *ctx)
+{
+    test_msg_t msg = {.type = MSG_MANAGED};
+    test_remote_t remote;
+
+    test_send(&msg);
+    test_recv(&msg, MSG_KEY);
+    TEST_EXPECT_STATUS("none: managed memory", UCS_ERR_UNREACHABLE,
+                       test_unpack(ctx, &msg, &remote));
+    msg.type = MSG_PAST_END;
+    test_send(&msg);
+    test_recv(&msg, MSG_KEY);
+    TEST_EXPECT_STATUS("none: range past its allocation", UCS_ERR_UNREACHABLE,
+                       test_unpack(ctx, &msg, &remote));
+    test_ok("none: managed memory and a range past its allocation are unreachable");
+}
+
+static void test_peer_vmm(test_ctx_t *ctx, uct_ep_h ep, CUdeviceptr local)
+{
+    test_msg_t msg = {.type = MSG_VMM};
+    test_remote_t remote;
+    ucs_status_t status;
+
+    test_send(&msg);
+    test_recv(&msg, (test_msg_type_t)-1);
+    if (msg.type == MSG_NO_KEY) {
+        printf("vmm: skipped, the owner's driver has no exportable VMM memory\n");
+        return;
+    }
+    status = test_unpack(ctx, &msg, &remote);
+    if (status == UCS_ERR_UNREACHABLE) {
+        printf("vmm: skipped, unreachable here (pidfd_getfd refused, or import unsupported; "
+               "UCX_LOG_LEVEL=debug says which)\n");
+        return;
+    }
+    TEST_EXPECT_STATUS("vmm: unpack", UCS_OK, status);
+    test_peer_get(ctx, ep, &remote, local, "vmm");
+    TEST_UCS(uct_rkey_release(ctx->component, &remote.rkey));
+}
+
+static void test_peer_death(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *remote,
+                            CUdeviceptr local, pid_t owner)
+{
+    test_msg_t msg = {.type = MSG_DIE};
+    test_comp_t comp;
+    unsigned long spins;
+    int wstatus;
+
+    test_send(&msg);
+    if (waitpid(owner, &wstatus, 0) != owner) {
+        test_fail("death: waitpid: %s", strerror(errno));
+    }
+    TEST_UCS(uct_ep_check(ep, 0, NULL));
+    for (spins = 0; (ctx->ep_errors == 0) && (spins < TEST_MAX_SPIN); ++spins) {
+        uct_worker_progress(ctx->worker);
+    }
+    if (ctx->ep_errors != 1) {
+        test_fail("death: error handler called %d times after ep_check", ctx->ep_errors);
+    }
+    TEST_EXPECT_STATUS("death: error handler status", UCS_ERR_ENDPOINT_TIMEOUT,
+                       ctx->ep_error_status);
+    if (remote != NULL) {
+        TEST_EXPECT_STATUS("death: get from a dead owner", UCS_ERR_ENDPOINT_TIMEOUT,
+                           test_get(ctx, ep, local, remote->addr, 16, remote->rkey.rkey, &comp));
+    }
+    test_ok("death: the owner exited; ep_check reports UCS_ERR_ENDPOINT_TIMEOUT%s",
+            (remote != NULL) ? ", a get fails with it" : "");
+}
+
+static uct_ep_h test_peer_connect(test_ctx_t *ctx, const uint8_t *dev_addr,
+                                  const uint8_t *iface_addr)
+{
+    uct_ep_params_t ep_params = {0};
+    uct_ep_h ep;
+
+    if (!uct_iface_is_reachable(ctx->iface, (const uct_device_addr_t *)dev_addr,
+                                (const uct_iface_addr_t *)iface_addr)) {
+        test_fail("the owner's interface is not reachable");
+    }
+    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    ep_params.iface      = ctx->iface;
+    ep_params.dev_addr   = (const uct_device_addr_t *)dev_addr;
+    ep_params.iface_addr = (const uct_iface_addr_t *)iface_addr;
+    TEST_UCS(uct_ep_create(&ep_params, &ep));
+    return ep;
+}
+
+static int test_peer(pid_t owner, int expect_unreachable)
+{
+    uint8_t dev_addr[TEST_ADDR_MAX], iface_addr[TEST_ADDR_MAX];
+    test_remote_t get_remote, put_remote;
+    test_msg_t get_msg, put_msg;
+    test_ctx_t ctx, pctx;
+    CUdeviceptr local;
+    uct_ep_h ep, pep;
+    ucs_status_t status;
+
+    test_cuda_init();
+    if (!test_open(&ctx, "inf")) {
+        printf("test_gpu_ipc_uct: no gpu_ipc transport here (no device, or the plugin not "
+               "loaded): skipped\n");
+        kill(owner, SIGKILL);
+        return 77;
+    }
+    test_exchange_addresses(&ctx, dev_addr, iface_addr);
+    ep = test_peer_connect(&ctx, dev_addr, iface_addr);
+    test_ok("connect: the owner (pid %d) is reachable, ep created", (int)owner);
+
+    test_recv(&get_msg, MSG_KEY);
+    test_recv(&put_msg, MSG_KEY);
+    status = test_unpack(&ctx, &get_msg, &get_remote);
+    if (expect_unreachable) {
+        TEST_EXPECT_STATUS("unpack when the driver refuses to open handles",
+                           UCS_ERR_UNREACHABLE, status);
+        test_ok("unreachable: a handle the driver cannot open makes the key unreachable");
+        test_peer_death(&ctx, ep, NULL, 0, owner);
+        return 0;
+    }
+    TEST_EXPECT_STATUS("unpack", UCS_OK, status);
+    TEST_UCS(test_unpack(&ctx, &put_msg, &put_remote));
+    TEST_CU(cuMemAlloc(&local, TEST_OWNER_SIZE + 4096));
+
+    test_peer_get(&ctx, ep, &get_remote, local, "get");
+    test_peer_put(&ctx, ep, &put_remote, local);
+    test_peer_many(&ctx, ep, &get_remote, local);
+    test_peer_range(&ctx, ep, &get_remote, local);
+    test_peer_corrupt(&ctx, &get_msg);
+    test_peer_own(&ctx, local);
+
+    /* A second interface in the same process shares the mapping cache. */
+    if (!test_open(&pctx, "2")) {
+        test_fail("second gpu_ipc interface");
+    }
+    pep = test_peer_connect(&pctx, dev_addr, iface_addr);
+    test_peer_pending(&pctx, pep, &get_remote, local);
+    uct_ep_destroy(pep);
+    test_close(&pctx);
+
+    test_peer_stale(&ctx, ep, &get_remote, local);
+    test_peer_none(&ctx);
+    test_peer_vmm(&ctx, ep, local);
+    test_peer_death(&ctx, ep, &get_remote, local, owner);
+
+    TEST_UCS(uct_rkey_release(ctx.component, &get_remote.rkey));
+    TEST_UCS(uct_rkey_release(ctx.component, &put_remote.rkey));
+    uct_ep_destroy(ep);
+    test_close(&ctx);
+    TEST_CU(cuMemFree(local));
+    printf("test_gpu_ipc_uct: all checks passed\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int expect_unreachable = 0;
+    int sv[2], i;
+    pid_t pid;
+
+    for (i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--expect-unreachable")) {
+            expect_unreachable = 1;
+        } else if (!strcmp(argv[i], "--max-size") && (i + 1 < argc)) {
+            test_max_size = strtoull(argv[++i], NULL, 0);
+        } else {
+            fprintf(stderr, "usage: %s [--expect-unreachable] [--max-size BYTES]\n", argv[0]);
+            return 2;
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        test_fail("socketpair: %s", strerror(errno));
+    }
+    /* Before any CUDA call: a CUDA context does not survive fork. */
+    pid = fork();
+    if (pid < 0) {
+        test_fail("fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        test_sock = sv[1];
+        return test_owner();
+    }
+    close(sv[1]);
+    test_sock = sv[0];
+    return test_peer(pid, expect_unreachable);
+}

@@ -1,0 +1,140 @@
+# UCX layer: Strata's UCT component (gpu_copy, gpu_ipc) inside Debian's UCX,
+# driven through UCT, UCP and Open MPI's pml/ucx with device buffers.  In CI
+# the device is the CUDA stand-in (test/cuda_standin), whose device memory the
+# CPU cannot touch; `make check-gpu` runs the same tests on the real driver.
+
+ucx_standin_selftest() {
+    LD_LIBRARY_PATH="$STRATA_CUDA_LIBDIR" "$STRATA_BUILDDIR/test/cuda_standin/standin_selftest"
+}
+
+# ucx_info -d shows the component, both memory domains and both transports.
+ucx_info_lists_transports() {
+    local out
+    out=$(strata_ucx_run ucx_info -d) || return 1
+    awk '/Memory domain: gpu_/ { on = 1 } /Memory domain: [^g]/ { on = 0 } on' <<<"$out"
+    for want in "Component: strata" "Memory domain: gpu_copy" "Memory domain: gpu_ipc" \
+                "Transport: gpu_copy" "Transport: gpu_ipc" "Device: gpu0"; do
+        grep -q "$want" <<<"$out" || { echo "ucx_info -d lacks '$want'"; return 1; }
+    done
+    # gpu_ipc: zero-copy put/get between processes; gpu_copy: short and zcopy.
+    strata_ucx_info_section "$out" gpu_ipc | grep -q "put_zcopy" || { echo "gpu_ipc lacks put_zcopy"; return 1; }
+    strata_ucx_info_section "$out" gpu_ipc | grep -q "error handling: peer failure" || return 1
+    strata_ucx_info_section "$out" gpu_copy | grep -q "put_short" || { echo "gpu_copy lacks put_short"; return 1; }
+}
+
+# strata_ucx_info_section TEXT TRANSPORT: the lines of one transport in ucx_info -d
+strata_ucx_info_section() {
+    awk -v tl="$2" '/Transport: / { on = ($NF == tl) } /Memory domain:/ { on = 0 } on' <<<"$1"
+}
+
+ucx_info_lists_settings() {
+    local out s
+    out=$(strata_ucx_run ucx_info -c -f) || return 1
+    for s in UCX_STRATA_MEMTYPE_HOOKS UCX_STRATA_IPC_CACHE_SIZE UCX_STRATA_IPC_LEGACY \
+             UCX_STRATA_IPC_VMM UCX_GPU_COPY_MAX_POLL UCX_GPU_IPC_MAX_STREAMS; do
+        grep -q "^$s=" <<<"$out" || { echo "ucx_info -c lacks $s"; return 1; }
+        grep -B3 "^$s=" <<<"$out" | head -4
+    done
+}
+
+# No device: the module loads, reports nothing, and prints nothing.
+ucx_no_device_silent() {
+    local out err
+    err="$STRATA_TEST_TMP/err"
+    out=$(CUDA_STANDIN_DEVICES=0 strata_ucx_run ucx_info -d 2>"$err") || { cat "$err"; return 1; }
+    if grep -q "gpu_copy\|gpu_ipc" <<<"$out"; then echo "transports listed without a device"; return 1; fi
+    if [ -s "$err" ]; then echo "printed on stderr:"; cat "$err"; return 1; fi
+    echo "no device: no strata transports, nothing printed"
+}
+
+ucx_no_driver_silent() {
+    local out err
+    err="$STRATA_TEST_TMP/err"
+    out=$(env LD_LIBRARY_PATH=/nonexistent LD_PRELOAD="$STRATA_UCT_MODULE" ucx_info -d 2>"$err") \
+        || { cat "$err"; return 1; }
+    if grep -q "gpu_copy\|gpu_ipc" <<<"$out"; then echo "transports listed without a driver"; return 1; fi
+    if [ -s "$err" ]; then echo "printed on stderr:"; cat "$err"; return 1; fi
+    echo "no driver: no strata transports, nothing printed"
+}
+
+ucx_gpu_copy_uct() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_copy_uct"; }
+ucx_gpu_ipc_uct() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct"; }
+ucx_gpu_ipc_uct_open_refused() {
+    CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --expect-unreachable
+}
+
+# ucp_device ALLOC TESTS [EXTRA ARGS...]
+ucp_device() {
+    local alloc=$1 tests=$2; shift 2
+    strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_ucp_device" --alloc "$alloc" --test "$tests" "$@"
+}
+
+# Tag traffic with UCX 1.13's default protocols (what Open MPI's pml/ucx
+# uses), endpoints without peer-failure handling (Open MPI's default too;
+# with it, UCX 1.13 takes rendezvous lanes only from domains that can
+# invalidate registrations, which CUDA IPC cannot, and stages through host).
+ucp_tag() { ucp_device "$1" tag --err-mode none "${@:2}"; }
+# RMA on device memory needs UCX 1.13's new protocols: its old ones emulate
+# a get with active messages, read by the target's CPU.
+ucp_rma() { UCX_PROTO_ENABLE=y ucp_device "$1" "${2:-rma}" --err-mode none "${@:3}"; }
+
+ucx_ucp_tag_cumemalloc()     { ucp_tag cumemalloc --expect-tls gpu_ipc,gpu_copy; }
+ucx_ucp_tag_vmm()            { ucp_tag vmm --expect-tls gpu_ipc,gpu_copy; }
+ucx_ucp_tag_async()          { ucp_tag async; }
+ucx_ucp_rma_cumemalloc()     { ucp_rma cumemalloc rma --expect-tls gpu_ipc; }
+ucx_ucp_rma_vmm()            { ucp_rma vmm; }
+ucx_ucp_stale()              { ucp_rma cumemalloc stale; }
+ucx_ucp_badrkey()            { ucp_rma cumemalloc badrkey; }
+ucx_ucp_peer_killed()        { ucp_device cumemalloc kill --timeout 30; }
+# Without gpu_ipc UCP stages device data through host memory with gpu_copy.
+ucx_ucp_without_ipc()        { UCX_TLS=self,sm,gpu_copy ucp_tag cumemalloc && UCX_TLS=self,sm,gpu_copy ucp_rma cumemalloc; }
+# A peer's handle that cannot be opened: gpu_ipc answers UNREACHABLE for that
+# buffer and UCP falls back; every byte must still arrive.
+ucx_ucp_ipc_open_refused()   { export CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2; ucp_tag cumemalloc && ucp_rma cumemalloc; }
+# Hooks off: the memory type cache is disabled and every buffer is asked about.
+ucx_ucp_memtype_hooks_off()  { UCX_STRATA_MEMTYPE_HOOKS=n ucp_tag cumemalloc --sizes 0,7,65537,4194304; }
+
+mpi_device() {
+    local np=$1; shift
+    strata_mpirun_gpu "$np" "$STRATA_BUILDDIR/test/mpi/test_p2p_device" "$@"
+}
+ucx_mpi_p2p_2ranks()         { mpi_device 2 --max-size 67108864; }
+ucx_mpi_p2p_3ranks_vmm()     { mpi_device 3 --alloc vmm --max-size 4194304; }
+ucx_mpi_p2p_async()          { mpi_device 2 --alloc async --max-size 4194304; }
+ucx_mpi_noncontig_device()   { mpi_device 2 --noncontig | tee "$STRATA_TEST_TMP/out"; grep -q "works" "$STRATA_TEST_TMP/out"; }
+
+if [ "$STRATA_HAVE_UCX" != yes ]; then
+    strata_skip ucx_layer "this build has no UCX transports (no UCX or no CUDA headers)"
+elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; then
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_standin_selftest 120 ucx_standin_selftest
+    strata_test ucx_info_lists_transports 60 ucx_info_lists_transports
+    strata_test ucx_info_lists_settings 60 ucx_info_lists_settings
+    if [ -n "$STRATA_CUDA_LIBDIR" ]; then
+        strata_test ucx_no_device_silent 60 ucx_no_device_silent
+        if ! ldconfig -p | grep -q "libcuda.so.1 "; then
+            strata_test ucx_no_driver_silent 60 ucx_no_driver_silent
+        fi
+    fi
+    strata_test ucx_gpu_copy_uct 300 ucx_gpu_copy_uct
+    strata_test ucx_gpu_ipc_uct 300 ucx_gpu_ipc_uct
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_gpu_ipc_uct_open_refused 120 ucx_gpu_ipc_uct_open_refused
+    strata_test ucx_ucp_tag_cumemalloc 300 ucx_ucp_tag_cumemalloc
+    strata_test ucx_ucp_tag_vmm 300 ucx_ucp_tag_vmm
+    strata_test ucx_ucp_tag_async 300 ucx_ucp_tag_async
+    strata_test ucx_ucp_rma_cumemalloc 300 ucx_ucp_rma_cumemalloc
+    strata_test ucx_ucp_rma_vmm 300 ucx_ucp_rma_vmm
+    strata_test ucx_ucp_stale 120 ucx_ucp_stale
+    strata_test ucx_ucp_badrkey 120 ucx_ucp_badrkey
+    strata_test ucx_ucp_peer_killed 120 ucx_ucp_peer_killed
+    strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
+    strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
+    if [ "$STRATA_HAVE_OMPI" = yes ]; then
+        strata_test ucx_mpi_p2p_2ranks 300 ucx_mpi_p2p_2ranks
+        strata_test ucx_mpi_p2p_3ranks_vmm 300 ucx_mpi_p2p_3ranks_vmm
+        strata_test ucx_mpi_p2p_async 300 ucx_mpi_p2p_async
+        strata_test ucx_mpi_noncontig_device 120 ucx_mpi_noncontig_device
+    fi
+else
+    strata_skip ucx_layer "the CUDA stand-in was not built ($STRATA_CUDA_LIBDIR)"
+fi
