@@ -114,6 +114,18 @@ const char *strata_cuda_result_str(CUresult res, char *buf, size_t max)
     return buf;
 }
 
+int strata_cuda_has_vmm(void)
+{
+    return (strata_cuda.cuMemCreate != NULL) && (strata_cuda.cuMemRelease != NULL) &&
+           (strata_cuda.cuMemMap != NULL) && (strata_cuda.cuMemUnmap != NULL) &&
+           (strata_cuda.cuMemSetAccess != NULL) && (strata_cuda.cuMemAddressReserve != NULL) &&
+           (strata_cuda.cuMemAddressFree != NULL) &&
+           (strata_cuda.cuMemRetainAllocationHandle != NULL) &&
+           (strata_cuda.cuMemGetAllocationPropertiesFromHandle != NULL) &&
+           (strata_cuda.cuMemExportToShareableHandle != NULL) &&
+           (strata_cuda.cuMemImportFromShareableHandle != NULL);
+}
+
 int strata_cuda_device_count(void)
 {
     int count = 0;
@@ -144,8 +156,11 @@ int strata_cuda_ctx_ensure(CUdeviceptr ptr)
     /* The primary context stays retained: it is the one the CUDA runtime
      * shares, and releasing it could destroy the application's state. */
     if ((strata_cuda.cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS) ||
-        (strata_cuda.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS) ||
-        (strata_cuda.cuCtxSetCurrent(ctx) != CUDA_SUCCESS)) {
+        (strata_cuda.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS)) {
+        return -1;
+    }
+    if (strata_cuda.cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+        (void)strata_cuda.cuDevicePrimaryCtxRelease(dev);
         return -1;
     }
     return 0;

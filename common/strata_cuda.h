@@ -117,6 +117,10 @@ void *strata_cuda_driver_handle(void);
 /* "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for messages. */
 const char *strata_cuda_result_str(CUresult res, char *buf, size_t max);
 
+/* Whether every VMM entry point (cuMemCreate ... cuMemImportFromShareableHandle)
+ * was found: they are optional one by one, but only useful together. */
+int strata_cuda_has_vmm(void);
+
 /* Number of devices, 0 if the driver is not usable. */
 int strata_cuda_device_count(void);
 

@@ -102,12 +102,14 @@ static int mca_hook_strata_dt_span(const ompi_datatype_t *dt, size_t count, ptrd
     return 0;
 }
 
-static int mca_hook_strata_dt_copy(void *dst, const void *src, size_t len, const char *what)
+/* dev: the device side of the copy, whose device's context is used. */
+static int mca_hook_strata_dt_copy(void *dst, const void *src, size_t len, CUdeviceptr dev,
+                                   const char *what)
 {
     char str[160];
     CUresult res;
 
-    if ((len == 0) || (strata_cuda_ctx_ensure((CUdeviceptr)(uintptr_t)src) != 0)) {
+    if ((len == 0) || (strata_cuda_ctx_ensure(dev) != 0)) {
         return (len == 0) ? 0 : -1;
     }
     res = strata_cuda.cuMemcpy((CUdeviceptr)dst, (CUdeviceptr)src, len);
@@ -129,19 +131,18 @@ static const void *mca_hook_strata_dt_stage_in(mca_hook_strata_dt_state_t *st, c
 {
     ptrdiff_t true_lb;
 
-    if (!mca_hook_strata_dt_enabled || (count == 0) || !mca_hook_strata_dt_is_device(buffer)) {
-        return buffer;
-    }
-    if (mca_hook_strata_dt_span(st->wrap->orig_context, count, &true_lb, &st->span) != 0) {
-        opal_output(0, "hook:strata: datatype with a negative extent on GPU memory is not "
-                       "supported; the transfer will fail");
-        st->failed = 1;
+    if (!mca_hook_strata_dt_enabled || (count == 0) ||
+        (mca_hook_strata_dt_span(st->wrap->orig_context, count, &true_lb, &st->span) != 0) ||
+        !mca_hook_strata_dt_is_device((const char *)buffer + true_lb)) {
+        /* Not staged: host memory, and layouts with a negative extent
+         * (rare; on device memory Open MPI's CPU packing then fails). */
         return buffer;
     }
     st->host = malloc(st->span);
     st->dev  = (CUdeviceptr)buffer + true_lb;
     if ((st->host == NULL) ||
-        (mca_hook_strata_dt_copy(st->host, (void *)st->dev, st->span, "device to host") != 0)) {
+        (mca_hook_strata_dt_copy(st->host, (void *)st->dev, st->span, st->dev,
+                                 "device to host") != 0)) {
         free(st->host);
         st->host   = NULL;
         st->failed = 1;
@@ -153,26 +154,39 @@ static const void *mca_hook_strata_dt_stage_in(mca_hook_strata_dt_state_t *st, c
     return st->host - true_lb;
 }
 
+/*
+ * UCP's generic datatype callbacks cannot report a failure to start, and a
+ * pack cannot report one at all: a send whose GPU data cannot be read (no
+ * memory for the staging copy, or a failing driver) stops the job with a
+ * message rather than sending bytes it does not have.
+ */
+static void mca_hook_strata_dt_fatal(const char *what)
+{
+    opal_output(0, "hook:strata: %s; cannot continue this transfer of a non-contiguous "
+                   "datatype on GPU memory", what);
+    abort();
+}
+
 static mca_hook_strata_dt_state_t *mca_hook_strata_dt_state_new(void *context, int unpacking)
 {
     mca_hook_strata_dt_state_t *st = calloc(1, sizeof(*st));
 
-    if (st != NULL) {
-        st->wrap      = context;
-        st->unpacking = unpacking;
+    if (st == NULL) {
+        mca_hook_strata_dt_fatal("out of memory for a datatype state");
     }
+    st->wrap      = context;
+    st->unpacking = unpacking;
     return st;
 }
 
 static void *mca_hook_strata_dt_start_pack(void *context, const void *buffer, size_t count)
 {
     mca_hook_strata_dt_state_t *st = mca_hook_strata_dt_state_new(context, 0);
-    const void *src;
+    const void *src                = mca_hook_strata_dt_stage_in(st, buffer, count);
 
-    if (st == NULL) {
-        return NULL;
+    if (st->failed) {
+        mca_hook_strata_dt_fatal("staging the send buffer from GPU memory failed");
     }
-    src            = mca_hook_strata_dt_stage_in(st, buffer, count);
     st->orig_state = st->wrap->orig_ops->start_pack(st->wrap->orig_context, src, count);
     return st;
 }
@@ -180,12 +194,8 @@ static void *mca_hook_strata_dt_start_pack(void *context, const void *buffer, si
 static void *mca_hook_strata_dt_start_unpack(void *context, void *buffer, size_t count)
 {
     mca_hook_strata_dt_state_t *st = mca_hook_strata_dt_state_new(context, 1);
-    void *dst;
+    void *dst                      = (void *)mca_hook_strata_dt_stage_in(st, buffer, count);
 
-    if (st == NULL) {
-        return NULL;
-    }
-    dst            = (void *)mca_hook_strata_dt_stage_in(st, buffer, count);
     st->orig_state = st->wrap->orig_ops->start_unpack(st->wrap->orig_context, dst, count);
     return st;
 }
@@ -201,10 +211,6 @@ static size_t mca_hook_strata_dt_pack(void *state, size_t offset, void *dest, si
 {
     mca_hook_strata_dt_state_t *st = state;
 
-    /* A failed stage-in leaves a device buffer the CPU must not read. */
-    if (st->failed) {
-        return 0;
-    }
     return st->wrap->orig_ops->pack(st->orig_state, offset, dest, max_length);
 }
 
@@ -219,12 +225,20 @@ static ucs_status_t mca_hook_strata_dt_unpack(void *state, size_t offset, const 
     return st->wrap->orig_ops->unpack(st->orig_state, offset, src, length);
 }
 
+/*
+ * The whole span goes back, gaps between elements included, with the values
+ * they had when the receive started.  Correct unless something else writes
+ * those gaps while the receive is in flight (another receive into an
+ * interleaved type, or a kernel): such writes are lost.  Writing back only
+ * the bytes the datatype covers would need Open MPI's block list.
+ */
 static void mca_hook_strata_dt_finish(void *state)
 {
     mca_hook_strata_dt_state_t *st = state;
 
     if (st->unpacking && (st->host != NULL)) {
-        (void)mca_hook_strata_dt_copy((void *)st->dev, st->host, st->span, "host to device");
+        (void)mca_hook_strata_dt_copy((void *)st->dev, st->host, st->span, st->dev,
+                                      "host to device");
     }
     st->wrap->orig_ops->finish(st->orig_state);
     free(st->host);

@@ -121,10 +121,12 @@ ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
     info->ordinal    = ordinal;
     info->legacy_ipc = legacy_ipc && !is_managed;
     info->from_pool  = (pool != NULL);
+    /* Still device memory for every purpose but export: a buffer may cross
+     * adjacent mappings of one reservation (growing allocators do that). */
     if ((range != 0) && ((uintptr_t)address + length > start + range)) {
         ucs_debug("%p+%zu runs past its allocation 0x%llx+%zu", address, length,
                   (unsigned long long)start, range);
-        return UCS_ERR_INVALID_ADDR;
+        info->spans = 1;
     }
     return UCS_OK;
 }
@@ -224,7 +226,9 @@ static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *addre
     if (status != UCS_OK) {
         return status;
     }
-    /* Not ours: UCP asks the next domain, or assumes host memory. */
+    /* Not ours: UCP asks the next domain, or assumes host memory.  Device
+     * memory is always answered as such, even when the range crosses into
+     * another mapping: "not detected" would send it to host transports. */
     if (info.mem_type == UCS_MEMORY_TYPE_HOST) {
         return UCS_ERR_INVALID_ADDR;
     }

@@ -77,12 +77,13 @@ typedef struct uct_strata_mem_info {
     int ordinal;                /* device ordinal, -1 if not device memory */
     int legacy_ipc;             /* cuIpcGetMemHandle can export it */
     int from_pool;              /* stream-ordered (cudaMallocAsync) memory */
+    int spans;                  /* the range runs past base+length (not exportable) */
 } uct_strata_mem_info_t;
 
 /*
  * Asks the driver about [address, address+length).  Returns UCS_OK with
- * mem_type HOST for memory the driver does not know, UCS_ERR_INVALID_ADDR if
- * the range starts in device memory but runs past its allocation.
+ * mem_type HOST for memory the driver does not know; for device memory
+ * whose range runs past its allocation or mapping, sets info->spans.
  */
 ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
                                      uct_strata_mem_info_t *info);

@@ -52,6 +52,10 @@ static CUresult (*uct_strata_orig_cuMemAllocManaged)(CUdeviceptr *, size_t, unsi
 static CUresult (*uct_strata_orig_cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
 static CUresult (*uct_strata_orig_cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool,
                                                            CUstream);
+static CUresult (*uct_strata_orig_cuMemAllocAsync_ptsz)(CUdeviceptr *, size_t, CUstream);
+static CUresult (*uct_strata_orig_cuMemAllocFromPoolAsync_ptsz)(CUdeviceptr *, size_t,
+                                                                CUmemoryPool, CUstream);
+static CUresult (*uct_strata_orig_cuMemFreeAsync_ptsz)(CUdeviceptr, CUstream);
 static CUresult (*uct_strata_orig_cuMemFree)(CUdeviceptr);
 static CUresult (*uct_strata_orig_cuMemFreeAsync)(CUdeviceptr, CUstream);
 static CUresult (*uct_strata_orig_cuMemMap)(CUdeviceptr, size_t, size_t,
@@ -127,6 +131,48 @@ static CUresult uct_strata_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_
     return res;
 }
 
+/* Per-thread default stream variants (programs built with
+ * --default-stream per-thread call these). */
+static CUresult uct_strata_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size,
+                                                     CUstream stream)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    res = uct_strata_orig_cuMemAllocAsync_ptsz(dptr, size, stream);
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
+    }
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size,
+                                                             CUmemoryPool pool, CUstream stream)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    res = uct_strata_orig_cuMemAllocFromPoolAsync_ptsz(dptr, size, pool, stream);
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
+    }
+    ucm_event_leave();
+    return res;
+}
+
+static CUresult uct_strata_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_FREE, dptr, uct_strata_memhooks_range(dptr),
+                                 UCS_MEMORY_TYPE_CUDA);
+    res = uct_strata_orig_cuMemFreeAsync_ptsz(dptr, stream);
+    ucm_event_leave();
+    return res;
+}
+
 static CUresult uct_strata_hook_cuMemFree(CUdeviceptr dptr)
 {
     CUresult res;
@@ -184,7 +230,7 @@ typedef struct uct_strata_memhook {
     const char *symbol;  /* the driver's versioned entry point */
     void *hook;
     void **orig;
-    int required;        /* without it device buffers would go undetected */
+    int required;        /* a driver without it is too old to hook */
 } uct_strata_memhook_t;
 
 #define UCT_STRATA_MEMHOOK(_symbol, _func, _required) \
@@ -198,6 +244,9 @@ static uct_strata_memhook_t uct_strata_memhooks[] = {
     UCT_STRATA_MEMHOOK("cuMemAllocAsync", cuMemAllocAsync, 0),
     UCT_STRATA_MEMHOOK("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, 0),
     UCT_STRATA_MEMHOOK("cuMemFreeAsync", cuMemFreeAsync, 0),
+    UCT_STRATA_MEMHOOK("cuMemAllocAsync_ptsz", cuMemAllocAsync_ptsz, 0),
+    UCT_STRATA_MEMHOOK("cuMemAllocFromPoolAsync_ptsz", cuMemAllocFromPoolAsync_ptsz, 0),
+    UCT_STRATA_MEMHOOK("cuMemFreeAsync_ptsz", cuMemFreeAsync_ptsz, 0),
     UCT_STRATA_MEMHOOK("cuMemMap", cuMemMap, 0),
     UCT_STRATA_MEMHOOK("cuMemUnmap", cuMemUnmap, 0),
 };
@@ -222,10 +271,13 @@ static ucs_status_t uct_strata_memhook_install(uct_strata_memhook_t *h)
         ucs_debug("CUDA driver has no %s; not hooked", h->symbol);
         return h->required ? UCS_ERR_UNSUPPORTED : UCS_OK;
     }
+    /* An entry point that exists but cannot be patched is a failure even if
+     * optional: its allocations (or frees) would go unseen by the cache. */
     status = ucm_bistro_patch(entry, h->hook, h->symbol, h->orig, NULL);
     if (status != UCS_OK) {
-        ucs_debug("cannot patch %s at %p: %s", h->symbol, entry, ucs_status_string(status));
-        return h->required ? status : UCS_OK;
+        ucs_diag("strata: cannot patch %s at %p: %s", h->symbol, entry,
+                 ucs_status_string(status));
+        return status;
     }
     ucs_debug("hooked CUDA driver entry point %s", h->symbol);
     return UCS_OK;
@@ -255,12 +307,10 @@ static int uct_strata_memhooks_scan_cb(void *arg, void *addr, size_t length, int
 
 static ucs_status_t uct_strata_memhooks_installer_install(int events)
 {
-    /* Asked for every kind of event; the hooks serve only memory types,
-     * and they are in place before any cache can ask. */
-    if (!(events & (UCM_EVENT_MEM_TYPE_ALLOC | UCM_EVENT_MEM_TYPE_FREE))) {
-        return UCS_OK;
-    }
-    return uct_strata_memhooks_installed ? UCS_OK : UCS_ERR_UNSUPPORTED;
+    /* Asked for every kind of event; the hooks serve only memory types.
+     * Without them (no GPU, or they failed and the cache was turned off)
+     * there is nothing to install and nothing to refuse. */
+    return UCS_OK;
 }
 
 static void uct_strata_memhooks_installer_existing(ucm_event_handler_t *handler)
@@ -274,6 +324,18 @@ static ucm_event_installer_t uct_strata_memhooks_installer = {
     .install            = uct_strata_memhooks_installer_install,
     .get_existing_alloc = uct_strata_memhooks_installer_existing,
 };
+
+/* Joins libucm's list when the module loads, before any UCX context can
+ * walk the list (libucm walks it without a lock). */
+UCS_STATIC_INIT
+{
+    ucs_list_add_tail(&ucm_event_installer_list, &uct_strata_memhooks_installer.list);
+}
+
+UCS_STATIC_CLEANUP
+{
+    ucs_list_del(&uct_strata_memhooks_installer.list);
+}
 
 /* Without hooks the cache would call every device buffer host memory and
  * UCP would hand it to host transports (a crash, or silent corruption).
@@ -330,7 +392,6 @@ static void uct_strata_memhooks_init_once(void)
         return;
     }
     uct_strata_memhooks_installed = 1;
-    ucs_list_add_tail(&ucm_event_installer_list, &uct_strata_memhooks_installer.list);
     ucs_debug("strata: CUDA allocation hooks installed");
     uct_strata_memhooks_status = UCS_OK;
 }

@@ -67,8 +67,8 @@ static ucs_status_t uct_gpu_copy_ep_direction(void *dst, const void *src, size_t
         status = uct_strata_mem_info_get(dst, length, &dst_info);
     }
     if (status != UCS_OK) {
-        ucs_error("gpu_copy: copy of %zu bytes %p -> %p: %s (a range runs past its GPU "
-                  "allocation)", length, src, dst, ucs_status_string(status));
+        ucs_error("gpu_copy: copy of %zu bytes %p -> %p: %s", length, src, dst,
+                  ucs_status_string(status));
         return status;
     }
     src_gpu    = (src_info.mem_type != UCS_MEMORY_TYPE_HOST);

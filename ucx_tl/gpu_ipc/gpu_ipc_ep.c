@@ -189,7 +189,7 @@ static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, si
                  rkey->owner_pid, remote_addr);
         return UCS_ERR_ENDPOINT_TIMEOUT;
     }
-    if (iface->copies_in_flight >= iface->config.max_events) {
+    if (!uct_gpu_ipc_iface_has_resources(iface)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -237,8 +237,8 @@ ucs_status_t uct_gpu_ipc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, 
     uct_gpu_ipc_pending_priv_t *priv = (uct_gpu_ipc_pending_priv_t *)req->priv;
 
     UCS_STATIC_ASSERT(sizeof(*priv) <= UCT_PENDING_REQ_PRIV_LEN);
-    /* The only resource an operation can lack is an event. */
-    if (iface->copies_in_flight < iface->config.max_events) {
+    /* The only resource an operation can lack is an event (or its turn). */
+    if (uct_gpu_ipc_iface_has_resources(iface)) {
         return UCS_ERR_BUSY;
     }
     priv->ep = ep;

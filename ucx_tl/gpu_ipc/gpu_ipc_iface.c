@@ -270,6 +270,7 @@ void uct_gpu_ipc_iface_dispatch_pending(uct_gpu_ipc_iface_t *iface)
     uct_pending_req_t *req;
     ucs_status_t status;
 
+    iface->in_dispatch = 1;
     while (!ucs_queue_is_empty(&iface->pending_q) &&
            (iface->copies_in_flight < iface->config.max_events)) {
         priv = ucs_queue_pull_elem_non_empty(&iface->pending_q, uct_gpu_ipc_pending_priv_t,
@@ -284,6 +285,7 @@ void uct_gpu_ipc_iface_dispatch_pending(uct_gpu_ipc_iface_t *iface)
             break;
         }
     }
+    iface->in_dispatch = 0;
 }
 
 /* Completes the finished operations at the head of one stream, in order. */
@@ -322,18 +324,16 @@ static unsigned uct_gpu_ipc_iface_progress(uct_iface_h tl_iface)
     CUcontext saved;
     unsigned i;
 
-    if (iface->ops_queued == 0) {
-        return 0;
+    if ((iface->ops_queued > 0) && (uct_gpu_ipc_iface_ctx_enter(iface, 0, &saved) == UCS_OK)) {
+        for (i = 0; (i < iface->config.max_streams) && (count < iface->config.max_poll); ++i) {
+            count += uct_gpu_ipc_iface_progress_stream(iface, &iface->streams[i],
+                                                       iface->config.max_poll - count);
+        }
+        uct_gpu_ipc_iface_ctx_leave(iface, saved);
     }
-    if (uct_gpu_ipc_iface_ctx_enter(iface, 0, &saved) != UCS_OK) {
-        return 0;
-    }
-    for (i = 0; (i < iface->config.max_streams) && (count < iface->config.max_poll); ++i) {
-        count += uct_gpu_ipc_iface_progress_stream(iface, &iface->streams[i],
-                                                   iface->config.max_poll - count);
-    }
-    uct_gpu_ipc_iface_ctx_leave(iface, saved);
-    if (count > 0) {
+    /* Also with nothing completed now: a request that could not post last
+     * time (it came back NO_RESOURCE) must be tried again. */
+    if (!ucs_queue_is_empty(&iface->pending_q)) {
         uct_gpu_ipc_iface_dispatch_pending(iface);
     }
     return count;
@@ -466,6 +466,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker
     self->streams_created  = 0;
     self->next_stream      = 0;
     self->copies_in_flight = 0;
+    self->in_dispatch      = 0;
     self->ops_queued       = 0;
     ucs_queue_head_init(&self->pending_q);
 

@@ -54,6 +54,7 @@ typedef struct uct_gpu_ipc_iface {
     int streams_created;
     unsigned next_stream;          /* for the next endpoint */
     unsigned copies_in_flight;     /* holding an event: bounded by max_events */
+    int in_dispatch;               /* pending requests are being dispatched */
     unsigned ops_queued;           /* copies and flush markers */
     ucs_mpool_t op_mp;
     ucs_queue_head_t pending_q;    /* requests waiting for an event */
@@ -83,5 +84,16 @@ ucs_status_t uct_gpu_ipc_iface_create_streams(uct_gpu_ipc_iface_t *iface);
 
 /* Starts the next pending request if an event is free again. */
 void uct_gpu_ipc_iface_dispatch_pending(uct_gpu_ipc_iface_t *iface);
+
+/*
+ * Whether a new operation may start now: an event is free, and no pending
+ * request is waiting ahead of it (UCT keeps pending requests first in line;
+ * only their own dispatch may use the freed resources).
+ */
+static inline int uct_gpu_ipc_iface_has_resources(const uct_gpu_ipc_iface_t *iface)
+{
+    return (iface->copies_in_flight < iface->config.max_events) &&
+           (ucs_queue_is_empty(&iface->pending_q) || iface->in_dispatch);
+}
 
 #endif /* UCT_GPU_IPC_IFACE_H */

@@ -55,11 +55,13 @@ int uct_gpu_ipc_key_unpack(const void *buffer, uct_gpu_ipc_key_t *key, char *why
     /* Unaligned and untrusted: copy first, then look. */
     memcpy(key, buffer, sizeof(*key));
     if (key->magic != UCT_GPU_IPC_KEY_MAGIC) {
-        return uct_gpu_ipc_key_invalid(why, max, "not a gpu_ipc key: bad magic", key->magic);
+        uct_gpu_ipc_key_invalid(why, max, "not a gpu_ipc key: bad magic", key->magic);
+        return UCT_GPU_IPC_KEY_FOREIGN;
     }
     if (key->version != UCT_GPU_IPC_KEY_VERSION) {
-        return uct_gpu_ipc_key_invalid(why, max, "gpu_ipc key of another Strata version:",
-                                       key->version);
+        uct_gpu_ipc_key_invalid(why, max, "gpu_ipc key of another Strata version:",
+                                key->version);
+        return UCT_GPU_IPC_KEY_FOREIGN;
     }
     sum = uct_gpu_ipc_key_checksum(key);
     if (sum != key->checksum) {

@@ -61,10 +61,12 @@ typedef struct uct_gpu_ipc_key {
 void uct_gpu_ipc_key_pack(uct_gpu_ipc_key_t *key, void *buffer);
 
 /*
- * Copies and validates a packed key.  Returns 0, or -1 with a one-line
- * reason in why[] ("bad magic 0x..., not a gpu_ipc key") for a damaged or
- * foreign blob.
+ * Copies and validates a packed key.  Returns 0; UCT_GPU_IPC_KEY_FOREIGN
+ * for a key of another format or Strata version (a peer that cannot be
+ * understood: fall back, not fail); -1 for a damaged key.  Both with a
+ * one-line reason in why[].
  */
+#define UCT_GPU_IPC_KEY_FOREIGN (-2)
 int uct_gpu_ipc_key_unpack(const void *buffer, uct_gpu_ipc_key_t *key, char *why, size_t max);
 
 /* Checksum over a key's bytes up to (not including) the checksum field. */

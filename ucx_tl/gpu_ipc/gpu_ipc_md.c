@@ -12,6 +12,7 @@
 #include "gpu_ipc_md.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/compiler_def.h>
 #include <ucs/sys/sys.h>
@@ -100,8 +101,7 @@ static ucs_status_t uct_gpu_ipc_export_vmm(uct_gpu_ipc_memh_t *memh, const char 
     ucs_status_t status;
     int fd = -1;
 
-    if ((strata_cuda.cuMemRetainAllocationHandle == NULL) ||
-        (strata_cuda.cuMemExportToShareableHandle == NULL)) {
+    if (!strata_cuda_has_vmm()) {
         *why = "the driver has no VMM export";
         return UCS_ERR_UNSUPPORTED;
     }
@@ -199,8 +199,7 @@ static ucs_status_t uct_gpu_ipc_mem_reg(UCT_STRATA_MEM_REG_ARGS)
     }
     memh->vmm_fd = -1;
     uct_gpu_ipc_key_init(&memh->key, &info);
-    if (status == UCS_ERR_INVALID_ADDR) {
-        /* Reported by uct_strata_mem_info_get() at debug level. */
+    if ((status != UCS_OK) || info.spans) {
         ucs_debug("gpu_ipc: %p+%zu spans more than one allocation: not exported", address,
                   length);
     } else if (length > 0) {
@@ -341,16 +340,46 @@ static int uct_gpu_ipc_take_owner_fd(const uct_gpu_ipc_key_t *key)
     return fd;
 }
 
+/*
+ * The copy that reads the mapping may run on any device's stream of this
+ * process (the interface's, not necessarily the one current now), so every
+ * device that can get access gets it; at least the current one must.
+ */
+static ucs_status_t uct_gpu_ipc_vmm_set_access(CUdeviceptr ptr, size_t length)
+{
+    CUmemAccessDesc access[16];
+    CUdevice current;
+    int count = ucs_min(strata_cuda_device_count(), (int)ucs_static_array_size(access));
+    int i;
+
+    for (i = 0; i < count; ++i) {
+        memset(&access[i], 0, sizeof(access[i]));
+        access[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        access[i].location.id   = i;
+        access[i].flags         = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    }
+    if ((count > 0) && (strata_cuda.cuMemSetAccess(ptr, length, access, count) == CUDA_SUCCESS)) {
+        return UCS_OK;
+    }
+    if (UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, strata_cuda.cuCtxGetDevice(&current)) !=
+        UCS_OK) {
+        return UCS_ERR_UNREACHABLE;
+    }
+    access[0].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access[0].location.id   = (int)current;
+    access[0].flags         = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                                strata_cuda.cuMemSetAccess(ptr, length, access, 1));
+}
+
 static ucs_status_t uct_gpu_ipc_map_vmm(const uct_gpu_ipc_key_t *key, uint64_t *mapped_p)
 {
     CUmemGenericAllocationHandle handle;
-    CUmemAccessDesc access;
-    CUdevice dev;
     CUdeviceptr ptr;
     ucs_status_t status;
     int fd;
 
-    if ((strata_cuda.cuMemImportFromShareableHandle == NULL) || (strata_cuda.cuMemMap == NULL)) {
+    if (!strata_cuda_has_vmm()) {
         ucs_debug("gpu_ipc: the driver cannot import VMM memory");
         return UCS_ERR_UNREACHABLE;
     }
@@ -378,16 +407,7 @@ static ucs_status_t uct_gpu_ipc_map_vmm(const uct_gpu_ipc_key_t *key, uint64_t *
     if (status != UCS_OK) {
         goto err_free_va;
     }
-    memset(&access, 0, sizeof(access));
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.flags         = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG, strata_cuda.cuCtxGetDevice(&dev));
-    if (status != UCS_OK) {
-        goto err_unmap;
-    }
-    access.location.id = (int)dev;
-    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
-                                  strata_cuda.cuMemSetAccess(ptr, key->length, &access, 1));
+    status = uct_gpu_ipc_vmm_set_access(ptr, key->length);
     if (status != UCS_OK) {
         goto err_unmap;
     }
@@ -495,8 +515,9 @@ UCS_STATIC_CLEANUP
     if (uct_gpu_ipc_cache.ops == NULL) {
         return; /* never used */
     }
+    /* No driver calls here: at exit the CUDA runtime or driver may be torn
+     * down already, and the process's end releases every mapping anyway. */
     uct_gpu_ipc_exiting = 1;
-    uct_gpu_ipc_cache_purge(&uct_gpu_ipc_cache);
     uct_gpu_ipc_cache_get_stats(&uct_gpu_ipc_cache, &stats);
     ucs_debug("gpu_ipc cache at exit: %lu hits, %lu misses, %lu maps, %lu stale, %lu evicted, "
               "%u still referenced",
@@ -517,7 +538,14 @@ ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
     ucs_status_t status;
     char why[128];
 
-    if (uct_gpu_ipc_key_unpack(rkey_buffer, &key, why, sizeof(why)) != 0) {
+    switch (uct_gpu_ipc_key_unpack(rkey_buffer, &key, why, sizeof(why))) {
+    case 0:
+        break;
+    case UCT_GPU_IPC_KEY_FOREIGN:
+        /* A peer of another version: use another protocol with it. */
+        ucs_diag("gpu_ipc: remote key not understood (%s): unreachable", why);
+        return UCS_ERR_UNREACHABLE;
+    default:
         ucs_error("gpu_ipc: invalid remote key: %s", why);
         return UCS_ERR_INVALID_PARAM;
     }
