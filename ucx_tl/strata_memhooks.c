@@ -283,17 +283,30 @@ static ucs_status_t uct_strata_memhook_install(uct_strata_memhook_t *h)
     return UCS_OK;
 }
 
-/* Memory the driver reserved before the hooks existed shows up in
- * /proc/self/maps as inaccessible ranges (device address reservations) or
- * maps of /dev/nvidia*; mark those "unknown", so UCP asks the gpu_copy
- * domain about addresses in them instead of assuming host memory. */
+/* The smallest inaccessible anonymous range taken for a device address
+ * reservation: the driver reserves in units of 2 MiB and more. */
+#define UCT_STRATA_MEMHOOKS_MIN_RESERVATION (2ul << 20)
+
+/*
+ * Memory the driver reserved before the hooks existed shows up in
+ * /proc/self/maps as large inaccessible anonymous ranges (device address
+ * reservations) or maps of /dev/nvidia*; mark those "unknown", so UCP asks
+ * the gpu_copy domain about addresses in them instead of assuming host
+ * memory.  Other inaccessible ranges (the gaps of every loaded library,
+ * thread stack guards) are left out: each entry makes every lookup of host
+ * buffers in the cache a little slower.
+ */
 static int uct_strata_memhooks_scan_cb(void *arg, void *addr, size_t length, int prot,
                                        const char *path)
 {
     ucm_event_handler_t *handler = arg;
     ucm_event_t event;
+    int nvidia_map               = !strncmp(path, "/dev/nvidia", 11);
+    int reservation              = !(prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) &&
+                                   (path[0] == '\0') &&
+                                   (length >= UCT_STRATA_MEMHOOKS_MIN_RESERVATION);
 
-    if ((prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) && strncmp(path, "/dev/nvidia", 11)) {
+    if (!nvidia_map && !reservation) {
         return 0;
     }
     event.mem_type.address  = addr;

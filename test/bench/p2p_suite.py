@@ -3,7 +3,7 @@
 transports, alternating the variants round by round in one run, and writes
 results.csv, results.md and plots (gnuplot) into --out.
 
-  p2p_suite.py --builddir BUILD --out DIR [--rounds 3] [--variants LIST]
+  p2p_suite.py --builddir BUILD --out DIR [--rounds 3] [--variants LIST] [--kinds LIST]
                [--lat-iters N] [--bw-iters N] [--bw-max SIZE] [--driver standin|real]
 
 Variants (p2p_bench kinds in brackets):
@@ -52,6 +52,9 @@ def parse_args(argv):
     p.add_argument("--bw-max", default="256M")
     p.add_argument("--driver", choices=("standin", "real"), default="standin")
     p.add_argument("--title", default="")
+    p.add_argument("--kinds", default="",
+                   help="only these p2p_bench buffer kinds (e.g. host-host, to measure only what "
+                        "Strata costs host traffic)")
     return p.parse_args(argv)
 
 
@@ -66,7 +69,10 @@ def mpirun_command(args, variant):
     if v["strata"]:
         cmd += ["--mca", "hook_strata_load_uct", "1",
                 "--mca", "hook_strata_uct_module", "%s/components/ucx/libuct_strata.so" % b]
-    cmd += ["%s/test/bench/p2p_bench" % b, "--kinds", v["kinds"], "--lat-iters", str(args.lat_iters),
+    kinds = v["kinds"]
+    if args.kinds:
+        kinds = ",".join(k for k in kinds.split(",") if k in args.kinds.split(","))
+    cmd += ["%s/test/bench/p2p_bench" % b, "--kinds", kinds, "--lat-iters", str(args.lat_iters),
             "--bw-iters", str(args.bw_iters), "--bw-max", str(parse_size(args.bw_max))]
     if v.get("memcpy"):
         cmd += ["--memcpy-ref", "--no-lat"]
@@ -99,6 +105,8 @@ def main(argv):
     args.builddir, args.out = os.path.abspath(args.builddir), os.path.abspath(args.out)
     variants = [v for v in args.variants.split(",") if v]
     samples = {}
+    if args.kinds:
+        variants = [v for v in variants if any(k in args.kinds.split(",") for k in VARIANTS[v]["kinds"].split(","))]
     for r in range(args.rounds):
         order = variants[r % len(variants):] + variants[:r % len(variants)]
         for variant in order:
@@ -127,7 +135,7 @@ def write_outputs(args, table, command_line):
             w.writerow([var, kind, mode, size, "%.3f" % lat, "%.1f" % bw, n])
     standin = args.driver == "standin"
     lines = ["# MPI point-to-point through pml/ucx: %s" % (args.title or "with and without Strata"), ""]
-    if standin:
+    if standin and any(k[1] != "host-host" for k in table):
         lines += ["**CUDA stand-in run: device figures are host memcpy, not a GPU. Do not quote them.**", ""]
     lines += ["- machine: %s, %d cores, %s" % (platform.node(), os.cpu_count() or 0, platform.platform()),
               "- driver: %s" % ("CUDA stand-in (test/cuda_standin)" if standin else "the real CUDA driver"),

@@ -91,6 +91,9 @@ ucx_ucp_without_ipc()        { UCX_TLS=self,sm,gpu_copy ucp_tag cumemalloc && UC
 # A peer's handle that cannot be opened: gpu_ipc answers UNREACHABLE for that
 # buffer and UCP falls back; every byte must still arrive.
 ucx_ucp_ipc_open_refused()   { export CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2; ucp_tag cumemalloc && ucp_rma cumemalloc; }
+# Buffers allocated before UCX started (before the hooks): found by the scan
+# of the process's address reservations, then asked about.
+ucx_ucp_early_alloc()        { ucp_tag cumemalloc --early-alloc --sizes 0,7,65537,4194304; }
 # Hooks off: the memory type cache is disabled and every buffer is asked about.
 ucx_ucp_memtype_hooks_off()  { UCX_STRATA_MEMTYPE_HOOKS=n ucp_tag cumemalloc --sizes 0,7,65537,4194304; }
 
@@ -128,6 +131,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_peer_killed 120 ucx_ucp_peer_killed
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
+    strata_test ucx_ucp_early_alloc 120 ucx_ucp_early_alloc
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
     if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test ucx_mpi_p2p_2ranks 300 ucx_mpi_p2p_2ranks
