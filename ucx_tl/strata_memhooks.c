@@ -45,35 +45,66 @@ static size_t uct_strata_memhooks_range(CUdeviceptr ptr)
     return size;
 }
 
-static CUresult (*uct_strata_orig_cuMemAlloc)(CUdeviceptr *, size_t);
+/*
+ * Hooks of the regular entry points: an allocation whose first arguments
+ * are (CUdeviceptr *dptr, size_t size), reported once the driver succeeded;
+ * a release whose first argument is the pointer, reported before the driver
+ * frees it (afterwards its size cannot be asked).  Each defines the pointer
+ * to the original entry point (filled by the patcher) and the hook.
+ */
+#define UCT_STRATA_ALLOC_HOOK(_func, _mem_type, _params, _args) \
+    static CUresult(*uct_strata_orig_##_func) _params; \
+    static CUresult uct_strata_hook_##_func _params \
+    { \
+        CUresult res; \
+        ucm_event_enter(); \
+        res = uct_strata_orig_##_func _args; \
+        if (res == CUDA_SUCCESS) { \
+            uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, _mem_type); \
+        } \
+        ucm_event_leave(); \
+        return res; \
+    }
+
+#define UCT_STRATA_FREE_HOOK(_func, _params, _args) \
+    static CUresult(*uct_strata_orig_##_func) _params; \
+    static CUresult uct_strata_hook_##_func _params \
+    { \
+        CUresult res; \
+        ucm_event_enter(); \
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_FREE, dptr, \
+                                     uct_strata_memhooks_range(dptr), UCS_MEMORY_TYPE_CUDA); \
+        res = uct_strata_orig_##_func _args; \
+        ucm_event_leave(); \
+        return res; \
+    }
+
+UCT_STRATA_ALLOC_HOOK(cuMemAlloc, UCS_MEMORY_TYPE_CUDA, (CUdeviceptr * dptr, size_t size),
+                      (dptr, size))
+UCT_STRATA_ALLOC_HOOK(cuMemAllocManaged, UCS_MEMORY_TYPE_CUDA_MANAGED,
+                      (CUdeviceptr * dptr, size_t size, unsigned flags), (dptr, size, flags))
+UCT_STRATA_ALLOC_HOOK(cuMemAllocAsync, UCS_MEMORY_TYPE_CUDA,
+                      (CUdeviceptr * dptr, size_t size, CUstream stream), (dptr, size, stream))
+UCT_STRATA_ALLOC_HOOK(cuMemAllocFromPoolAsync, UCS_MEMORY_TYPE_CUDA,
+                      (CUdeviceptr * dptr, size_t size, CUmemoryPool pool, CUstream stream),
+                      (dptr, size, pool, stream))
+UCT_STRATA_FREE_HOOK(cuMemFree, (CUdeviceptr dptr), (dptr))
+UCT_STRATA_FREE_HOOK(cuMemFreeAsync, (CUdeviceptr dptr, CUstream stream), (dptr, stream))
+/* Per-thread default stream variants (programs built with
+ * --default-stream per-thread call these). */
+UCT_STRATA_ALLOC_HOOK(cuMemAllocAsync_ptsz, UCS_MEMORY_TYPE_CUDA,
+                      (CUdeviceptr * dptr, size_t size, CUstream stream), (dptr, size, stream))
+UCT_STRATA_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, UCS_MEMORY_TYPE_CUDA,
+                      (CUdeviceptr * dptr, size_t size, CUmemoryPool pool, CUstream stream),
+                      (dptr, size, pool, stream))
+UCT_STRATA_FREE_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream stream), (dptr, stream))
+
+/* The irregular ones. */
 static CUresult (*uct_strata_orig_cuMemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t,
                                                    unsigned);
-static CUresult (*uct_strata_orig_cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
-static CUresult (*uct_strata_orig_cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
-static CUresult (*uct_strata_orig_cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool,
-                                                           CUstream);
-static CUresult (*uct_strata_orig_cuMemAllocAsync_ptsz)(CUdeviceptr *, size_t, CUstream);
-static CUresult (*uct_strata_orig_cuMemAllocFromPoolAsync_ptsz)(CUdeviceptr *, size_t,
-                                                                CUmemoryPool, CUstream);
-static CUresult (*uct_strata_orig_cuMemFreeAsync_ptsz)(CUdeviceptr, CUstream);
-static CUresult (*uct_strata_orig_cuMemFree)(CUdeviceptr);
-static CUresult (*uct_strata_orig_cuMemFreeAsync)(CUdeviceptr, CUstream);
 static CUresult (*uct_strata_orig_cuMemMap)(CUdeviceptr, size_t, size_t,
                                             CUmemGenericAllocationHandle, unsigned long long);
 static CUresult (*uct_strata_orig_cuMemUnmap)(CUdeviceptr, size_t);
-
-static CUresult uct_strata_hook_cuMemAlloc(CUdeviceptr *dptr, size_t size)
-{
-    CUresult res;
-
-    ucm_event_enter();
-    res = uct_strata_orig_cuMemAlloc(dptr, size);
-    if (res == CUDA_SUCCESS) {
-        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
-    }
-    ucm_event_leave();
-    return res;
-}
 
 static CUresult uct_strata_hook_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
                                                 size_t height, unsigned elem)
@@ -86,114 +117,6 @@ static CUresult uct_strata_hook_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch
         uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, *pitch * height,
                                      UCS_MEMORY_TYPE_CUDA);
     }
-    ucm_event_leave();
-    return res;
-}
-
-static CUresult uct_strata_hook_cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned flags)
-{
-    CUresult res;
-
-    ucm_event_enter();
-    res = uct_strata_orig_cuMemAllocManaged(dptr, size, flags);
-    if (res == CUDA_SUCCESS) {
-        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size,
-                                     UCS_MEMORY_TYPE_CUDA_MANAGED);
-    }
-    ucm_event_leave();
-    return res;
-}
-
-static CUresult uct_strata_hook_cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
-{
-    CUresult res;
-
-    ucm_event_enter();
-    res = uct_strata_orig_cuMemAllocAsync(dptr, size, stream);
-    if (res == CUDA_SUCCESS) {
-        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
-    }
-    ucm_event_leave();
-    return res;
-}
-
-static CUresult uct_strata_hook_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size,
-                                                        CUmemoryPool pool, CUstream stream)
-{
-    CUresult res;
-
-    ucm_event_enter();
-    res = uct_strata_orig_cuMemAllocFromPoolAsync(dptr, size, pool, stream);
-    if (res == CUDA_SUCCESS) {
-        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
-    }
-    ucm_event_leave();
-    return res;
-}
-
-/* Per-thread default stream variants (programs built with
- * --default-stream per-thread call these). */
-static CUresult uct_strata_hook_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size,
-                                                     CUstream stream)
-{
-    CUresult res;
-
-    ucm_event_enter();
-    res = uct_strata_orig_cuMemAllocAsync_ptsz(dptr, size, stream);
-    if (res == CUDA_SUCCESS) {
-        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
-    }
-    ucm_event_leave();
-    return res;
-}
-
-static CUresult uct_strata_hook_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size,
-                                                             CUmemoryPool pool, CUstream stream)
-{
-    CUresult res;
-
-    ucm_event_enter();
-    res = uct_strata_orig_cuMemAllocFromPoolAsync_ptsz(dptr, size, pool, stream);
-    if (res == CUDA_SUCCESS) {
-        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, UCS_MEMORY_TYPE_CUDA);
-    }
-    ucm_event_leave();
-    return res;
-}
-
-static CUresult uct_strata_hook_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
-{
-    CUresult res;
-
-    ucm_event_enter();
-    uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_FREE, dptr, uct_strata_memhooks_range(dptr),
-                                 UCS_MEMORY_TYPE_CUDA);
-    res = uct_strata_orig_cuMemFreeAsync_ptsz(dptr, stream);
-    ucm_event_leave();
-    return res;
-}
-
-static CUresult uct_strata_hook_cuMemFree(CUdeviceptr dptr)
-{
-    CUresult res;
-
-    ucm_event_enter();
-    /* Before the driver frees it: afterwards its size cannot be asked. */
-    uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_FREE, dptr, uct_strata_memhooks_range(dptr),
-                                 UCS_MEMORY_TYPE_CUDA);
-    res = uct_strata_orig_cuMemFree(dptr);
-    ucm_event_leave();
-    return res;
-}
-
-static CUresult uct_strata_hook_cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
-{
-    CUresult res;
-
-    ucm_event_enter();
-    uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_FREE, dptr, uct_strata_memhooks_range(dptr),
-                                 UCS_MEMORY_TYPE_CUDA);
-    res = uct_strata_orig_cuMemFreeAsync(dptr, stream);
     ucm_event_leave();
     return res;
 }

@@ -91,6 +91,15 @@ ucx_ucp_without_ipc()        { UCX_TLS=self,sm,gpu_copy ucp_tag cumemalloc && UC
 # A peer's handle that cannot be opened: gpu_ipc answers UNREACHABLE for that
 # buffer and UCP falls back; every byte must still arrive.
 ucx_ucp_ipc_open_refused()   { export CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2; ucp_tag cumemalloc && ucp_rma cumemalloc; }
+# The allocation hooks are in place on every entry point the driver has.
+ucx_memtype_hooks_installed() {
+    UCX_LOG_LEVEL=debug ucp_tag cumemalloc --sizes 4096 >"$STRATA_TEST_TMP/out" 2>&1 || { tail "$STRATA_TEST_TMP/out"; return 1; }
+    grep -o "hooked CUDA driver entry point [A-Za-z_0-9]*" "$STRATA_TEST_TMP/out" | sort -u
+    grep -q "strata: CUDA allocation hooks installed" "$STRATA_TEST_TMP/out" || return 1
+    if grep -q "cannot patch\|cannot hook" "$STRATA_TEST_TMP/out"; then grep "cannot" "$STRATA_TEST_TMP/out"; return 1; fi
+    [ "$(grep -o "hooked CUDA driver entry point [A-Za-z_0-9]*" "$STRATA_TEST_TMP/out" | sort -u | wc -l)" -ge 9 ]
+}
+
 # Buffers allocated before UCX started (before the hooks): found by the scan
 # of the process's address reservations, then asked about.
 ucx_ucp_early_alloc()        { ucp_tag cumemalloc --early-alloc --sizes 0,7,65537,4194304; }
@@ -131,6 +140,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_peer_killed 120 ucx_ucp_peer_killed
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
+    strata_test ucx_memtype_hooks_installed 120 ucx_memtype_hooks_installed
     strata_test ucx_ucp_early_alloc 120 ucx_ucp_early_alloc
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
     if [ "$STRATA_HAVE_OMPI" = yes ]; then
