@@ -67,7 +67,9 @@ def mpirun_command(args, variant):
            "--mca", "mca_base_component_path",
            "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s/components/ompi" % b,
            "--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any",
-           "--mca", "osc", "^ucx", "-x", "UCX_TLS=" + v["tls"], "-x", "LD_LIBRARY_PATH"]
+           "--mca", "osc", "^ucx", "-x", "UCX_TLS=" + v["tls"]]
+    if os.environ.get("LD_LIBRARY_PATH") or args.driver == "standin":
+        cmd += ["-x", "LD_LIBRARY_PATH"]
     if v["strata"]:
         cmd += ["--mca", "hook_strata_load_uct", "1",
                 "--mca", "hook_strata_uct_module", "%s/components/ucx/libuct_strata.so" % b]

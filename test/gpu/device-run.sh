@@ -48,8 +48,10 @@ install_debs() {
     for deb in "$DEVDIR"/debs/*.deb; do
         dpkg-deb -x "$deb" "$root" || die "cannot unpack $deb"
     done
-    # Add, never replace: the machine's own libraries stay as they are.
-    cp -rn --preserve=links "$root/." / || die "cannot copy the packages' files into /"
+    # Add, never replace: the machine's own libraries stay as they are; and
+    # keep directory links (/lib -> usr/lib on merged-/usr systems).
+    tar -C "$root" -cf - . | tar -C / -xf - --skip-old-files --keep-directory-symlink \
+        || die "cannot copy the packages' files into /"
     ldconfig
 }
 

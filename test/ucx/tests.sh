@@ -91,6 +91,15 @@ ucx_ucp_without_ipc()        { UCX_TLS=self,sm,gpu_copy ucp_tag cumemalloc && UC
 # A peer's handle that cannot be opened: gpu_ipc answers UNREACHABLE for that
 # buffer and UCP falls back; every byte must still arrive.
 ucx_ucp_ipc_open_refused()   { export CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2; ucp_tag cumemalloc && ucp_rma cumemalloc; }
+# Exhausted resources: one CUDA event per transport (every further copy waits
+# in the pending queue) and one cached peer mapping (every new buffer evicts).
+ucx_ucp_exhausted_resources() {
+    UCX_GPU_COPY_MAX_EVENTS=1 UCX_GPU_IPC_MAX_EVENTS=1 UCX_STRATA_IPC_CACHE_SIZE=1 \
+        ucp_tag cumemalloc --expect-tls gpu_ipc,gpu_copy --iters 3 &&
+    UCX_GPU_COPY_MAX_EVENTS=1 UCX_GPU_IPC_MAX_EVENTS=1 UCX_STRATA_IPC_CACHE_SIZE=1 \
+        ucp_rma cumemalloc stale
+}
+
 # The allocation hooks are in place on every entry point the driver has.
 ucx_memtype_hooks_installed() {
     UCX_LOG_LEVEL=debug ucp_tag cumemalloc --sizes 4096 >"$STRATA_TEST_TMP/out" 2>&1 || { tail "$STRATA_TEST_TMP/out"; return 1; }
@@ -140,6 +149,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_peer_killed 120 ucx_ucp_peer_killed
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
+    strata_test ucx_ucp_exhausted_resources 300 ucx_ucp_exhausted_resources
     strata_test ucx_memtype_hooks_installed 120 ucx_memtype_hooks_installed
     strata_test ucx_ucp_early_alloc 120 ucx_ucp_early_alloc
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off

@@ -330,14 +330,14 @@ static void uct_gpu_copy_iface_op_complete(uct_gpu_copy_iface_t *iface, uct_gpu_
  * query per completed copy plus one.
  */
 static unsigned uct_gpu_copy_queue_poll(uct_gpu_copy_iface_t *iface, uct_gpu_copy_queue_t *queue,
-                                        unsigned max)
+                                        unsigned max, ucs_status_t fail)
 {
     unsigned count = 0;
     uct_gpu_copy_op_t *op;
     ucs_status_t status;
 
     while ((count < max) && ((op = uct_gpu_copy_queue_head(queue)) != NULL)) {
-        status = UCT_STRATA_CUDA(strata_cuda.cuEventQuery(op->event));
+        status = (fail == UCS_OK) ? UCT_STRATA_CUDA(strata_cuda.cuEventQuery(op->event)) : fail;
         if (status == UCS_INPROGRESS) {
             break;
         }
@@ -361,9 +361,27 @@ static unsigned uct_gpu_copy_iface_poll_queues(uct_gpu_copy_iface_t *iface)
     for (i = 0; (i < UCT_GPU_COPY_DIR_LAST) && (count < iface->config.max_poll); ++i) {
         dir = (iface->poll_start + i) % UCT_GPU_COPY_DIR_LAST;
         count += uct_gpu_copy_queue_poll(iface, &iface->queues[dir],
-                                         iface->config.max_poll - count);
+                                         iface->config.max_poll - count, UCS_OK);
     }
     iface->poll_start = (iface->poll_start + 1) % UCT_GPU_COPY_DIR_LAST;
+    return count;
+}
+
+/*
+ * The context is gone (destroyed by the application, or the driver failed):
+ * no event can be asked again.  Every copy completes with an error rather
+ * than never.
+ */
+static unsigned uct_gpu_copy_iface_fail_all(uct_gpu_copy_iface_t *iface)
+{
+    unsigned count = 0;
+    int dir;
+
+    ucs_error("gpu_copy: cannot enter the CUDA context of iface %p: failing %u copies", iface,
+              (unsigned)iface->outstanding);
+    for (dir = 0; dir < UCT_GPU_COPY_DIR_LAST; ++dir) {
+        count += uct_gpu_copy_queue_poll(iface, &iface->queues[dir], UINT_MAX, UCS_ERR_IO_ERROR);
+    }
     return count;
 }
 
@@ -422,11 +440,12 @@ static unsigned uct_gpu_copy_iface_progress(uct_iface_h tl_iface)
         return 0;
     }
     if (iface->outstanding > 0) {
-        if (uct_gpu_copy_iface_ctx_enter(iface, 0, &restore) != UCS_OK) {
-            return 0;
+        if (uct_gpu_copy_iface_ctx_enter(iface, 0, &restore) == UCS_OK) {
+            count = uct_gpu_copy_iface_poll_queues(iface);
+            uct_gpu_copy_iface_ctx_leave(restore);
+        } else {
+            count = uct_gpu_copy_iface_fail_all(iface);
         }
-        count = uct_gpu_copy_iface_poll_queues(iface);
-        uct_gpu_copy_iface_ctx_leave(restore);
         uct_gpu_copy_iface_complete_flushes(iface);
     }
     uct_gpu_copy_iface_dispatch_pending(iface);

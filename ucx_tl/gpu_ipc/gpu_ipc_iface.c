@@ -288,9 +288,14 @@ void uct_gpu_ipc_iface_dispatch_pending(uct_gpu_ipc_iface_t *iface)
     iface->in_dispatch = 0;
 }
 
-/* Completes the finished operations at the head of one stream, in order. */
+/*
+ * Completes the finished operations at the head of one stream, in order;
+ * with fail != UCS_OK, every operation of the stream, with that status,
+ * without asking the driver.
+ */
 static unsigned uct_gpu_ipc_iface_progress_stream(uct_gpu_ipc_iface_t *iface,
-                                                  uct_gpu_ipc_stream_t *stream, unsigned max)
+                                                  uct_gpu_ipc_stream_t *stream, unsigned max,
+                                                  ucs_status_t fail)
 {
     unsigned count = 0;
     uct_gpu_ipc_op_t *op;
@@ -298,9 +303,11 @@ static unsigned uct_gpu_ipc_iface_progress_stream(uct_gpu_ipc_iface_t *iface,
 
     while ((count < max) && !ucs_queue_is_empty(&stream->ops)) {
         op     = ucs_queue_head_elem_non_empty(&stream->ops, uct_gpu_ipc_op_t, queue);
-        status = UCS_OK;
+        status = fail;
         if (op->is_copy) {
-            status = UCT_STRATA_CUDA(strata_cuda.cuEventQuery(op->event));
+            if (fail == UCS_OK) {
+                status = UCT_STRATA_CUDA(strata_cuda.cuEventQuery(op->event));
+            }
             if (status == UCS_INPROGRESS) {
                 break;
             }
@@ -327,9 +334,19 @@ static unsigned uct_gpu_ipc_iface_progress(uct_iface_h tl_iface)
     if ((iface->ops_queued > 0) && (uct_gpu_ipc_iface_ctx_enter(iface, 0, &saved) == UCS_OK)) {
         for (i = 0; (i < iface->config.max_streams) && (count < iface->config.max_poll); ++i) {
             count += uct_gpu_ipc_iface_progress_stream(iface, &iface->streams[i],
-                                                       iface->config.max_poll - count);
+                                                       iface->config.max_poll - count, UCS_OK);
         }
         uct_gpu_ipc_iface_ctx_leave(iface, saved);
+    } else if (iface->ops_queued > 0) {
+        /* The context is gone (destroyed by the application, or the driver
+         * failed): no event can be asked again.  Every operation completes
+         * with an error rather than never. */
+        ucs_error("gpu_ipc: cannot enter the CUDA context of iface %p: failing %u operations",
+                  iface, iface->ops_queued);
+        for (i = 0; i < iface->config.max_streams; ++i) {
+            count += uct_gpu_ipc_iface_progress_stream(iface, &iface->streams[i], UINT_MAX,
+                                                       UCS_ERR_IO_ERROR);
+        }
     }
     /* Also with nothing completed now: a request that could not post last
      * time (it came back NO_RESOURCE) must be tried again. */
