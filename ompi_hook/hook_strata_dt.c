@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <ucp/api/ucp.h>
 
 #define MCA_HOOK_STRATA_EXPORT __attribute__((visibility("default")))
@@ -35,6 +36,7 @@ typedef struct mca_hook_strata_dt_state {
     const mca_hook_strata_dt_wrap_t *wrap;
     void *orig_state;
     char *host;       /* staging copy of the device span, or NULL */
+    char *before;     /* receive: the span as staged in, to find what unpack wrote */
     CUdeviceptr dev;  /* start of the device span */
     size_t span;
     int unpacking;
@@ -148,6 +150,16 @@ static const void *mca_hook_strata_dt_stage_in(mca_hook_strata_dt_state_t *st, c
         st->failed = 1;
         return buffer;
     }
+    if (st->unpacking) {
+        st->before = malloc(st->span);
+        if (st->before == NULL) {
+            free(st->host);
+            st->host   = NULL;
+            st->failed = 1;
+            return buffer;
+        }
+        memcpy(st->before, st->host, st->span);
+    }
     opal_output_verbose(20, mca_hook_strata_dt_output,
                         "hook:strata: staged %zu bytes of a non-contiguous datatype on GPU "
                         "memory %p for %s", st->span, buffer, st->unpacking ? "receive" : "send");
@@ -226,21 +238,39 @@ static ucs_status_t mca_hook_strata_dt_unpack(void *state, size_t offset, const 
 }
 
 /*
- * The whole span goes back, gaps between elements included, with the values
- * they had when the receive started.  Correct unless something else writes
- * those gaps while the receive is in flight (another receive into an
- * interleaved type, or a kernel): such writes are lost.  Writing back only
- * the bytes the datatype covers would need Open MPI's block list.
+ * Copies back to the device only the bytes the unpack changed, in runs.
+ * Writing the whole span would also write the gaps between elements, with
+ * the values they had when the receive started, and so undo whatever wrote
+ * them meanwhile: another receive into an interleaved type, or a kernel.
+ * A byte the unpack wrote with the value it already had needs no copy.
  */
+static void mca_hook_strata_dt_write_back(mca_hook_strata_dt_state_t *st)
+{
+    size_t i = 0, start;
+
+    while (i < st->span) {
+        if (st->host[i] == st->before[i]) {
+            ++i;
+            continue;
+        }
+        for (start = i; (i < st->span) && (st->host[i] != st->before[i]); ++i) {
+        }
+        if (mca_hook_strata_dt_copy((char *)st->dev + start, st->host + start, i - start, st->dev,
+                                    "host to device") != 0) {
+            return;
+        }
+    }
+}
+
 static void mca_hook_strata_dt_finish(void *state)
 {
     mca_hook_strata_dt_state_t *st = state;
 
     if (st->unpacking && (st->host != NULL)) {
-        (void)mca_hook_strata_dt_copy((void *)st->dev, st->host, st->span, st->dev,
-                                      "host to device");
+        mca_hook_strata_dt_write_back(st);
     }
     st->wrap->orig_ops->finish(st->orig_state);
+    free(st->before);
     free(st->host);
     free(st);
 }

@@ -7,8 +7,9 @@
  * pack/unpack callbacks run Open MPI's convertor, a CPU memcpy loop that
  * crashes on device memory.  hook/strata wraps those callbacks: when the
  * buffer is device memory, the datatype's whole span is staged through host
- * memory (copied in before packing; copied in, unpacked and copied back
- * when receiving, so the gaps between elements keep their values).
+ * memory (copied in before packing; when receiving, copied in and unpacked,
+ * and only the bytes the unpack changed are copied back, so the gaps between
+ * elements are never written).
  *
  * The wrapping works by symbol interposition: Open MPI opens components
  * into the global namespace, and the hook is opened before pml/ucx, so

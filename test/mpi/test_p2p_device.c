@@ -444,6 +444,70 @@ static void noncontig_check(test_buf_t *dst, size_t extent, uint64_t seed, uint6
     }
 }
 
+/*
+ * Two receives into one device buffer whose vector types interleave: the
+ * first takes the blocks, the second the gaps between them.  Each staged
+ * receive holds the other's bytes in its span; neither may write them back.
+ */
+static int noncontig_interleaved(int blocks, test_buf_t *src, test_buf_t *dst, char *err)
+{
+    MPI_Datatype blocks_t, gaps_t;
+    MPI_Request reqs[4];
+    int rc, len;
+    char *s = src->ptr, *d = dst->ptr;
+
+    MPI_Type_vector(blocks, NC_BLOCK, NC_STRIDE, MPI_INT, &blocks_t);
+    MPI_Type_vector(blocks - 1, NC_STRIDE - NC_BLOCK, NC_STRIDE, MPI_INT, &gaps_t);
+    MPI_Type_commit(&blocks_t);
+    MPI_Type_commit(&gaps_t);
+    MPI_Irecv(d, 1, blocks_t, g.partner, 97, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Irecv(d + NC_BLOCK * sizeof(int), 1, gaps_t, g.partner, 98, MPI_COMM_WORLD, &reqs[1]);
+    /* The gaps go first, so the receive that finishes last is the blocks'. */
+    MPI_Isend(s + NC_BLOCK * sizeof(int), 1, gaps_t, g.partner, 98, MPI_COMM_WORLD, &reqs[2]);
+    MPI_Isend(s, 1, blocks_t, g.partner, 97, MPI_COMM_WORLD, &reqs[3]);
+    rc = MPI_Waitall(4, reqs, MPI_STATUSES_IGNORE);
+    MPI_Type_free(&blocks_t);
+    MPI_Type_free(&gaps_t);
+    if (rc != MPI_SUCCESS) MPI_Error_string(rc, err, &len);
+    return rc;
+}
+
+static int run_noncontig_interleaved(void)
+{
+    const int blocks = 1000;
+    size_t extent    = ((size_t)(blocks - 1) * NC_STRIDE + NC_BLOCK) * sizeof(int);
+    uint64_t mine    = seed_of(8, (uint64_t)blocks, 0, 0, (uint64_t)g.rank);
+    uint64_t theirs  = seed_of(8, (uint64_t)blocks, 0, 0, (uint64_t)g.partner);
+    char what[96], err[MPI_MAX_ERROR_STRING] = "";
+    int rc = MPI_SUCCESS, any;
+
+    snprintf(what, sizeof(what), "noncontig d->d two interleaved vector receives (%d blocks)", blocks);
+    watchdog_arm(what);
+    if (g.partner >= 0) {
+        test_buf_t src, dst;
+        buf_alloc(&src, MEM_DEVICE, extent + GUARD);
+        buf_alloc(&dst, MEM_DEVICE, extent + GUARD);
+        fill_pattern(&src, 0, extent + GUARD, mine);
+        fill_pattern(&dst, 0, extent + GUARD, ~theirs);
+        rc = noncontig_interleaved(blocks, &src, &dst, err);
+        if (rc == MPI_SUCCESS) {
+            const uint8_t *got = buf_contents(&dst, extent + GUARD);
+            for (size_t i = 0; i < extent + GUARD; i++) {
+                check_byte(got, i, i < extent ? theirs : ~theirs, what, extent,
+                           i < extent ? "data" : "guard");
+            }
+        } else {
+            printf("rank %d: %s: MPI error: %s\n", g.rank, what, err);
+        }
+        buf_free(&src);
+        buf_free(&dst);
+    }
+    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    alarm(0);
+    if (g.rank == 0) printf("%s: %s\n", what, any == MPI_SUCCESS ? "works" : "fails with an MPI error");
+    return any != MPI_SUCCESS;
+}
+
 static int run_noncontig(void)
 {
     static const int block_counts[] = {1, 100, 100000};
@@ -482,7 +546,7 @@ static int run_noncontig(void)
         }
         if (any != 0) return any;
     }
-    return 0;
+    return run_noncontig_interleaved();
 }
 
 /* ---- options, main ---- */
