@@ -52,6 +52,10 @@ install_debs() {
     # keep directory links (/lib -> usr/lib on merged-/usr systems).
     tar -C "$root" -cf - . | tar -C / -xf - --skip-old-files --keep-directory-symlink \
         || die "cannot copy the packages' files into /"
+    # Debian names the launcher through update-alternatives in postinst,
+    # which dpkg-deb -x does not run.
+    [ -e /usr/bin/mpirun ] || ln -s orterun /usr/bin/mpirun
+    [ -e /usr/bin/mpiexec ] || ln -s orterun /usr/bin/mpiexec
     ldconfig
 }
 
