@@ -10,6 +10,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
+#include <stdlib.h>
 #include <string.h>
 
 ucs_config_field_t uct_strata_md_config_table[] = {
@@ -154,6 +155,33 @@ ucs_status_t uct_strata_query_gpu_devices(uct_md_h uct_md, uct_tl_device_resourc
     }
     *devices_p     = devices;
     *num_devices_p = count;
+    return UCS_OK;
+}
+
+ucs_status_t uct_strata_iface_device(const uct_iface_params_t *params, const char *tl_name,
+                                     int *ordinal_p)
+{
+    const char *name;
+    char *end;
+    long ordinal;
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
+        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("%s: an interface is opened on a device (gpu<N>)", tl_name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    name = params->mode.device.dev_name;
+    if (strncmp(name, "gpu", 3) != 0) {
+        ucs_error("%s: no device '%s' (devices are gpu0, gpu1, ...)", tl_name, name);
+        return UCS_ERR_NO_DEVICE;
+    }
+    ordinal = strtol(name + 3, &end, 10);
+    if ((end == name + 3) || (*end != '\0') || (ordinal < 0) ||
+        (ordinal >= strata_cuda_device_count())) {
+        ucs_error("%s: no device '%s' (%d GPUs)", tl_name, name, strata_cuda_device_count());
+        return UCS_ERR_NO_DEVICE;
+    }
+    *ordinal_p = (int)ordinal;
     return UCS_OK;
 }
 

@@ -88,6 +88,12 @@ typedef struct uct_strata_mem_info {
 ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
                                      uct_strata_mem_info_t *info);
 
+/* The device ordinal of an interface opened on "gpu<N>" (as
+ * uct_strata_query_gpu_devices() names them), with an error naming tl_name
+ * for anything else. */
+ucs_status_t uct_strata_iface_device(const uct_iface_params_t *params, const char *tl_name,
+                                     int *ordinal_p);
+
 /* Device resource descriptor list with one entry per GPU, named "gpu<N>". */
 ucs_status_t uct_strata_query_gpu_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
                                           unsigned *num_devices_p);

@@ -610,34 +610,6 @@ static uct_iface_internal_ops_t uct_gpu_copy_iface_internal_ops = {
 
 /* ---- life cycle ---- */
 
-/* "gpu<N>" as uct_strata_query_gpu_devices() names devices. */
-static ucs_status_t uct_gpu_copy_iface_parse_device(const uct_iface_params_t *params,
-                                                    int *ordinal_p)
-{
-    const char *name;
-    char *end;
-    long ordinal;
-
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE) ||
-        !(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
-        ucs_error("gpu_copy: an interface is opened on a device");
-        return UCS_ERR_UNSUPPORTED;
-    }
-    name = params->mode.device.dev_name;
-    if (strncmp(name, "gpu", 3) != 0) {
-        ucs_error("gpu_copy: no device '%s' (devices are gpu0, gpu1, ...)", name);
-        return UCS_ERR_NO_DEVICE;
-    }
-    ordinal = strtol(name + 3, &end, 10);
-    if ((end == name + 3) || (*end != '\0') || (ordinal < 0) ||
-        (ordinal >= strata_cuda_device_count())) {
-        ucs_error("gpu_copy: no device '%s' (%d GPUs)", name, strata_cuda_device_count());
-        return UCS_ERR_NO_DEVICE;
-    }
-    *ordinal_p = (int)ordinal;
-    return UCS_OK;
-}
-
 static ucs_status_t uct_gpu_copy_iface_configure(uct_gpu_copy_iface_t *iface,
                                                  const uct_gpu_copy_iface_config_t *config)
 {
@@ -670,7 +642,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_copy_iface_t, uct_md_h md, uct_worker_h worke
                               tl_config UCS_STATS_ARG(params->stats_root)
                                       UCS_STATS_ARG(UCT_GPU_COPY_TL_NAME));
 
-    status = uct_gpu_copy_iface_parse_device(params, &self->ordinal);
+    status = uct_strata_iface_device(params, "gpu_copy", &self->ordinal);
     if (status != UCS_OK) {
         return status;
     }

@@ -431,25 +431,6 @@ static ucs_status_t uct_gpu_ipc_iface_check_config(const uct_gpu_ipc_iface_confi
     return UCS_OK;
 }
 
-static ucs_status_t uct_gpu_ipc_iface_parse_device(const uct_iface_params_t *params, int *device)
-{
-    const char *name;
-    char extra;
-
-    if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
-        ucs_error("gpu_ipc opens on a device (gpu<N>), not in open mode 0x%" PRIx64,
-                  params->open_mode);
-        return UCS_ERR_UNSUPPORTED;
-    }
-    name = params->mode.device.dev_name;
-    if ((sscanf(name, "gpu%d%c", device, &extra) != 1) || (*device < 0) ||
-        (*device >= strata_cuda_device_count())) {
-        ucs_error("gpu_ipc has no device '%s'", name);
-        return UCS_ERR_NO_DEVICE;
-    }
-    return UCS_OK;
-}
-
 static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params, const uct_iface_config_t *tl_config)
 {
@@ -467,7 +448,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker
     if (status != UCS_OK) {
         return status;
     }
-    status = uct_gpu_ipc_iface_parse_device(params, &self->device);
+    status = uct_strata_iface_device(params, "gpu_ipc", &self->device);
     if (status != UCS_OK) {
         return status;
     }
