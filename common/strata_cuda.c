@@ -165,3 +165,57 @@ int strata_cuda_ctx_ensure(CUdeviceptr ptr)
     }
     return 0;
 }
+
+/* Primary contexts this process retained, by device ordinal: retained once
+ * and kept, as strata_cuda_ctx_ensure() keeps them. */
+#define STRATA_CUDA_MAX_DEVICES 64
+static CUcontext strata_cuda_primary[STRATA_CUDA_MAX_DEVICES];
+static pthread_mutex_t strata_cuda_primary_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUcontext strata_cuda_primary_ctx(int ordinal)
+{
+    CUcontext ctx = NULL;
+    CUdevice dev;
+
+    if ((ordinal < 0) || (ordinal >= STRATA_CUDA_MAX_DEVICES)) {
+        return NULL;
+    }
+    pthread_mutex_lock(&strata_cuda_primary_lock);
+    ctx = strata_cuda_primary[ordinal];
+    if ((ctx == NULL) && (strata_cuda.cuDeviceGet(&dev, ordinal) == CUDA_SUCCESS) &&
+        (strata_cuda.cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS)) {
+        strata_cuda_primary[ordinal] = ctx;
+    }
+    pthread_mutex_unlock(&strata_cuda_primary_lock);
+    return ctx;
+}
+
+int strata_cuda_ctx_push(int ordinal, CUcontext *saved)
+{
+    CUcontext current = NULL, want;
+    CUdevice dev;
+
+    *saved = NULL;
+    if ((strata_cuda_load() != 0) || (strata_cuda.cuCtxGetCurrent(&current) != CUDA_SUCCESS)) {
+        return -1;
+    }
+    if (current != NULL) {
+        if ((ordinal < 0) ||
+            ((strata_cuda.cuCtxGetDevice(&dev) == CUDA_SUCCESS) && ((int)dev == ordinal))) {
+            return 0; /* already in a context of that device */
+        }
+    }
+    want = strata_cuda_primary_ctx((ordinal < 0) ? 0 : ordinal);
+    if ((want == NULL) || (strata_cuda.cuCtxSetCurrent(want) != CUDA_SUCCESS)) {
+        return -1;
+    }
+    *saved = current;
+    return 0;
+}
+
+void strata_cuda_ctx_pop(CUcontext saved)
+{
+    if (saved != NULL) {
+        (void)strata_cuda.cuCtxSetCurrent(saved);
+    }
+}

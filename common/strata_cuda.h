@@ -55,6 +55,9 @@ extern "C" {
     _req(cuMemcpyDtoHAsync) \
     _req(cuMemcpyDtoDAsync) \
     _req(cuMemcpy) \
+    _req(cuMemHostAlloc) \
+    _req(cuMemFreeHost) \
+    _req(cuPointerSetAttribute) \
     _req(cuStreamCreate) \
     _req(cuStreamDestroy) \
     _req(cuStreamSynchronize) \
@@ -132,6 +135,16 @@ int strata_cuda_device_count(void);
  * Returns 0 on success.
  */
 int strata_cuda_ctx_ensure(CUdeviceptr ptr);
+
+/*
+ * Makes the primary context of device `ordinal` current on this thread
+ * (ordinal < 0: keep any current context, else device 0) and says in *saved
+ * what to give strata_cuda_ctx_pop() to put the caller's context back.  A
+ * thread that had no context keeps the primary one, as after
+ * strata_cuda_ctx_ensure().  Returns 0 on success.
+ */
+int strata_cuda_ctx_push(int ordinal, CUcontext *saved);
+void strata_cuda_ctx_pop(CUcontext saved);
 
 #ifdef __cplusplus
 }

@@ -6,17 +6,34 @@
  * installed Strata changes nothing until a job asks for it with
  * --mca coll_strata_priority <n>.
  *
+ * Once on, strata owns every collective that moves data (blocking and
+ * nonblocking; barriers stay with the module below it).  Each entry asks
+ * the memory kind of its buffers first: host and managed buffers go where
+ * they went before (strata's own allreduce, or the saved module below
+ * strata), device buffers are staged through pinned host memory around that
+ * same path, so a device pointer never reaches code that reads memory with
+ * the CPU (Debian's Open MPI has no CUDA support).
+ *
  * Where things are:
  *   coll_strata_component.c   MCA parameters
- *   coll_strata_module.c      comm_query / module_enable / saved fallback
- *   coll_strata_topo.c        nodes, rails and sub-communicators (lazy)
+ *   coll_strata_module.c      comm_query / module_enable / the fallback
+ *                             table / lazy set-up of strata's own algorithms
+ *   coll_strata_topo.c        nodes, rails and sub-communicators
  *   coll_strata_shm.c         the per-node shared-memory segment
  *   coll_strata_decision.c    which algorithm runs for a call (pure logic)
- *   coll_strata_allreduce.c   MPI_Allreduce entry: checks, decision, fallback
+ *   coll_strata_allreduce.c   MPI_Allreduce entry: memory kind, checks,
+ *                             decision, fallback
  *   coll_strata_pipeline.c    reduce-scatter(node) -> allreduce(rail) ->
- *                             allgather(node), pipelined by chunks
+ *                             allgather(node), pipelined by chunks; its
+ *                             shared-memory slots, rings and scratch
  *   coll_strata_ring.c        non-blocking ring allreduce on a rail
  *   coll_strata_mem_host.c    copy/reduce primitives for host buffers
+ *   coll_strata_colls.c       every other blocking collective: memory kind,
+ *                             then fallback or staged fallback
+ *   coll_strata_icolls.c      the nonblocking twins
+ *   coll_strata_stage.c       staging device buffers: regions, pinned bounce
+ *                             buffers, copies on strata's stream, pieces
+ *   coll_strata_stage_req.c   the request of a staged nonblocking collective
  */
 #ifndef MCA_COLL_STRATA_H
 #define MCA_COLL_STRATA_H
@@ -47,18 +64,50 @@ typedef struct mca_coll_strata_component_t {
     int shm_slots;
     /* directory of the shared-memory files (a tmpfs) */
     char *shm_dir;
+    /* bytes of pinned host memory a communicator keeps for staging device
+     * buffers; larger reductions and broadcasts run in pieces */
+    size_t stage_max;
     /* opal_output stream the verbose messages go to */
     int output;
 } mca_coll_strata_component_t;
 
 /*
- * The functions of the module that ran before strata was stacked on top of a
- * communicator: strata hands them every call it does not handle itself.
+ * Every collective strata installs, blocking then nonblocking.  One list, so
+ * saving, installing and releasing the fallback cannot miss one.
+ */
+#define MCA_COLL_STRATA_FOREACH_COLL(_X) \
+    _X(allgather) _X(allgatherv) _X(allreduce) _X(alltoall) _X(alltoallv) _X(alltoallw) \
+    _X(bcast) _X(exscan) _X(gather) _X(gatherv) _X(reduce) _X(reduce_scatter) \
+    _X(reduce_scatter_block) _X(scan) _X(scatter) _X(scatterv) \
+    _X(iallgather) _X(iallgatherv) _X(iallreduce) _X(ialltoall) _X(ialltoallv) \
+    _X(ialltoallw) _X(ibcast) _X(iexscan) _X(igather) _X(igatherv) _X(ireduce) \
+    _X(ireduce_scatter) _X(ireduce_scatter_block) _X(iscan) _X(iscatter) _X(iscatterv)
+
+#define MCA_COLL_STRATA_FALLBACK_FIELD(_coll) \
+    mca_coll_base_module_##_coll##_fn_t _coll; \
+    mca_coll_base_module_t *_coll##_module;
+
+/*
+ * The functions of the modules that ran before strata was stacked on top of
+ * a communicator, saved (and retained) in module_enable: strata hands them
+ * every call it does not run itself, and the host copies of staged calls.
+ * None points back at strata.
  */
 typedef struct mca_coll_strata_fallback_t {
-    mca_coll_base_module_allreduce_fn_t allreduce;
-    mca_coll_base_module_t *allreduce_module;
+    MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_FIELD)
 } mca_coll_strata_fallback_t;
+
+/* Call the saved function of collective `_coll` (arguments without the module). */
+#define MCA_COLL_STRATA_FALLBACK(_mod, _coll, ...) \
+    ((_mod)->fallback._coll(__VA_ARGS__, (_mod)->fallback._coll##_module))
+
+/* The pinned host buffer a communicator keeps for staging. */
+typedef struct mca_coll_strata_bounce_cache_t {
+    char *mem;
+    size_t size;
+    bool pinned; /* cuMemHostAlloc (else malloc: pinning failed) */
+    bool busy;   /* lent to a call in progress */
+} mca_coll_strata_bounce_cache_t;
 
 /*
  * Copy and reduce primitives of one memory kind.  The pipeline is written
@@ -128,6 +177,7 @@ typedef enum {
 typedef struct mca_coll_strata_module_t {
     mca_coll_base_module_t super;
     mca_coll_strata_fallback_t fallback;
+    mca_coll_strata_bounce_cache_t bounce;
     mca_coll_strata_setup_state_t setup;
     mca_coll_strata_topo_t topo;
     mca_coll_strata_shm_t shm;
@@ -153,10 +203,17 @@ int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_thr
 mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *comm,
                                                    int *priority);
 
-/* coll_strata_topo.c */
+/* coll_strata_module.c: true when strata's own algorithms may run on comm
+ * (sets them up on first use; false while that set-up is in progress and
+ * after it failed, which every rank agrees on). */
+bool mca_coll_strata_module_ready(mca_coll_strata_module_t *module,
+                                  struct ompi_communicator_t *comm, const char **why);
+
+/* coll_strata_topo.c: nodes, rails and sub-communicators.  Errors leave a
+ * message in `why`; release undoes a partial set-up too. */
 int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
-                               struct ompi_communicator_t *comm);
-void mca_coll_strata_topo_release(mca_coll_strata_module_t *module);
+                               struct ompi_communicator_t *comm, char *why, size_t why_len);
+void mca_coll_strata_topo_release(mca_coll_strata_topo_t *topo);
 
 /* coll_strata_shm.c */
 int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm,
@@ -185,7 +242,18 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_communicator_t *comm,
                               mca_coll_base_module_t *module);
 
-/* coll_strata_pipeline.c */
+/* coll_strata_allreduce.c: strata's host allreduce (its algorithms or the
+ * fallback), what a staged device allreduce runs on its host copies */
+int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void *sbuf,
+                                   void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                   const char *kinds);
+
+/* coll_strata_pipeline.c: the pipeline's resources (shared-memory slots,
+ * one ring and its scratch per slot), made once per communicator */
+int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why,
+                                   size_t why_len);
+void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module);
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
                                        void *rbuf, size_t count,
                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -212,6 +280,120 @@ typedef struct mca_coll_strata_ring_t {
 
 int mca_coll_strata_ring_start(mca_coll_strata_ring_t *ring);
 int mca_coll_strata_ring_progress(mca_coll_strata_ring_t *ring, bool *done);
+
+/*
+ * Entry points: coll_strata_allreduce.c, coll_strata_colls.c (blocking) and
+ * coll_strata_icolls.c (nonblocking), with Open MPI's coll signatures.
+ */
+#define MCA_COLL_STRATA_M mca_coll_base_module_t *module
+#define MCA_COLL_STRATA_C struct ompi_communicator_t *comm
+#define MCA_COLL_STRATA_R ompi_request_t **request
+#define MCA_COLL_STRATA_DT struct ompi_datatype_t *
+int mca_coll_strata_allgather(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype, void *rbuf,
+                              int rcount, MCA_COLL_STRATA_DT rdtype, MCA_COLL_STRATA_C,
+                              MCA_COLL_STRATA_M);
+int mca_coll_strata_allgatherv(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype,
+                               void *rbuf, const int *rcounts, const int *displs,
+                               MCA_COLL_STRATA_DT rdtype, MCA_COLL_STRATA_C, MCA_COLL_STRATA_M);
+int mca_coll_strata_alltoall(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype, void *rbuf,
+                             int rcount, MCA_COLL_STRATA_DT rdtype, MCA_COLL_STRATA_C,
+                             MCA_COLL_STRATA_M);
+int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                              MCA_COLL_STRATA_DT sdtype, void *rbuf, const int *rcounts,
+                              const int *rdispls, MCA_COLL_STRATA_DT rdtype, MCA_COLL_STRATA_C,
+                              MCA_COLL_STRATA_M);
+int mca_coll_strata_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                              MCA_COLL_STRATA_DT const *sdtypes, void *rbuf,
+                              const int *rcounts, const int *rdispls,
+                              MCA_COLL_STRATA_DT const *rdtypes, MCA_COLL_STRATA_C,
+                              MCA_COLL_STRATA_M);
+int mca_coll_strata_bcast(void *buf, int count, MCA_COLL_STRATA_DT dtype, int root,
+                          MCA_COLL_STRATA_C, MCA_COLL_STRATA_M);
+int mca_coll_strata_exscan(const void *sbuf, void *rbuf, int count, MCA_COLL_STRATA_DT dtype,
+                           struct ompi_op_t *op, MCA_COLL_STRATA_C, MCA_COLL_STRATA_M);
+int mca_coll_strata_gather(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype, void *rbuf,
+                           int rcount, MCA_COLL_STRATA_DT rdtype, int root, MCA_COLL_STRATA_C,
+                           MCA_COLL_STRATA_M);
+int mca_coll_strata_gatherv(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype, void *rbuf,
+                            const int *rcounts, const int *displs, MCA_COLL_STRATA_DT rdtype,
+                            int root, MCA_COLL_STRATA_C, MCA_COLL_STRATA_M);
+int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, MCA_COLL_STRATA_DT dtype,
+                           struct ompi_op_t *op, int root, MCA_COLL_STRATA_C, MCA_COLL_STRATA_M);
+int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                   MCA_COLL_STRATA_DT dtype, struct ompi_op_t *op,
+                                   MCA_COLL_STRATA_C, MCA_COLL_STRATA_M);
+int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         MCA_COLL_STRATA_DT dtype, struct ompi_op_t *op,
+                                         MCA_COLL_STRATA_C, MCA_COLL_STRATA_M);
+int mca_coll_strata_scan(const void *sbuf, void *rbuf, int count, MCA_COLL_STRATA_DT dtype,
+                         struct ompi_op_t *op, MCA_COLL_STRATA_C, MCA_COLL_STRATA_M);
+int mca_coll_strata_scatter(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype, void *rbuf,
+                            int rcount, MCA_COLL_STRATA_DT rdtype, int root, MCA_COLL_STRATA_C,
+                            MCA_COLL_STRATA_M);
+int mca_coll_strata_scatterv(const void *sbuf, const int *scounts, const int *displs,
+                             MCA_COLL_STRATA_DT sdtype, void *rbuf, int rcount,
+                             MCA_COLL_STRATA_DT rdtype, int root, MCA_COLL_STRATA_C,
+                             MCA_COLL_STRATA_M);
+
+int mca_coll_strata_iallgather(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype,
+                               void *rbuf, int rcount, MCA_COLL_STRATA_DT rdtype,
+                               MCA_COLL_STRATA_C, MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+int mca_coll_strata_iallgatherv(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype,
+                                void *rbuf, const int *rcounts, const int *displs,
+                                MCA_COLL_STRATA_DT rdtype, MCA_COLL_STRATA_C, MCA_COLL_STRATA_R,
+                                MCA_COLL_STRATA_M);
+int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count, MCA_COLL_STRATA_DT dtype,
+                               struct ompi_op_t *op, MCA_COLL_STRATA_C, MCA_COLL_STRATA_R,
+                               MCA_COLL_STRATA_M);
+int mca_coll_strata_ialltoall(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype,
+                              void *rbuf, int rcount, MCA_COLL_STRATA_DT rdtype,
+                              MCA_COLL_STRATA_C, MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                               MCA_COLL_STRATA_DT sdtype, void *rbuf, const int *rcounts,
+                               const int *rdispls, MCA_COLL_STRATA_DT rdtype, MCA_COLL_STRATA_C,
+                               MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+int mca_coll_strata_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                               MCA_COLL_STRATA_DT const *sdtypes, void *rbuf,
+                               const int *rcounts, const int *rdispls,
+                               MCA_COLL_STRATA_DT const *rdtypes, MCA_COLL_STRATA_C,
+                               MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+int mca_coll_strata_ibcast(void *buf, int count, MCA_COLL_STRATA_DT dtype, int root,
+                           MCA_COLL_STRATA_C, MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+int mca_coll_strata_iexscan(const void *sbuf, void *rbuf, int count, MCA_COLL_STRATA_DT dtype,
+                            struct ompi_op_t *op, MCA_COLL_STRATA_C, MCA_COLL_STRATA_R,
+                            MCA_COLL_STRATA_M);
+int mca_coll_strata_igather(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype, void *rbuf,
+                            int rcount, MCA_COLL_STRATA_DT rdtype, int root, MCA_COLL_STRATA_C,
+                            MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+int mca_coll_strata_igatherv(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype, void *rbuf,
+                             const int *rcounts, const int *displs, MCA_COLL_STRATA_DT rdtype,
+                             int root, MCA_COLL_STRATA_C, MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, MCA_COLL_STRATA_DT dtype,
+                            struct ompi_op_t *op, int root, MCA_COLL_STRATA_C, MCA_COLL_STRATA_R,
+                            MCA_COLL_STRATA_M);
+int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                    MCA_COLL_STRATA_DT dtype, struct ompi_op_t *op,
+                                    MCA_COLL_STRATA_C, MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                          MCA_COLL_STRATA_DT dtype, struct ompi_op_t *op,
+                                          MCA_COLL_STRATA_C, MCA_COLL_STRATA_R,
+                                          MCA_COLL_STRATA_M);
+int mca_coll_strata_iscan(const void *sbuf, void *rbuf, int count, MCA_COLL_STRATA_DT dtype,
+                          struct ompi_op_t *op, MCA_COLL_STRATA_C, MCA_COLL_STRATA_R,
+                          MCA_COLL_STRATA_M);
+int mca_coll_strata_iscatter(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype,
+                             void *rbuf, int rcount, MCA_COLL_STRATA_DT rdtype, int root,
+                             MCA_COLL_STRATA_C, MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+int mca_coll_strata_iscatterv(const void *sbuf, const int *scounts, const int *displs,
+                              MCA_COLL_STRATA_DT sdtype, void *rbuf, int rcount,
+                              MCA_COLL_STRATA_DT rdtype, int root, MCA_COLL_STRATA_C,
+                              MCA_COLL_STRATA_R, MCA_COLL_STRATA_M);
+#undef MCA_COLL_STRATA_M
+#undef MCA_COLL_STRATA_C
+#undef MCA_COLL_STRATA_R
+#undef MCA_COLL_STRATA_DT
+
+#include "coll_strata_stage.h"
 
 END_C_DECLS
 

@@ -37,28 +37,26 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     .output = -1,
 };
 
-static const mca_base_var_enum_value_t mca_coll_strata_alg_values[] = {
-    {MCA_COLL_STRATA_ALG_AUTO, "auto"},
-    {MCA_COLL_STRATA_ALG_FALLBACK, "fallback"},
-    {MCA_COLL_STRATA_ALG_LEADER, "leader"},
-    {MCA_COLL_STRATA_ALG_RAIL, "rail"},
-    {MCA_COLL_STRATA_ALG_REPLICATED, "replicated"},
-    {0, NULL},
-};
-
-static const mca_base_var_enum_value_t mca_coll_strata_inter_values[] = {
-    {MCA_COLL_STRATA_INTER_AUTO, "auto"},
-    {MCA_COLL_STRATA_INTER_COLL, "coll"},
-    {MCA_COLL_STRATA_INTER_RING, "ring"},
-    {0, NULL},
-};
-
+/* An MCA enum from one of the decision's name tables, less `skip` (a value
+ * a user cannot ask for). */
 static void mca_coll_strata_register_enum(const char *name, const char *help,
-                                          const mca_base_var_enum_value_t *values, int *storage)
+                                          const mca_coll_strata_name_t *table, int skip,
+                                          int *storage)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
+    mca_base_var_enum_value_t values[16];
     mca_base_var_enum_t *e = NULL;
+    int n = 0;
 
+    for (; NULL != table->name && n < 15; ++table) {
+        if (table->value != skip) {
+            values[n].value = table->value;
+            values[n].string = table->name;
+            ++n;
+        }
+    }
+    values[n].value = 0;
+    values[n].string = NULL;
     (void)mca_base_var_enum_create(name, values, &e);
     (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_INT, e, 0, 0,
                                           OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL, storage);
@@ -89,7 +87,7 @@ static void mca_coll_strata_register_decision(void)
         "slice inside the node and allreduces it across nodes on its own rail), replicated "
         "(every local rank reduces all of the node's data and allreduces it on its own rail: "
         "no hand-back inside the node, for small messages)",
-        mca_coll_strata_alg_values, &d->algorithm);
+        mca_coll_strata_alg_table, -1, &d->algorithm);
 
     d->inter_algorithm = MCA_COLL_STRATA_INTER_AUTO;
     mca_coll_strata_register_enum(
@@ -97,7 +95,7 @@ static void mca_coll_strata_register_decision(void)
         "Inter-node phase of the rail algorithm: auto (ring from allreduce_ring_min bytes per "
         "rail, else coll), coll (the rail communicator's own allreduce, from the component "
         "below strata), ring (strata's ring, overlapping the pipeline's chunks)",
-        mca_coll_strata_inter_values, &d->inter_algorithm);
+        mca_coll_strata_inter_table, MCA_COLL_STRATA_INTER_NONE, &d->inter_algorithm);
 
     d->small_max = 2048;
     mca_coll_strata_register_size(
@@ -144,6 +142,20 @@ static void mca_coll_strata_register_shm(void)
         &mca_coll_strata_component.shm_dir);
 }
 
+/* Staging of device buffers (coll_strata_stage.c). */
+static void mca_coll_strata_register_stage(void)
+{
+    mca_coll_strata_component.stage_max = 64 * 1024 * 1024;
+    mca_coll_strata_register_size(
+        "stage_max",
+        "Bytes of pinned host memory a communicator keeps for staging device buffers (grown "
+        "on demand up to this, freed with the communicator). Reductions, scans and "
+        "broadcasts whose data exceeds half of it run in pieces of that size on every rank "
+        "(found by one small allreduce); other collectives, and a nonblocking call that "
+        "finds the buffer in use, allocate what they need for the call",
+        &mca_coll_strata_component.stage_max);
+}
+
 static int mca_coll_strata_component_register(void)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
@@ -152,8 +164,9 @@ static int mca_coll_strata_component_register(void)
     (void)mca_base_component_var_register(
         c, "priority",
         "Priority of coll/strata. 0 (the default) switches it off; a value above the "
-        "other coll components' (e.g. 90, above tuned's 30) makes it handle the "
-        "collectives it implements and hand the rest to the component below it",
+        "other coll components' (e.g. 90, above tuned's 30) makes it handle every "
+        "collective that moves data: its own allreduce, device buffers staged through host "
+        "memory, and the rest handed to the component below it",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_strata_component.priority);
 
@@ -161,13 +174,15 @@ static int mca_coll_strata_component_register(void)
     (void)mca_base_component_var_register(
         c, "verbose",
         "Verbosity of coll/strata: 0 silent, 10 one line per communicator, "
-        "20 one line per collective call (which algorithm ran and why), "
+        "20 one line per collective call (the buffers' memory kinds, staged or not, which "
+        "algorithm ran and why), "
         "30 every fallback decision",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.verbose);
 
     mca_coll_strata_register_decision();
     mca_coll_strata_register_shm();
+    mca_coll_strata_register_stage();
     return OMPI_SUCCESS;
 }
 
@@ -181,6 +196,7 @@ static int mca_coll_strata_component_open(void)
 
 static int mca_coll_strata_component_close(void)
 {
+    mca_coll_strata_stage_req_finalize();
     if (mca_coll_strata_component.output >= 0) {
         opal_output_close(mca_coll_strata_component.output);
         mca_coll_strata_component.output = -1;

@@ -1,6 +1,9 @@
 /*
  * coll/strata decision function (see coll_strata_decision.h).
  *
+ * Device buffers (in->device) are staged through host memory and then run
+ * the algorithm these rules choose for the host copies.
+ *
  * The rules, in order:
  *   1. A forced algorithm (coll_strata_allreduce_algorithm) wins, as far as
  *      the topology allows it.
@@ -23,32 +26,46 @@
  */
 #include "coll_strata_decision.h"
 
-static const char *const mca_coll_strata_alg_names[] = {
-    [MCA_COLL_STRATA_ALG_AUTO] = "auto",
-    [MCA_COLL_STRATA_ALG_FALLBACK] = "fallback",
-    [MCA_COLL_STRATA_ALG_LEADER] = "leader",
-    [MCA_COLL_STRATA_ALG_RAIL] = "rail",
-    [MCA_COLL_STRATA_ALG_REPLICATED] = "replicated",
+const mca_coll_strata_name_t mca_coll_strata_alg_table[] = {
+    {MCA_COLL_STRATA_ALG_AUTO, "auto"},
+    {MCA_COLL_STRATA_ALG_FALLBACK, "fallback"},
+    {MCA_COLL_STRATA_ALG_LEADER, "leader"},
+    {MCA_COLL_STRATA_ALG_RAIL, "rail"},
+    {MCA_COLL_STRATA_ALG_REPLICATED, "replicated"},
+    {0, NULL},
 };
 
-static const char *const mca_coll_strata_inter_names[] = {
-    [MCA_COLL_STRATA_INTER_AUTO] = "auto",
-    [MCA_COLL_STRATA_INTER_NONE] = "none",
-    [MCA_COLL_STRATA_INTER_COLL] = "coll",
-    [MCA_COLL_STRATA_INTER_RING] = "ring",
+const mca_coll_strata_name_t mca_coll_strata_inter_table[] = {
+    {MCA_COLL_STRATA_INTER_AUTO, "auto"},
+    {MCA_COLL_STRATA_INTER_NONE, "none"},
+    {MCA_COLL_STRATA_INTER_COLL, "coll"},
+    {MCA_COLL_STRATA_INTER_RING, "ring"},
+    {0, NULL},
 };
+
+static const char *mca_coll_strata_name_of(const mca_coll_strata_name_t *table, int value)
+{
+    for (; NULL != table->name; ++table) {
+        if (table->value == value) {
+            return table->name;
+        }
+    }
+    return "unknown";
+}
 
 const char *mca_coll_strata_alg_name(mca_coll_strata_alg_t alg)
 {
-    return (alg >= 0 && alg <= MCA_COLL_STRATA_ALG_REPLICATED) ? mca_coll_strata_alg_names[alg]
-                                                         : "unknown";
+    return mca_coll_strata_name_of(mca_coll_strata_alg_table, (int)alg);
 }
 
 const char *mca_coll_strata_inter_name(mca_coll_strata_inter_t inter)
 {
-    return (inter >= 0 && inter <= MCA_COLL_STRATA_INTER_RING)
-               ? mca_coll_strata_inter_names[inter]
-               : "unknown";
+    return mca_coll_strata_name_of(mca_coll_strata_inter_table, (int)inter);
+}
+
+const char *mca_coll_strata_device_path_name(mca_coll_strata_device_path_t path)
+{
+    return (MCA_COLL_STRATA_DEVICE_STAGED == path) ? "staged" : "direct";
 }
 
 static mca_coll_strata_inter_t
@@ -78,6 +95,9 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
 
     out->nslices = 1;
     out->inter = MCA_COLL_STRATA_INTER_NONE;
+    /* The only device path so far: the host algorithm below runs on pinned
+     * host copies.  A native one plugs in here, after the ranks agree. */
+    out->device_path = in->device ? MCA_COLL_STRATA_DEVICE_STAGED : MCA_COLL_STRATA_DEVICE_NONE;
 
     if (alg == MCA_COLL_STRATA_ALG_FALLBACK) {
         out->algorithm = alg;

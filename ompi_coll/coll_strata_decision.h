@@ -5,7 +5,12 @@
  * a user can read every rule in one place (coll_strata_decision.c).  Every
  * input that differs between calls is identical on all ranks of a
  * communicator (count, datatype, op, topology), so every rank decides the
- * same; nothing rank-local (buffer addresses, MPI_IN_PLACE) may enter here.
+ * same; nothing rank-local (buffer addresses, MPI_IN_PLACE) may enter the
+ * algorithm choice.  The one rank-local input, whether this rank's buffers
+ * are device memory, chooses only how this rank feeds the algorithm (its
+ * device path), never the algorithm itself: ranks may mix host and device
+ * buffers in one call.  A device-native algorithm, which every rank must run
+ * together, will need the ranks to agree on it first.
  */
 #ifndef MCA_COLL_STRATA_DECISION_H
 #define MCA_COLL_STRATA_DECISION_H
@@ -28,6 +33,22 @@ typedef enum {
     MCA_COLL_STRATA_INTER_RING = 3  /* strata's ring, overlapping the chunks */
 } mca_coll_strata_inter_t;
 
+/* How a rank with device buffers feeds the algorithm. */
+typedef enum {
+    MCA_COLL_STRATA_DEVICE_NONE = 0, /* host (or managed) buffers: used directly */
+    MCA_COLL_STRATA_DEVICE_STAGED = 1 /* copied to pinned host memory and back */
+} mca_coll_strata_device_path_t;
+
+/* One name per value, in value order: the MCA enums, verbose output and
+ * ompi_info all read these tables. */
+typedef struct mca_coll_strata_name_t {
+    int value;
+    const char *name;
+} mca_coll_strata_name_t;
+
+extern const mca_coll_strata_name_t mca_coll_strata_alg_table[];
+extern const mca_coll_strata_name_t mca_coll_strata_inter_table[];
+
 typedef struct mca_coll_strata_decision_params_t {
     int algorithm;         /* mca_coll_strata_alg_t; AUTO lets the rules below choose */
     int inter_algorithm;   /* mca_coll_strata_inter_t */
@@ -40,12 +61,14 @@ typedef struct mca_coll_strata_decision_input_t {
     int nnodes;
     int ppn_min;
     int ppn_max;
+    bool device;      /* this rank's buffers include device memory (rank-local) */
 } mca_coll_strata_decision_input_t;
 
 typedef struct mca_coll_strata_decision_t {
     mca_coll_strata_alg_t algorithm;
     mca_coll_strata_inter_t inter;
     int nslices;        /* rails used: slices each chunk is split into */
+    mca_coll_strata_device_path_t device_path;
     const char *reason; /* static text for verbose output */
 } mca_coll_strata_decision_t;
 
@@ -55,6 +78,7 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
 
 const char *mca_coll_strata_alg_name(mca_coll_strata_alg_t alg);
 const char *mca_coll_strata_inter_name(mca_coll_strata_inter_t inter);
+const char *mca_coll_strata_device_path_name(mca_coll_strata_device_path_t path);
 
 /*
  * Split `total` items into `parts` nearly equal consecutive parts; part

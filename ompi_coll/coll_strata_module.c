@@ -1,24 +1,27 @@
 /*
- * coll/strata module: per-communicator query, enable and the saved fallback.
+ * coll/strata module: per-communicator query, enable, the fallback table and
+ * the lazy set-up of strata's own algorithms.
  *
  * Open MPI stacks coll modules: each enabled module overwrites the function
  * pointers it implements, in priority order.  Strata is enabled after the
  * modules below it, so in module_enable it saves (and retains) the function
- * that would have run without it; everything strata does not handle goes
- * there.  Sub-communicators are never created here: doing so inside
+ * of every collective it installs as it stands then: the one that would
+ * have run without strata.  A collective with nothing below it is not
+ * installed.  Sub-communicators are never created here: doing so inside
  * comm_query/module_enable re-enters coll selection and deadlocks
  * MPI_Comm_dup.
  */
 #include "coll_strata.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ompi/constants.h"
 
 static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
 {
-    module->fallback.allreduce = NULL;
-    module->fallback.allreduce_module = NULL;
+    memset(&module->fallback, 0, sizeof(module->fallback));
+    memset(&module->bounce, 0, sizeof(module->bounce));
     module->setup = MCA_COLL_STRATA_SETUP_NONE;
     memset(&module->topo, 0, sizeof(module->topo));
     memset(&module->shm, 0, sizeof(module->shm));
@@ -28,12 +31,18 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     module->scratch_slot_bytes = 0;
 }
 
+#define MCA_COLL_STRATA_FALLBACK_RELEASE(_coll) \
+    if (NULL != module->fallback._coll##_module) { \
+        OBJ_RELEASE(module->fallback._coll##_module); \
+        module->fallback._coll##_module = NULL; \
+    }
+
 static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *module)
 {
-    mca_coll_strata_topo_release(module);
-    if (NULL != module->fallback.allreduce_module) {
-        OBJ_RELEASE(module->fallback.allreduce_module);
-    }
+    mca_coll_strata_pipeline_release(module);
+    mca_coll_strata_topo_release(&module->topo);
+    mca_coll_strata_stage_release(module);
+    MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_RELEASE)
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_strata_module_t, mca_coll_base_module_t,
@@ -44,21 +53,113 @@ int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_thr
     return OMPI_SUCCESS;
 }
 
+/* Save what runs below strata for one collective; with nothing there (or
+ * only strata itself), strata does not install that collective either. */
+#define MCA_COLL_STRATA_FALLBACK_SAVE(_coll) \
+    if (NULL != comm->c_coll->coll_##_coll && NULL != comm->c_coll->coll_##_coll##_module && \
+        base != comm->c_coll->coll_##_coll##_module) { \
+        module->fallback._coll = comm->c_coll->coll_##_coll; \
+        module->fallback._coll##_module = comm->c_coll->coll_##_coll##_module; \
+        OBJ_RETAIN(module->fallback._coll##_module); \
+    } else { \
+        module->super.coll_##_coll = NULL; \
+        MCA_COLL_STRATA_VERBOSE(10, "%s: no " #_coll " below strata; not installing it", \
+                                comm->c_name); \
+    }
+
 static int mca_coll_strata_module_enable(mca_coll_base_module_t *base,
                                          struct ompi_communicator_t *comm)
 {
     mca_coll_strata_module_t *module = (mca_coll_strata_module_t *)base;
 
-    if (NULL == comm->c_coll->coll_allreduce || NULL == comm->c_coll->coll_allreduce_module) {
-        MCA_COLL_STRATA_VERBOSE(10, "%s: no allreduce below strata to fall back to; "
+    MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_SAVE)
+    /* set-up and pieces agree through these two */
+    if (NULL == module->fallback.allreduce || NULL == module->fallback.allgather) {
+        MCA_COLL_STRATA_VERBOSE(10, "%s: no allreduce/allgather below strata to build on; "
                                 "not enabling", comm->c_name);
         return OMPI_ERROR;
     }
-    module->fallback.allreduce = comm->c_coll->coll_allreduce;
-    module->fallback.allreduce_module = comm->c_coll->coll_allreduce_module;
-    OBJ_RETAIN(module->fallback.allreduce_module);
     return OMPI_SUCCESS;
 }
+
+/* Warn once per process, and only where the failure happened (`why` set). */
+static void mca_coll_strata_module_warn(struct ompi_communicator_t *comm, const char *why)
+{
+    static bool warned = false;
+
+    if ('\0' == why[0]) {
+        MCA_COLL_STRATA_VERBOSE(10, "%s: another rank could not set up strata; falling back",
+                                comm->c_name);
+    } else if (!warned) {
+        warned = true;
+        opal_output(0, "coll:strata: warning: %s: %s; allreduce on this communicator "
+                    "falls back to the component below strata", comm->c_name, why);
+    } else {
+        MCA_COLL_STRATA_VERBOSE(10, "%s: %s; falling back", comm->c_name, why);
+    }
+}
+
+/*
+ * Topology, then the pipeline's resources; the outcome is agreed across the
+ * whole communicator (through the saved allreduce), so every rank takes the
+ * same path afterwards.  Creating the sub-communicators re-enters this
+ * communicator's collectives (context-id agreement): SETUP_BUSY sends those
+ * calls to the fallback.
+ */
+static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
+                                        struct ompi_communicator_t *comm)
+{
+    char why[PATH_MAX + 128] = "";
+    int ok, all_ok, rc;
+
+    module->setup = MCA_COLL_STRATA_SETUP_BUSY;
+    rc = mca_coll_strata_topo_setup(module, comm, why, sizeof(why));
+    if (OMPI_SUCCESS == rc) {
+        /* Collective over the node only, so every node must reach it. */
+        rc = mca_coll_strata_pipeline_setup(module, why, sizeof(why));
+    }
+
+    ok = (OMPI_SUCCESS == rc) ? 1 : 0;
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, &ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (OMPI_SUCCESS != rc || !all_ok) {
+        mca_coll_strata_module_warn(comm, why);
+        mca_coll_strata_pipeline_release(module);
+        mca_coll_strata_topo_release(&module->topo);
+        module->setup = MCA_COLL_STRATA_SETUP_FAILED;
+        return OMPI_ERROR;
+    }
+
+    MCA_COLL_STRATA_VERBOSE(10, "%s: %d nodes, %d-%d ranks per node, node %d, local rank %d%s",
+                            comm->c_name, module->topo.nnodes, module->topo.ppn_min,
+                            module->topo.ppn_max, module->topo.node_index,
+                            module->topo.local_rank,
+                            NULL != module->topo.rail_comm ? ", on a rail" : "");
+    module->setup = MCA_COLL_STRATA_SETUP_READY;
+    return OMPI_SUCCESS;
+}
+
+bool mca_coll_strata_module_ready(mca_coll_strata_module_t *module,
+                                  struct ompi_communicator_t *comm, const char **why)
+{
+    switch (module->setup) {
+    case MCA_COLL_STRATA_SETUP_READY:
+        return true;
+    case MCA_COLL_STRATA_SETUP_BUSY:
+        *why = "strata is creating its sub-communicators";
+        return false;
+    case MCA_COLL_STRATA_SETUP_FAILED:
+        *why = "strata set-up failed on this communicator";
+        return false;
+    default:
+        if (OMPI_SUCCESS != mca_coll_strata_module_setup(module, comm)) {
+            *why = "strata set-up failed on this communicator";
+            return false;
+        }
+        return true;
+    }
+}
+
+#define MCA_COLL_STRATA_INSTALL(_coll) module->super.coll_##_coll = mca_coll_strata_##_coll;
 
 mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *comm,
                                                    int *priority)
@@ -71,9 +172,10 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
                                 *priority);
         return NULL;
     }
-    if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
-        MCA_COLL_STRATA_VERBOSE(30, "%s: %s, not handled", comm->c_name,
-                                OMPI_COMM_IS_INTER(comm) ? "intercommunicator" : "one rank");
+    /* One-rank communicators too: device buffers on MPI_COMM_SELF need
+     * staging as much as anywhere. */
+    if (OMPI_COMM_IS_INTER(comm)) {
+        MCA_COLL_STRATA_VERBOSE(30, "%s: intercommunicator, not handled", comm->c_name);
         return NULL;
     }
 
@@ -82,7 +184,7 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
         return NULL;
     }
     module->super.coll_module_enable = mca_coll_strata_module_enable;
-    module->super.coll_allreduce = mca_coll_strata_allreduce;
+    MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_INSTALL)
 
     MCA_COLL_STRATA_VERBOSE(10, "%s: selected for %d ranks (priority %d)",
                             comm->c_name, ompi_comm_size(comm), *priority);

@@ -35,6 +35,8 @@
 
 #include <sched.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "ompi/constants.h"
 #include "opal/runtime/opal_progress.h"
@@ -318,4 +320,46 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
         }
     }
     return rc;
+}
+
+/* Shared-memory slots, and per slot a ring and its scratch, sized by
+ * coll_strata_segment_size and coll_strata_shm_slots. */
+int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, size_t why_len)
+{
+    mca_coll_strata_component_t *c = &mca_coll_strata_component;
+    size_t slot_bytes = (c->segment_size < 4096) ? 4096 : c->segment_size;
+    int nslots = (c->shm_slots < 1) ? 1 : c->shm_slots;
+    int rc;
+
+    slot_bytes = (slot_bytes + 63) & ~(size_t)63;
+    rc = mca_coll_strata_shm_attach(&module->shm, module->topo.node_comm, slot_bytes, nslots,
+                                    c->shm_dir, why, why_len);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    module->rings = calloc((size_t)nslots, sizeof(*module->rings));
+    if (NULL == module->rings) {
+        snprintf(why, why_len, "out of memory");
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    /* A ring block is at most one chunk: one slot's bytes per chunk in flight. */
+    if (NULL != module->topo.rail_comm) {
+        module->scratch_slot_bytes = slot_bytes;
+        module->scratch = malloc(slot_bytes * (size_t)nslots);
+        if (NULL == module->scratch) {
+            snprintf(why, why_len, "cannot allocate %zu bytes of ring scratch",
+                     slot_bytes * (size_t)nslots);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module)
+{
+    mca_coll_strata_shm_detach(&module->shm);
+    free(module->scratch);
+    module->scratch = NULL;
+    free(module->rings);
+    module->rings = NULL;
 }

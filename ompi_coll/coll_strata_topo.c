@@ -2,20 +2,17 @@
  * coll/strata topology: nodes, rails and the sub-communicators behind them.
  *
  * Built once per communicator, lazily, inside the first allreduce strata
- * runs itself: creating communicators in comm_query/module_enable re-enters
- * coll selection and deadlocks MPI_Comm_dup.  Creating them here re-enters
- * this communicator's allreduce instead (context-id agreement), which the
- * SETUP_BUSY state sends to the saved fallback.  The sub-communicators carry
- * the info key ompi_comm_coll_preference=^strata so strata never stacks on
- * its own building blocks.
+ * runs itself (mca_coll_strata_module_ready): creating communicators in
+ * comm_query/module_enable re-enters coll selection and deadlocks
+ * MPI_Comm_dup.  Only saved fallback functions are called on `comm` here,
+ * never the communicator's current ones, which are strata's own.  The
+ * sub-communicators carry the info key ompi_comm_coll_preference=^strata so
+ * strata never stacks on its own building blocks.
  *
  *   node_comm  the ranks of this node (MPI_COMM_TYPE_SHARED), in comm order
  *   rail_comm  local rank r of every node, ordered by node, for r < ppn_min:
  *              every rail spans all nodes even when nodes hold different
  *              numbers of ranks
- *
- * The outcome (ready or failed) is agreed across the whole communicator, so
- * all ranks take the same path afterwards.
  */
 #include "coll_strata.h"
 
@@ -23,23 +20,6 @@
 
 #include "ompi/constants.h"
 #include "opal/util/info.h"
-
-/* Warn once per process, and only where the failure happened (`why` set). */
-static void mca_coll_strata_topo_warn(struct ompi_communicator_t *comm, const char *why)
-{
-    static bool warned = false;
-
-    if ('\0' == why[0]) {
-        MCA_COLL_STRATA_VERBOSE(10, "%s: another rank could not set up strata; falling back",
-                                comm->c_name);
-    } else if (!warned) {
-        warned = true;
-        opal_output(0, "coll:strata: warning: %s: %s; allreduce on this communicator "
-                    "falls back to the component below strata", comm->c_name, why);
-    } else {
-        MCA_COLL_STRATA_VERBOSE(10, "%s: %s; falling back", comm->c_name, why);
-    }
-}
 
 static void mca_coll_strata_topo_name(struct ompi_communicator_t *sub,
                                       struct ompi_communicator_t *comm, const char *what)
@@ -51,9 +31,10 @@ static void mca_coll_strata_topo_name(struct ompi_communicator_t *sub,
 }
 
 /* Nodes from every rank's node leader (its node's lowest rank in comm). */
-static int mca_coll_strata_topo_nodes(mca_coll_strata_topo_t *topo,
+static int mca_coll_strata_topo_nodes(mca_coll_strata_module_t *module,
                                       struct ompi_communicator_t *comm)
 {
+    mca_coll_strata_topo_t *topo = &module->topo;
     int size = ompi_comm_size(comm);
     int me = ompi_comm_rank(comm);
     int leader = me, rc, *leaders;
@@ -67,8 +48,8 @@ static int mca_coll_strata_topo_nodes(mca_coll_strata_topo_t *topo,
     if (NULL == leaders) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    rc = comm->c_coll->coll_allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, comm,
-                                      comm->c_coll->coll_allgather_module);
+    rc = MCA_COLL_STRATA_FALLBACK(module, allgather, &leader, 1, MPI_INT, leaders, 1, MPI_INT,
+                                  comm);
     if (OMPI_SUCCESS == rc) {
         topo->nnodes = 0;
         topo->node_index = 0;
@@ -93,10 +74,10 @@ static int mca_coll_strata_topo_nodes(mca_coll_strata_topo_t *topo,
     return rc;
 }
 
-static int mca_coll_strata_topo_comms(mca_coll_strata_topo_t *topo,
-                                      struct ompi_communicator_t *comm, char *why,
-                                      size_t why_len)
+int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
+                               struct ompi_communicator_t *comm, char *why, size_t why_len)
 {
+    mca_coll_strata_topo_t *topo = &module->topo;
     opal_info_t info;
     int rc;
 
@@ -112,7 +93,7 @@ static int mca_coll_strata_topo_comms(mca_coll_strata_topo_t *topo,
     topo->local_rank = ompi_comm_rank(topo->node_comm);
     topo->local_size = ompi_comm_size(topo->node_comm);
 
-    rc = mca_coll_strata_topo_nodes(topo, comm);
+    rc = mca_coll_strata_topo_nodes(module, comm);
     if (OMPI_SUCCESS != rc) {
         snprintf(why, why_len, "cannot exchange node leaders (%d)", rc);
         goto out;
@@ -139,84 +120,14 @@ out:
     return rc;
 }
 
-/* Shared memory and ring scratch, sized by coll_strata_segment_size. */
-static int mca_coll_strata_topo_buffers(mca_coll_strata_module_t *module, char *why,
-                                        size_t why_len)
+void mca_coll_strata_topo_release(mca_coll_strata_topo_t *topo)
 {
-    mca_coll_strata_component_t *c = &mca_coll_strata_component;
-    size_t slot_bytes = (c->segment_size < 4096) ? 4096 : c->segment_size;
-    int nslots = (c->shm_slots < 1) ? 1 : c->shm_slots;
-    int rc;
-
-    slot_bytes = (slot_bytes + 63) & ~(size_t)63;
-    rc = mca_coll_strata_shm_attach(&module->shm, module->topo.node_comm, slot_bytes, nslots,
-                                    c->shm_dir, why, why_len);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
+    if (NULL != topo->rail_comm) {
+        ompi_comm_free(&topo->rail_comm);
+        topo->rail_comm = NULL;
     }
-    module->rings = calloc((size_t)nslots, sizeof(*module->rings));
-    if (NULL == module->rings) {
-        snprintf(why, why_len, "out of memory");
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    /* A ring block is at most one chunk: one slot's bytes per chunk in flight. */
-    if (NULL != module->topo.rail_comm) {
-        module->scratch_slot_bytes = slot_bytes;
-        module->scratch = malloc(slot_bytes * (size_t)nslots);
-        if (NULL == module->scratch) {
-            snprintf(why, why_len, "cannot allocate %zu bytes of ring scratch",
-                     slot_bytes * (size_t)nslots);
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-    }
-    return OMPI_SUCCESS;
-}
-
-int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
-                               struct ompi_communicator_t *comm)
-{
-    char why[PATH_MAX + 128] = "";
-    int ok, all_ok, rc;
-
-    module->setup = MCA_COLL_STRATA_SETUP_BUSY;
-    rc = mca_coll_strata_topo_comms(&module->topo, comm, why, sizeof(why));
-    if (OMPI_SUCCESS == rc) {
-        /* Collective over the node only, so every node must reach it. */
-        rc = mca_coll_strata_topo_buffers(module, why, sizeof(why));
-    }
-
-    ok = (OMPI_SUCCESS == rc) ? 1 : 0;
-    rc = module->fallback.allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm,
-                                    module->fallback.allreduce_module);
-    if (OMPI_SUCCESS != rc || !all_ok) {
-        mca_coll_strata_topo_warn(comm, why);
-        mca_coll_strata_topo_release(module);
-        module->setup = MCA_COLL_STRATA_SETUP_FAILED;
-        return OMPI_ERROR;
-    }
-
-    MCA_COLL_STRATA_VERBOSE(10, "%s: %d nodes, %d-%d ranks per node, node %d, local rank %d%s",
-                            comm->c_name, module->topo.nnodes, module->topo.ppn_min,
-                            module->topo.ppn_max, module->topo.node_index,
-                            module->topo.local_rank,
-                            NULL != module->topo.rail_comm ? ", on a rail" : "");
-    module->setup = MCA_COLL_STRATA_SETUP_READY;
-    return OMPI_SUCCESS;
-}
-
-void mca_coll_strata_topo_release(mca_coll_strata_module_t *module)
-{
-    mca_coll_strata_shm_detach(&module->shm);
-    free(module->scratch);
-    module->scratch = NULL;
-    free(module->rings);
-    module->rings = NULL;
-    if (NULL != module->topo.rail_comm) {
-        ompi_comm_free(&module->topo.rail_comm);
-        module->topo.rail_comm = NULL;
-    }
-    if (NULL != module->topo.node_comm) {
-        ompi_comm_free(&module->topo.node_comm);
-        module->topo.node_comm = NULL;
+    if (NULL != topo->node_comm) {
+        ompi_comm_free(&topo->node_comm);
+        topo->node_comm = NULL;
     }
 }

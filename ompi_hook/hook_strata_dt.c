@@ -10,6 +10,7 @@
 #include "opal/util/output.h"
 
 #include <common/strata_cuda.h>
+#include <common/strata_mem.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -79,13 +80,9 @@ static void *mca_hook_strata_dt_ucp_symbol(const char *name)
 
 static int mca_hook_strata_dt_is_device(const void *buffer)
 {
-    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
-    CUmemorytype type        = 0;
-    void *value              = &type;
+    strata_mem_info_t info;
 
-    return (strata_cuda.cuPointerGetAttributes(1, &attr, &value, (CUdeviceptr)buffer) ==
-            CUDA_SUCCESS) &&
-           (type == CU_MEMORYTYPE_DEVICE);
+    return (strata_mem_query(buffer, &info) == 0) && (info.kind == STRATA_MEM_DEVICE);
 }
 
 /* The bytes `count` elements of the datatype touch: [buffer + true_lb,

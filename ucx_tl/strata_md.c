@@ -72,61 +72,29 @@ ucs_status_t uct_strata_cuda_check(CUresult res, const char *call, ucs_log_level
 ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
                                      uct_strata_mem_info_t *info)
 {
-    CUpointer_attribute attrs[] = {
-        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-        CU_POINTER_ATTRIBUTE_IS_MANAGED,
-        CU_POINTER_ATTRIBUTE_BUFFER_ID,
-        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-        CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-        CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-        CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
-        CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
-    };
-    CUmemorytype mem_type    = 0;
-    unsigned is_managed      = 0;
-    unsigned long long bufid = 0;
-    int ordinal              = -1;
-    CUdeviceptr start        = 0;
-    size_t range             = 0;
-    int legacy_ipc           = 0;
-    CUmemoryPool pool        = NULL;
-    void *values[]           = {&mem_type, &is_managed, &bufid,  &ordinal,
-                                &start,    &range,      &legacy_ipc, &pool};
-    ucs_status_t status;
+    strata_mem_info_t mem;
 
     memset(info, 0, sizeof(*info));
     info->mem_type = UCS_MEMORY_TYPE_HOST;
     info->ordinal  = -1;
 
-    /* cuPointerGetAttributes succeeds with type 0 for memory the driver
-     * does not know, so host memory costs one call and no error. */
-    status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
-                                  strata_cuda.cuPointerGetAttributes(ucs_static_array_size(attrs),
-                                                                     attrs, values,
-                                                                     (CUdeviceptr)address));
-    if ((status != UCS_OK) || ((mem_type != CU_MEMORYTYPE_DEVICE) && !is_managed)) {
+    /* Host memory costs one driver call and no error (common/strata_mem.c). */
+    if ((strata_mem_query(address, &mem) != 0) || (mem.kind == STRATA_MEM_HOST)) {
         return UCS_OK;
     }
-
-    /* RANGE_* describe a VMM buffer's whole address reservation, which may
-     * hold several mappings; cuMemGetAddressRange gives the one mapping (or
-     * the allocation) containing the address, the unit that is exported. */
-    if (strata_cuda.cuMemGetAddressRange(&start, &range, (CUdeviceptr)address) != CUDA_SUCCESS) {
-        ucs_debug("cuMemGetAddressRange(%p) failed; using the pointer's range attributes",
-                  address);
-    }
-    info->mem_type   = is_managed ? UCS_MEMORY_TYPE_CUDA_MANAGED : UCS_MEMORY_TYPE_CUDA;
-    info->base       = start;
-    info->length     = range;
-    info->buffer_id  = bufid;
-    info->ordinal    = ordinal;
-    info->legacy_ipc = legacy_ipc && !is_managed;
-    info->from_pool  = (pool != NULL);
+    info->mem_type   = (mem.kind == STRATA_MEM_MANAGED) ? UCS_MEMORY_TYPE_CUDA_MANAGED
+                                                         : UCS_MEMORY_TYPE_CUDA;
+    info->base       = (CUdeviceptr)mem.base;
+    info->length     = mem.length;
+    info->buffer_id  = mem.buffer_id;
+    info->ordinal    = mem.ordinal;
+    info->legacy_ipc = mem.legacy_ipc;
+    info->from_pool  = mem.from_pool;
     /* Still device memory for every purpose but export: a buffer may cross
      * adjacent mappings of one reservation (growing allocators do that). */
-    if ((range != 0) && ((uintptr_t)address + length > start + range)) {
-        ucs_debug("%p+%zu runs past its allocation 0x%llx+%zu", address, length,
-                  (unsigned long long)start, range);
+    if ((mem.length != 0) && ((uintptr_t)address + length > mem.base + mem.length)) {
+        ucs_debug("%p+%zu runs past its allocation 0x%lx+%zu", address, length,
+                  (unsigned long)mem.base, mem.length);
         info->spans = 1;
     }
     return UCS_OK;

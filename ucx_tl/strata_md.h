@@ -18,6 +18,7 @@
 #include <uct/base/uct_iface.h>
 
 #include <common/strata_cuda.h>
+#include <common/strata_mem.h>
 #include <ucs/config/types.h>
 
 #define UCT_STRATA_COMPONENT_NAME "strata"

@@ -85,6 +85,8 @@
     _x(cuCtxGetDevice) \
     _x(cuCtxSynchronize) \
     _x(cuMemGetInfo) \
+    _x(cuMemHostAlloc) \
+    _x(cuMemFreeHost) \
     _x(cuMemAlloc) \
     _x(cuMemAllocPitch) \
     _x(cuMemFree) \

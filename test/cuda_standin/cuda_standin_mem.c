@@ -434,6 +434,64 @@ CUresult cuMemGetInfo(size_t *free, size_t *total)
     CUDA_STANDIN_CALL(cuMemGetInfo, CUDA_STANDIN_IN_CTX, cuda_standin_mem_get_info(free, total));
 }
 
+/* --- Pinned host memory ---
+ * Page-locked host memory is ordinary host memory to the CPU; the stand-in
+ * keeps a list only so that cuMemFreeHost can refuse what it did not give
+ * (as the driver does).  The CUDA_STANDIN_CALL lock guards the list. */
+typedef struct cuda_standin_host_alloc {
+    void *ptr;
+    size_t size;
+    struct cuda_standin_host_alloc *next;
+} cuda_standin_host_alloc_t;
+
+static cuda_standin_host_alloc_t *cuda_standin_host_allocs;
+
+static CUresult cuda_standin_mem_host_alloc(void **pp, size_t size, unsigned int flags)
+{
+    cuda_standin_host_alloc_t *a;
+
+    if ((pp == NULL) || (size == 0) || (flags & ~0xfu)) {
+        return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "bad pointer, size or flags");
+    }
+    a = calloc(1, sizeof(*a));
+    if ((a == NULL) || (posix_memalign(&a->ptr, 4096, size) != 0)) {
+        free(a);
+        return cuda_standin_error(CUDA_ERROR_OUT_OF_MEMORY, "%zu bytes of host memory", size);
+    }
+    a->size                  = size;
+    a->next                  = cuda_standin_host_allocs;
+    cuda_standin_host_allocs = a;
+    *pp                      = a->ptr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult cuda_standin_mem_free_host(void *ptr)
+{
+    cuda_standin_host_alloc_t **pa, *a;
+
+    for (pa = &cuda_standin_host_allocs; *pa != NULL; pa = &(*pa)->next) {
+        if ((*pa)->ptr == ptr) {
+            a   = *pa;
+            *pa = a->next;
+            free(a->ptr);
+            free(a);
+            return CUDA_SUCCESS;
+        }
+    }
+    return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "%p is not from cuMemHostAlloc", ptr);
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    CUDA_STANDIN_CALL(cuMemHostAlloc, CUDA_STANDIN_IN_CTX,
+                      cuda_standin_mem_host_alloc(pp, bytesize, Flags));
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+    CUDA_STANDIN_CALL(cuMemFreeHost, CUDA_STANDIN_IN_CTX, cuda_standin_mem_free_host(p));
+}
+
 /* Fork child: pools are process state (mappings go with the vaspace). */
 void cuda_standin_mem_forget(void)
 {

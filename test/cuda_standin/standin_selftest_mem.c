@@ -45,6 +45,29 @@ static void st_test_alloc(void)
     st_group_end();
 }
 
+static void st_test_host_alloc(void)
+{
+    unsigned char host[256], back[256];
+    CUdeviceptr dev = st_alloc(4096);
+    void *pinned = NULL;
+
+    st_group_begin("pinned host memory: cuMemHostAlloc, copies through it, cuMemFreeHost");
+    ST_CU(cuMemHostAlloc(&pinned, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    ST_OK(cuMemHostAlloc(&pinned, sizeof(host), CU_MEMHOSTALLOC_PORTABLE));
+    ST_TRUE("pinned memory is page-aligned", ((uintptr_t)pinned % 4096) == 0);
+    st_fill(host, sizeof(host), 7, 0);
+    memcpy(pinned, host, sizeof(host)); /* the CPU may touch it */
+    ST_OK(cuMemcpyHtoD(dev, pinned, sizeof(host)));
+    memset(back, 0, sizeof(back));
+    ST_OK(cuMemcpyDtoH(back, dev, sizeof(back)));
+    ST_TRUE("bytes through pinned memory", memcmp(back, host, sizeof(host)) == 0);
+    ST_CU(cuMemFreeHost(host), CUDA_ERROR_INVALID_VALUE);
+    ST_OK(cuMemFreeHost(pinned));
+    ST_CU(cuMemFreeHost(pinned), CUDA_ERROR_INVALID_VALUE);
+    ST_OK(cuMemFree(dev));
+    st_group_end();
+}
+
 static void st_test_cpu_fault(void)
 {
     volatile unsigned char *cpu;
@@ -481,6 +504,7 @@ static void st_test_attributes(void)
 void st_test_memory(void)
 {
     st_test_alloc();
+    st_test_host_alloc();
     st_test_cpu_fault();
     st_test_sync_copies();
     st_test_async_copies();

@@ -117,8 +117,8 @@ mpi_strata_verbose_says_why() {
         "$T/mpi/test_allreduce_basic" --max-count 300000 >"$STRATA_TEST_LOG.out" 2>&1
     local rc=$?; cat "$STRATA_TEST_LOG.out"
     [ $rc -eq 0 ] &&
-        grep -q "allreduce MPI_COMM_WORLD count=1 MPI_INT MPI_SUM: replicated, 4 slice(s), inter-node none, 1 node(s) (small message" "$STRATA_TEST_LOG.out" &&
-        grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_DOUBLE MPI_SUM: rail, 4 slice(s), inter-node none" "$STRATA_TEST_LOG.out"
+        grep -q "allreduce MPI_COMM_WORLD count=1 MPI_INT MPI_SUM host->host: replicated, 4 slice(s), inter-node none, 1 node(s) (small message" "$STRATA_TEST_LOG.out" &&
+        grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_DOUBLE MPI_SUM host->host: rail, 4 slice(s), inter-node none" "$STRATA_TEST_LOG.out"
 }
 
 # Every algorithm, forced, gives right answers (the decision never matters
@@ -168,6 +168,70 @@ mpi_hook_bad_path() {
     [ $rc -eq 0 ] && grep -q "hook:strata: cannot load /nonexistent/libuct_strata.so" "$STRATA_TEST_LOG.out"
 }
 
+# --- coll/strata on device buffers (test_coll_device.c) ---------------------
+# Every collective, blocking and nonblocking, on device/host/managed buffers
+# against a host reference.  The CUDA driver is the stand-in (CI) or the real
+# one (make check-gpu, where test/gpu/tests.sh runs these functions too).
+
+# coll_device NP MPIRUN_KIND [MPIRUN_ARGS... --] PROGRAM_ARGS...: MPIRUN_KIND
+# ob1 (Debian's default pml: coll/strata alone makes collectives safe on
+# device buffers) or ucx (the README's CUDA-aware line)
+coll_device() {
+    local np=$1 kind=$2 mpirun_args=() a; shift 2
+    for a in "$@"; do
+        [ "$a" = -- ] && { mpirun_args=("${@:1:$#}"); break; }
+    done
+    if [ ${#mpirun_args[@]} -gt 0 ]; then
+        mpirun_args=()
+        while [ "$1" != -- ]; do mpirun_args+=("$1"); shift; done
+        shift
+    fi
+    if [ "$kind" = ucx ]; then
+        strata_mpirun_gpu "$np" $(strata_coll_mca strata) "${mpirun_args[@]}" "$T/mpi/test_coll_device" "$@"
+    else
+        LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local "$np" -x LD_LIBRARY_PATH \
+            $(strata_coll_mca strata) "${mpirun_args[@]}" "$T/mpi/test_coll_device" "$@"
+    fi
+}
+
+# The MPI_I* deadlock pattern of DESIGN.md on device buffers completes.
+coll_device_deadlock() { coll_device 3 ucx --mode deadlock; }
+
+# A 256 MiB device allreduce with a 4 MiB staging bound: correct, in pieces.
+coll_device_bounded() {
+    coll_device 4 ob1 --mca coll_strata_stage_max 4194304 --mca coll_strata_verbose 20 -- \
+        --mode big >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata: \(MPI_Allreduce\|allreduce\|MPI_Reduce\) MPI_COMM_WORLD" "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "MPI_Allreduce MPI_COMM_WORLD: 67108864 elements in pieces of 524288 (coll_strata_stage_max)" "$STRATA_TEST_LOG.out"
+}
+
+# A failing CUDA copy inside staging: an MPI error naming the call on the
+# ranks whose copies failed, no crash, no hang; the communicator still works.
+coll_device_fault() {
+    CUDA_STANDIN_FAIL=$1 coll_device 4 ob1 -x CUDA_STANDIN_FAIL -- --mode fault >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "coll:strata: MPI_Allreduce on device->device: copying .* failed: CUDA_ERROR_UNKNOWN" "$STRATA_TEST_LOG.out"
+}
+
+# No pinned memory to be had: staging goes through pageable memory, correct.
+coll_device_no_pinned() {
+    CUDA_STANDIN_FAIL=cuMemHostAlloc coll_device 3 ob1 -x CUDA_STANDIN_FAIL -- --quiet --counts 0,1,7,1021
+}
+
+# Verbosity 20 names the memory kinds and the path of every call.
+coll_device_verbose() {
+    coll_device 2 ob1 --mca coll_strata_verbose 20 -- --kinds dd,hh --counts 7 --only allreduce,allgather,ibcast \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "coll:strata: allreduce MPI_COMM_WORLD count=7 MPI_INT MPI_SUM device->device: staged" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll:strata: allreduce MPI_COMM_WORLD count=7 MPI_INT MPI_SUM host->host: replicated" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD device->device: staged" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD host->host: module below strata" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll:strata: MPI_Ibcast MPI_COMM_WORLD device->device: staged" "$STRATA_TEST_LOG.out"
+}
+
 # Sourced by a test that needs the functions in another process.
 [ "${1:-}" = --functions-only ] && return 0
 
@@ -203,6 +267,17 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_strata_shm_dir_full 120 mpi_strata_shm_dir_full
     else
         strata_skip mpi_strata_shm_dir_full "mounting a small tmpfs needs root"
+    fi
+    if [ "$STRATA_HAVE_UCX" = yes ] && [ -x "$T/mpi/test_coll_device" ]; then
+        strata_test mpi_coll_device_ob1_np4 300 coll_device 4 ob1 --quiet
+        strata_test mpi_coll_device_ob1_np3 300 coll_device 3 ob1 --quiet
+        strata_test mpi_coll_device_ucx_np4 300 coll_device 4 ucx --quiet
+        strata_test mpi_coll_device_deadlock 120 coll_device_deadlock
+        strata_test mpi_coll_device_bounded 300 coll_device_bounded
+        strata_test mpi_coll_device_fault_copy_in 120 coll_device_fault cuMemcpyDtoHAsync
+        strata_test mpi_coll_device_fault_copy_out 120 coll_device_fault cuMemcpyHtoDAsync
+        strata_test mpi_coll_device_no_pinned 300 coll_device_no_pinned
+        strata_test mpi_coll_device_verbose 120 coll_device_verbose
     fi
     if [ "$STRATA_HAVE_UCX" = yes ]; then
         strata_test mpi_hook_loads_uct 120 mpi_hook_loads_uct

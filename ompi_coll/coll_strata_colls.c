@@ -1,0 +1,464 @@
+/*
+ * coll/strata blocking collectives other than MPI_Allreduce.
+ *
+ * Each entry asks first whether any of its buffers is device memory.  If
+ * none is, the saved module below strata runs the call as it would have
+ * without strata (a process that never loaded a CUDA driver pays one
+ * check).  Otherwise the call is staged (coll_strata_stage.c): what it
+ * touches is described (coll_strata_describe.c), device regions are copied
+ * to pinned host memory, the saved module runs on the host copies, results
+ * are copied back.  Reductions, scans and broadcasts above the staging
+ * bound run in pieces on every rank (mca_coll_strata_elementwise).
+ */
+#include "coll_strata.h"
+
+#include "ompi/constants.h"
+
+#define MCA_COLL_STRATA_MOD(_m) ((mca_coll_strata_module_t *)(_m))
+
+#define MCA_COLL_STRATA_S(_st, _sbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_SEND, (_sbuf))
+#define MCA_COLL_STRATA_R(_st, _rbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_RECV, (_rbuf))
+
+/* Copy in, run `_call` on the host copies, copy out, return. */
+#define MCA_COLL_STRATA_STAGED(_st, _comm, _s, _r, _call) \
+    do { \
+        int _rc = mca_coll_strata_stage_in(_st); \
+        if (OMPI_SUCCESS != _rc) { \
+            return _rc; \
+        } \
+        MCA_COLL_STRATA_TRACE((_st)->coll, (_comm), (_s), (_r), "staged"); \
+        return mca_coll_strata_stage_out((_st), (_call)); \
+    } while (0)
+
+#define MCA_COLL_STRATA_CALL(_comm, _root) \
+    { .rank = ompi_comm_rank(_comm), .size = ompi_comm_size(_comm), .root = (_root) }
+
+void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm,
+                           const void *sbuf, const void *rbuf, const char *path)
+{
+    MCA_COLL_STRATA_VERBOSE(20, "%s %s %s: %s", coll, comm->c_name,
+                            mca_coll_strata_kinds_of(sbuf, rbuf), path);
+}
+
+/* ---- elementwise collectives, in pieces where needed ------------------- */
+
+bool mca_coll_strata_elem_big(int count, struct ompi_datatype_t *dtype)
+{
+    size_t size;
+
+    ompi_datatype_type_size(dtype, &size);
+    return (size_t)count * size > mca_coll_strata_component.stage_max / 2;
+}
+
+int mca_coll_strata_elementwise(mca_coll_strata_module_t *module,
+                                struct ompi_communicator_t *comm, mca_coll_strata_elem_t kind,
+                                int root, const char *coll, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype, bool can_split,
+                                mca_coll_strata_elem_fn_t run, void *arg)
+{
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
+    bool stages = mca_coll_strata_any_device(sbuf, rbuf);
+    int piece, first = 0, rc, result = MPI_SUCCESS;
+    ptrdiff_t extent;
+
+    rc = mca_coll_strata_stage_pieces(module, comm, count, dtype, stages, can_split, &piece);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (piece < count) {
+        MCA_COLL_STRATA_VERBOSE(20, "%s %s: %d elements in pieces of %d (coll_strata_stage_max)",
+                                coll, comm->c_name, count, piece);
+    }
+    ompi_datatype_type_extent(dtype, &extent);
+    do {
+        int n = (count - first < piece) ? count - first : piece;
+        ptrdiff_t off = (ptrdiff_t)first * extent;
+        const char *s = (MPI_IN_PLACE == sbuf || NULL == sbuf) ? sbuf : (const char *)sbuf + off;
+        char *r = (NULL == rbuf) ? NULL : (char *)rbuf + off;
+        mca_coll_strata_stage_t st;
+
+        mca_coll_strata_stage_init(&st, module, coll);
+        if (stages) {
+            mca_coll_strata_describe_elementwise(&st, &c, kind, s, r, n, dtype);
+            rc = mca_coll_strata_stage_in(&st);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+        MCA_COLL_STRATA_TRACE(coll, comm, s, r, stages ? "staged" : "module below strata");
+        rc = run(module, comm, MCA_COLL_STRATA_S(&st, s), MCA_COLL_STRATA_R(&st, r), n, arg);
+        rc = mca_coll_strata_stage_out(&st, rc);
+        if (MPI_SUCCESS != rc && MPI_SUCCESS == result) {
+            result = rc;
+        }
+        first += n;
+    } while (first < count);
+    return result;
+}
+
+typedef struct mca_coll_strata_elem_args_t {
+    struct ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+    int root;
+} mca_coll_strata_elem_args_t;
+
+static int mca_coll_strata_reduce_run(mca_coll_strata_module_t *m,
+                                      struct ompi_communicator_t *comm, const void *s, void *r,
+                                      int n, void *arg)
+{
+    mca_coll_strata_elem_args_t *a = arg;
+
+    return MCA_COLL_STRATA_FALLBACK(m, reduce, s, r, n, a->dtype, a->op, a->root, comm);
+}
+
+static int mca_coll_strata_scan_run(mca_coll_strata_module_t *m,
+                                    struct ompi_communicator_t *comm, const void *s, void *r,
+                                    int n, void *arg)
+{
+    mca_coll_strata_elem_args_t *a = arg;
+
+    return MCA_COLL_STRATA_FALLBACK(m, scan, s, r, n, a->dtype, a->op, comm);
+}
+
+static int mca_coll_strata_exscan_run(mca_coll_strata_module_t *m,
+                                      struct ompi_communicator_t *comm, const void *s, void *r,
+                                      int n, void *arg)
+{
+    mca_coll_strata_elem_args_t *a = arg;
+
+    return MCA_COLL_STRATA_FALLBACK(m, exscan, s, r, n, a->dtype, a->op, comm);
+}
+
+static int mca_coll_strata_bcast_run(mca_coll_strata_module_t *m,
+                                     struct ompi_communicator_t *comm, const void *s, void *r,
+                                     int n, void *arg)
+{
+    mca_coll_strata_elem_args_t *a = arg;
+
+    return MCA_COLL_STRATA_FALLBACK(m, bcast, r, n, a->dtype, a->root, comm);
+}
+
+int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count,
+                           struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_elem_args_t a = {dtype, op, root};
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
+                    !mca_coll_strata_elem_big(count, dtype))) {
+        MCA_COLL_STRATA_TRACE("MPI_Reduce", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, reduce, sbuf, rbuf, count, dtype, op, root, comm);
+    }
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_REDUCE, root, "MPI_Reduce",
+                                       sbuf, rbuf, count, dtype, true,
+                                       mca_coll_strata_reduce_run, &a);
+}
+
+int mca_coll_strata_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                         struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                         mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_elem_args_t a = {dtype, op, -1};
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
+                    !mca_coll_strata_elem_big(count, dtype))) {
+        MCA_COLL_STRATA_TRACE("MPI_Scan", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, scan, sbuf, rbuf, count, dtype, op, comm);
+    }
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_REDUCE, -1, "MPI_Scan", sbuf,
+                                       rbuf, count, dtype, true, mca_coll_strata_scan_run, &a);
+}
+
+int mca_coll_strata_exscan(const void *sbuf, void *rbuf, int count,
+                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_elem_args_t a = {dtype, op, -1};
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
+                    !mca_coll_strata_elem_big(count, dtype))) {
+        MCA_COLL_STRATA_TRACE("MPI_Exscan", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, exscan, sbuf, rbuf, count, dtype, op, comm);
+    }
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_EXSCAN, -1, "MPI_Exscan",
+                                       sbuf, rbuf, count, dtype, true,
+                                       mca_coll_strata_exscan_run, &a);
+}
+
+int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_elem_args_t a = {dtype, NULL, root};
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(buf, NULL) &&
+                    !mca_coll_strata_elem_big(count, dtype))) {
+        MCA_COLL_STRATA_TRACE("MPI_Bcast", comm, buf, buf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, bcast, buf, count, dtype, root, comm);
+    }
+    /* Ranks may describe one message with different datatypes; cutting it
+     * at element boundaries is the same cut everywhere only for predefined
+     * ones (every rank must agree, see mca_coll_strata_stage_pieces). */
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_BCAST, root, "MPI_Bcast",
+                                       buf, buf, count, dtype,
+                                       ompi_datatype_is_predefined(dtype),
+                                       mca_coll_strata_bcast_run, &a);
+}
+
+/* ---- the others: staged whole ------------------------------------------ */
+
+int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Allgather", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, allgather, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                        comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Allgather");
+    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount,
+                                    rdtype, true);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, allgather, MCA_COLL_STRATA_S(&st, sbuf),
+                                                    scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                    rcount, rdtype, comm));
+}
+
+int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                               void *rbuf, const int *rcounts, const int *displs,
+                               struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                               mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Allgatherv", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, allgatherv, sbuf, scount, sdtype, rbuf, rcounts,
+                                        displs, rdtype, comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Allgatherv");
+    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0,
+                                    rdtype, true);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, allgatherv, MCA_COLL_STRATA_S(&st, sbuf),
+                                                    scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                    rcounts, displs, rdtype, comm));
+}
+
+int mca_coll_strata_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Gather", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, gather, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                        root, comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Gather");
+    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount,
+                                    rdtype, false);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, gather, MCA_COLL_STRATA_S(&st, sbuf),
+                                                    scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                    rcount, rdtype, root, comm));
+}
+
+int mca_coll_strata_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, const int *rcounts, const int *displs,
+                            struct ompi_datatype_t *rdtype, int root,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Gatherv", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, gatherv, sbuf, scount, sdtype, rbuf, rcounts, displs,
+                                        rdtype, root, comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Gatherv");
+    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0,
+                                    rdtype, false);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, gatherv, MCA_COLL_STRATA_S(&st, sbuf),
+                                                    scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                    rcounts, displs, rdtype, root, comm));
+}
+
+int mca_coll_strata_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Scatter", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, scatter, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                        root, comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Scatter");
+    mca_coll_strata_describe_scatter(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, rcount,
+                                     rdtype);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, scatter, MCA_COLL_STRATA_S(&st, sbuf),
+                                                    scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                    rcount, rdtype, root, comm));
+}
+
+int mca_coll_strata_scatterv(const void *sbuf, const int *scounts, const int *displs,
+                             struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                             struct ompi_datatype_t *rdtype, int root,
+                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Scatterv", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, scatterv, sbuf, scounts, displs, sdtype, rbuf, rcount,
+                                        rdtype, root, comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Scatterv");
+    mca_coll_strata_describe_scatter(&st, &c, sbuf, scounts, displs, 0, sdtype, rbuf, rcount,
+                                     rdtype);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, scatterv, MCA_COLL_STRATA_S(&st, sbuf),
+                                                    scounts, displs, sdtype,
+                                                    MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype,
+                                                    root, comm));
+}
+
+int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Alltoall", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, alltoall, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                        comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Alltoall");
+    mca_coll_strata_describe_alltoall(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, NULL,
+                                      NULL, rcount, rdtype);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, alltoall, MCA_COLL_STRATA_S(&st, sbuf),
+                                                    scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                    rcount, rdtype, comm));
+}
+
+int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                              struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                              const int *rdispls, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Alltoallv", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, alltoallv, sbuf, scounts, sdispls, sdtype, rbuf,
+                                        rcounts, rdispls, rdtype, comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Alltoallv");
+    mca_coll_strata_describe_alltoall(&st, &c, sbuf, scounts, sdispls, 0, sdtype, rbuf, rcounts,
+                                      rdispls, 0, rdtype);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, alltoallv, MCA_COLL_STRATA_S(&st, sbuf),
+                                                    scounts, sdispls, sdtype,
+                                                    MCA_COLL_STRATA_R(&st, rbuf), rcounts,
+                                                    rdispls, rdtype, comm));
+}
+
+int mca_coll_strata_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
+                              struct ompi_datatype_t *const *sdtypes, void *rbuf,
+                              const int *rcounts, const int *rdispls,
+                              struct ompi_datatype_t *const *rdtypes,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Alltoallw", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, alltoallw, sbuf, scounts, sdispls, sdtypes, rbuf,
+                                        rcounts, rdispls, rdtypes, comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Alltoallw");
+    mca_coll_strata_describe_alltoallw(&st, &c, sbuf, scounts, sdispls, sdtypes, rbuf, rcounts,
+                                       rdispls, rdtypes);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, alltoallw, MCA_COLL_STRATA_S(&st, sbuf),
+                                                    scounts, sdispls, sdtypes,
+                                                    MCA_COLL_STRATA_R(&st, rbuf), rcounts,
+                                                    rdispls, rdtypes, comm));
+}
+
+int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                   struct ompi_communicator_t *comm,
+                                   mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Reduce_scatter", comm, sbuf, rbuf, "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, reduce_scatter, sbuf, rbuf, rcounts, dtype, op, comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter");
+    mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, rcounts, 0, dtype);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, reduce_scatter,
+                                                    MCA_COLL_STRATA_S(&st, sbuf),
+                                                    MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype,
+                                                    op, comm));
+}
+
+int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         struct ompi_communicator_t *comm,
+                                         mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
+    mca_coll_strata_stage_t st;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        MCA_COLL_STRATA_TRACE("MPI_Reduce_scatter_block", comm, sbuf, rbuf,
+                              "module below strata");
+        return MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block, sbuf, rbuf, rcount, dtype, op,
+                                        comm);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter_block");
+    mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, NULL, rcount, dtype);
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block,
+                                                    MCA_COLL_STRATA_S(&st, sbuf),
+                                                    MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype,
+                                                    op, comm));
+}

@@ -1,0 +1,219 @@
+/*
+ * coll/strata staging: device buffers of a collective strata has no device
+ * algorithm for run through pinned host copies (DESIGN.md, "Device buffers
+ * in collectives").
+ *
+ * A call describes each of its (at most two) buffers by the bytes it
+ * touches on this rank, relative to the caller's pointer, and whether the
+ * collective reads them (in), writes them (out) or both.  Staging then
+ *   in    takes a bounce buffer (the communicator's cached pinned buffer, or
+ *         one for this call), copies every `in` device region to it on
+ *         strata's stream and waits for the copies
+ *   run   the caller runs the saved fallback (or strata's host allreduce) on
+ *         the host pointers mca_coll_strata_stage_ptr() gives
+ *   out   copies every `out` region back to the device and gives the bounce
+ *         buffer back
+ * Host and managed buffers are not copied: their pointers pass unchanged.
+ *
+ * A failed copy in does not skip the collective: the peers are already in
+ * it and would hang.  The region is zeroed, the collective runs, and the
+ * call returns MPI_ERR_OTHER with a message naming the collective and the
+ * driver call.  Only running out of host memory altogether (pinned and
+ * plain) returns before the collective.
+ */
+#ifndef MCA_COLL_STRATA_STAGE_H
+#define MCA_COLL_STRATA_STAGE_H
+
+#include <common/strata_mem.h>
+
+#define MCA_COLL_STRATA_STAGE_IN  0x1
+#define MCA_COLL_STRATA_STAGE_OUT 0x2
+
+typedef struct mca_coll_strata_stage_buf_t {
+    const char *user;       /* the caller's pointer */
+    ptrdiff_t lo, hi;       /* the call touches [user + lo, user + hi) */
+    int dir;                /* MCA_COLL_STRATA_STAGE_IN | _OUT; 0: not used */
+    strata_mem_kind_t kind;
+    int ordinal;            /* device of a device buffer */
+    size_t offset;          /* of its region in the bounce buffer */
+} mca_coll_strata_stage_buf_t;
+
+#define MCA_COLL_STRATA_STAGE_SEND 0
+#define MCA_COLL_STRATA_STAGE_RECV 1
+
+typedef struct mca_coll_strata_stage_t {
+    const char *coll; /* "MPI_Allgather", for messages */
+    struct mca_coll_strata_module_t *module;
+    mca_coll_strata_stage_buf_t buf[2];
+    char *bounce;
+    size_t bounce_size;
+    bool bounce_cached; /* the module's cached buffer (else this call's own) */
+    bool bounce_pinned;
+    int rc;             /* first staging error (MPI_ERR_OTHER) */
+} mca_coll_strata_stage_t;
+
+/* The memory kind of a buffer argument: MPI_IN_PLACE and NULL are host. */
+strata_mem_kind_t mca_coll_strata_kind(const void *buf, int *ordinal);
+
+/* Whether any of these two buffers must be staged: the per-call test every
+ * entry makes; in a process without a CUDA driver, one check. */
+bool mca_coll_strata_any_device(const void *a, const void *b);
+
+/* "device->host" etc.: the send and receive kinds, for verbose output. */
+const char *mca_coll_strata_kinds_name(strata_mem_kind_t send, strata_mem_kind_t recv);
+
+/* The same for a call's send and receive buffer arguments (in place: the
+ * receive buffer's kind both ways). */
+const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf);
+
+/* Byte regions a call touches, relative to the buffer pointer. */
+void mca_coll_strata_region(size_t count, struct ompi_datatype_t *dtype, ptrdiff_t *lo,
+                            ptrdiff_t *hi);
+/* Blocks i < n of counts[i] elements at displs[i] extents (NULL displs:
+ * packed one after another, as Reduce_scatter lays them out). */
+void mca_coll_strata_region_v(int n, const int *counts, const int *displs,
+                              struct ompi_datatype_t *dtype, ptrdiff_t *lo, ptrdiff_t *hi);
+/* Alltoallw: displacements in bytes, a datatype per block. */
+void mca_coll_strata_region_w(int n, const int *counts, const int *displs,
+                              struct ompi_datatype_t *const *dtypes, ptrdiff_t *lo,
+                              ptrdiff_t *hi);
+/* Whether writing `count` elements of `dtype` covers [lo, hi) completely,
+ * so an output region needs no copy in first. */
+bool mca_coll_strata_region_dense(size_t bytes_written, ptrdiff_t lo, ptrdiff_t hi);
+
+void mca_coll_strata_stage_init(mca_coll_strata_stage_t *st,
+                                struct mca_coll_strata_module_t *module, const char *coll);
+/*
+ * Describe buffer `which` (SEND or RECV).  An `out` region that the call
+ * may not write completely should also be `in`, so the bytes in its gaps
+ * come back unchanged.  Host buffers and empty regions are ignored.
+ */
+void mca_coll_strata_stage_add(mca_coll_strata_stage_t *st, int which, const void *user,
+                               ptrdiff_t lo, ptrdiff_t hi, int dir);
+
+/* Copy in.  Returns OMPI_SUCCESS, or an error when no host memory could be
+ * had at all (then nothing else needs undoing). */
+int mca_coll_strata_stage_in(mca_coll_strata_stage_t *st);
+/* What to hand the host code for buffer `which`: the host copy's address
+ * matching the caller's pointer, or the caller's pointer itself. */
+void *mca_coll_strata_stage_ptr(const mca_coll_strata_stage_t *st, int which);
+/* The argument to hand the host code for a buffer argument `orig`:
+ * unchanged when MPI_IN_PLACE or not described (not significant on this
+ * rank), else its staged host address. */
+static inline void *mca_coll_strata_stage_arg(const mca_coll_strata_stage_t *st, int which,
+                                              const void *orig)
+{
+    if (MPI_IN_PLACE == orig || st->buf[which].user != (const char *)orig) {
+        return (void *)orig;
+    }
+    return mca_coll_strata_stage_ptr(st, which);
+}
+
+/* Copy out (unless coll_rc or an earlier staging step failed) and give the
+ * bounce buffer back.  Returns the call's result. */
+int mca_coll_strata_stage_out(mca_coll_strata_stage_t *st, int coll_rc);
+
+/*
+ * Elements per piece for an elementwise collective (reductions, scans,
+ * broadcast) of `count` x `dtype`: `count` when the call fits the bounce
+ * bound or no rank stages, else the piece size every rank then uses.  Above
+ * the bound every rank asks the others (one small allreduce), because the
+ * ranks must run the same sequence of collectives whichever of them stage.
+ * `can_split`: this rank could cut its buffer at element boundaries.
+ */
+int mca_coll_strata_stage_pieces(struct mca_coll_strata_module_t *module,
+                                 struct ompi_communicator_t *comm, int count,
+                                 struct ompi_datatype_t *dtype, bool stages, bool can_split,
+                                 int *piece);
+
+/* Free the communicator's cached bounce buffer (module destructor). */
+void mca_coll_strata_stage_release(struct mca_coll_strata_module_t *module);
+
+/* coll_strata_stage_req.c: wrap a started nonblocking fallback collective
+ * on host copies; its completion copies out and completes *request. */
+int mca_coll_strata_stage_req_start(mca_coll_strata_stage_t *st,
+                                    struct ompi_communicator_t *comm, ompi_request_t *inner,
+                                    ompi_request_t **request);
+/* Unregister the progress callback (component close). */
+void mca_coll_strata_stage_req_finalize(void);
+
+/*
+ * coll_strata_describe.c: which bytes of its buffers each collective reads
+ * and writes on this rank (what MPI says is significant where: roots,
+ * MPI_IN_PLACE, v/w layouts).  Shared by the blocking and nonblocking
+ * entries.  `rank`/`size` are the caller's in comm.
+ */
+typedef struct mca_coll_strata_call_t {
+    int rank, size, root;
+} mca_coll_strata_call_t;
+
+void mca_coll_strata_describe_gather(mca_coll_strata_stage_t *st,
+                                     const mca_coll_strata_call_t *c, const void *sbuf,
+                                     int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                     const int *rcounts, const int *displs, int rcount,
+                                     struct ompi_datatype_t *rdtype, bool all);
+void mca_coll_strata_describe_scatter(mca_coll_strata_stage_t *st,
+                                      const mca_coll_strata_call_t *c, const void *sbuf,
+                                      const int *scounts, const int *displs, int scount,
+                                      struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                      struct ompi_datatype_t *rdtype);
+void mca_coll_strata_describe_alltoall(mca_coll_strata_stage_t *st,
+                                       const mca_coll_strata_call_t *c, const void *sbuf,
+                                       const int *scounts, const int *sdispls, int scount,
+                                       struct ompi_datatype_t *sdtype, void *rbuf,
+                                       const int *rcounts, const int *rdispls, int rcount,
+                                       struct ompi_datatype_t *rdtype);
+void mca_coll_strata_describe_alltoallw(mca_coll_strata_stage_t *st,
+                                        const mca_coll_strata_call_t *c, const void *sbuf,
+                                        const int *scounts, const int *sdispls,
+                                        struct ompi_datatype_t *const *sdtypes, void *rbuf,
+                                        const int *rcounts, const int *rdispls,
+                                        struct ompi_datatype_t *const *rdtypes);
+/* Reductions, scans and broadcast: `count` elements from `sbuf` into
+ * `rbuf`.  `root` < 0: every rank receives (allreduce, scan); exscan: rank
+ * 0's result is undefined, its buffer comes back unchanged; bcast: pass
+ * sbuf == rbuf == the buffer. */
+typedef enum {
+    MCA_COLL_STRATA_ELEM_REDUCE, /* allreduce (root -1), reduce, scan */
+    MCA_COLL_STRATA_ELEM_EXSCAN,
+    MCA_COLL_STRATA_ELEM_BCAST,
+} mca_coll_strata_elem_t;
+void mca_coll_strata_describe_elementwise(mca_coll_strata_stage_t *st,
+                                          const mca_coll_strata_call_t *c,
+                                          mca_coll_strata_elem_t kind, const void *sbuf,
+                                          void *rbuf, int count, struct ompi_datatype_t *dtype);
+void mca_coll_strata_describe_reduce_scatter(mca_coll_strata_stage_t *st,
+                                             const mca_coll_strata_call_t *c, const void *sbuf,
+                                             void *rbuf, const int *rcounts, int rcount,
+                                             struct ompi_datatype_t *dtype);
+
+/*
+ * coll_strata_colls.c: one elementwise collective (reduction, scan,
+ * broadcast), staged piece by piece where it must be; `run` is called per
+ * piece with the host (or unchanged) pointers.  Host ranks call it too when
+ * the data is above the pieces' bound, so that every rank runs the same
+ * sequence of collectives.
+ */
+typedef int (*mca_coll_strata_elem_fn_t)(struct mca_coll_strata_module_t *module,
+                                         struct ompi_communicator_t *comm, const void *sbuf,
+                                         void *rbuf, int count, void *arg);
+int mca_coll_strata_elementwise(struct mca_coll_strata_module_t *module,
+                                struct ompi_communicator_t *comm, mca_coll_strata_elem_t kind,
+                                int root, const char *coll, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype, bool can_split,
+                                mca_coll_strata_elem_fn_t run, void *arg);
+/* Whether `count` x `dtype` is above the size from which pieces may be cut
+ * (the same answer on every rank). */
+bool mca_coll_strata_elem_big(int count, struct ompi_datatype_t *dtype);
+
+/* Verbosity 20: one line per call naming the kinds and the path. */
+void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm,
+                           const void *sbuf, const void *rbuf, const char *path);
+#define MCA_COLL_STRATA_TRACE(_coll, _comm, _s, _r, _path) \
+    do { \
+        if (OPAL_UNLIKELY(mca_coll_strata_component.verbose >= 20)) { \
+            mca_coll_strata_trace((_coll), (_comm), (_s), (_r), (_path)); \
+        } \
+    } while (0)
+
+#endif /* MCA_COLL_STRATA_STAGE_H */

@@ -1,0 +1,161 @@
+/*
+ * coll/strata: the request of a staged nonblocking collective.
+ *
+ * A nonblocking collective on device buffers must stay nonblocking: a call
+ * that waited for its peers could deadlock a correct program (rank A:
+ * MPI_Iallreduce, MPI_Send to B, MPI_Wait; rank B: MPI_Recv from A,
+ * MPI_Iallreduce, MPI_Wait).  So the entry copies in (local work only),
+ * starts the saved module's nonblocking collective on the host copies, and
+ * returns this request.  A progress callback, registered the first time a
+ * staged request exists, watches the inner requests; when one completes it
+ * copies out, frees the inner request and completes the outer one, which
+ * the application's MPI_Wait/MPI_Test then sees.
+ */
+#include "coll_strata.h"
+#include "coll_strata_ompi.h"
+
+#include "ompi/constants.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/threads/mutex.h"
+
+typedef struct mca_coll_strata_stage_req_t {
+    /* what MPI_I* expects of a coll request (coll_strata_ompi.h) */
+    mca_coll_strata_nbc_request_t super;
+    mca_coll_strata_stage_t stage;
+    ompi_request_t *inner; /* the fallback's request on the host copies */
+    bool freed;            /* MPI_Request_free came before completion */
+    struct mca_coll_strata_stage_req_t *next;
+} mca_coll_strata_stage_req_t;
+
+static OBJ_CLASS_INSTANCE(mca_coll_strata_stage_req_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+
+/* Staged requests in flight (any communicator), and the lock over the list
+ * and every request's `freed` flag. */
+static mca_coll_strata_stage_req_t *mca_coll_strata_stage_reqs;
+static opal_mutex_t mca_coll_strata_stage_reqs_lock = OPAL_MUTEX_STATIC_INIT;
+static bool mca_coll_strata_stage_progress_on;
+
+static void mca_coll_strata_stage_req_release(mca_coll_strata_stage_req_t *req)
+{
+    OBJ_RELEASE(req->stage.module);
+    OMPI_REQUEST_FINI(&req->super.super);
+    OBJ_RELEASE(req);
+}
+
+/* Copy out, report, and complete (or release, if already freed). */
+static void mca_coll_strata_stage_req_finish(mca_coll_strata_stage_req_t *req)
+{
+    int rc = req->inner->req_status.MPI_ERROR;
+    bool freed;
+
+    rc = mca_coll_strata_stage_out(&req->stage, rc);
+    (void)ompi_request_free(&req->inner);
+    req->super.super.req_status.MPI_ERROR = rc;
+
+    OPAL_THREAD_LOCK(&mca_coll_strata_stage_reqs_lock);
+    freed = req->freed;
+    OPAL_THREAD_UNLOCK(&mca_coll_strata_stage_reqs_lock);
+    /* Completion runs the callbacks MPI_I* chained to release the call's
+     * datatypes and ops; nobody waits on a freed request. */
+    ompi_request_complete(&req->super.super, !freed);
+    if (freed) {
+        mca_coll_strata_stage_req_release(req);
+    }
+}
+
+static int mca_coll_strata_stage_req_progress(void)
+{
+    mca_coll_strata_stage_req_t *done = NULL, **link, *req;
+    int count = 0;
+
+    if (NULL == mca_coll_strata_stage_reqs) {
+        return 0;
+    }
+    OPAL_THREAD_LOCK(&mca_coll_strata_stage_reqs_lock);
+    for (link = &mca_coll_strata_stage_reqs; NULL != *link;) {
+        req = *link;
+        if (REQUEST_COMPLETE(req->inner)) {
+            *link = req->next;
+            req->next = done;
+            done = req;
+        } else {
+            link = &req->next;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&mca_coll_strata_stage_reqs_lock);
+    /* Outside the lock: copying out and completing may call back into MPI. */
+    while (NULL != done) {
+        req = done;
+        done = req->next;
+        mca_coll_strata_stage_req_finish(req);
+        ++count;
+    }
+    return count;
+}
+
+static int mca_coll_strata_stage_req_free(ompi_request_t **request)
+{
+    mca_coll_strata_stage_req_t *req = (mca_coll_strata_stage_req_t *)*request;
+    bool complete;
+
+    OPAL_THREAD_LOCK(&mca_coll_strata_stage_reqs_lock);
+    complete = REQUEST_COMPLETE(&req->super.super);
+    req->freed = !complete;
+    OPAL_THREAD_UNLOCK(&mca_coll_strata_stage_reqs_lock);
+    if (complete) {
+        mca_coll_strata_stage_req_release(req);
+    }
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+/* MPI cannot cancel collectives. */
+static int mca_coll_strata_stage_req_cancel(ompi_request_t *request, int complete)
+{
+    return MPI_ERR_REQUEST;
+}
+
+int mca_coll_strata_stage_req_start(mca_coll_strata_stage_t *st,
+                                    struct ompi_communicator_t *comm, ompi_request_t *inner,
+                                    ompi_request_t **request)
+{
+    mca_coll_strata_stage_req_t *req = OBJ_NEW(mca_coll_strata_stage_req_t);
+
+    if (NULL == req) {
+        /* the host collective is running: finish it here rather than lose it */
+        int rc = ompi_request_wait(&inner, MPI_STATUS_IGNORE);
+
+        return mca_coll_strata_stage_out(st, rc);
+    }
+    OMPI_REQUEST_INIT(&req->super.super, false);
+    req->super.super.req_type = OMPI_REQUEST_COLL;
+    req->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    req->super.super.req_free = mca_coll_strata_stage_req_free;
+    req->super.super.req_cancel = mca_coll_strata_stage_req_cancel;
+    req->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+    req->super.super.req_mpi_object.comm = comm;
+    req->stage = *st;
+    req->inner = inner;
+    req->freed = false;
+    OBJ_RETAIN(st->module);
+
+    OPAL_THREAD_LOCK(&mca_coll_strata_stage_reqs_lock);
+    if (!mca_coll_strata_stage_progress_on) {
+        mca_coll_strata_stage_progress_on = true;
+        opal_progress_register(mca_coll_strata_stage_req_progress);
+    }
+    req->next = mca_coll_strata_stage_reqs;
+    mca_coll_strata_stage_reqs = req;
+    OPAL_THREAD_UNLOCK(&mca_coll_strata_stage_reqs_lock);
+
+    *request = &req->super.super;
+    return OMPI_SUCCESS;
+}
+
+void mca_coll_strata_stage_req_finalize(void)
+{
+    if (mca_coll_strata_stage_progress_on) {
+        opal_progress_unregister(mca_coll_strata_stage_req_progress);
+        mca_coll_strata_stage_progress_on = false;
+    }
+}
