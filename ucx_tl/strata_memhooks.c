@@ -33,6 +33,24 @@ static void uct_strata_memhooks_dispatch(ucm_event_type_t type, CUdeviceptr ptr,
     ucm_event_dispatch(type, &event);
 }
 
+/*
+ * Device memory Strata sees allocated gets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+ * as UCX's own CUDA support sets it: synchronous copies and memsets on it
+ * (cuMemsetD8, cuMemcpyDtoD, which otherwise return before the device has
+ * run them) are then complete when they return, so a buffer an application
+ * filled just before an MPI call holds its bytes when a transport reads it
+ * on another stream.  GPUDirect RDMA needs the same.  A failure (VMM
+ * mappings may refuse it) changes nothing else.
+ */
+static void uct_strata_memhooks_sync_memops(CUdeviceptr ptr)
+{
+    unsigned int one = 1;
+
+    if (ptr != 0) {
+        (void)strata_cuda.cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, ptr);
+    }
+}
+
 /* The size of the allocation that starts at ptr, asked before it is freed. */
 static size_t uct_strata_memhooks_range(CUdeviceptr ptr)
 {
@@ -60,6 +78,7 @@ static size_t uct_strata_memhooks_range(CUdeviceptr ptr)
         ucm_event_enter(); \
         res = uct_strata_orig_##_func _args; \
         if (res == CUDA_SUCCESS) { \
+            uct_strata_memhooks_sync_memops(*dptr); \
             uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, _mem_type); \
         } \
         ucm_event_leave(); \
@@ -114,6 +133,7 @@ static CUresult uct_strata_hook_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch
     ucm_event_enter();
     res = uct_strata_orig_cuMemAllocPitch(dptr, pitch, width, height, elem);
     if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_sync_memops(*dptr);
         uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, *pitch * height,
                                      UCS_MEMORY_TYPE_CUDA);
     }
@@ -130,6 +150,7 @@ static CUresult uct_strata_hook_cuMemMap(CUdeviceptr ptr, size_t size, size_t of
     ucm_event_enter();
     res = uct_strata_orig_cuMemMap(ptr, size, offset, handle, flags);
     if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_sync_memops(ptr);
         uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, ptr, size, UCS_MEMORY_TYPE_CUDA);
     }
     ucm_event_leave();

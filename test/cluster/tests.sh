@@ -42,6 +42,22 @@ cluster_allreduce() {
     fi
 }
 
+# Every collective on device buffers across nodes, through the README's
+# CUDA-aware settings with TCP between nodes (pml/ucx; device data between
+# nodes is staged by coll/strata before it reaches the network).
+# cluster_coll_device PLACEMENT: 2x2 or 3+1
+cluster_coll_device() {
+    local map
+    case "$1" in
+    2x2) map=(-np 4 --map-by ppr:2:node) ;;
+    3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
+    esac
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" "$STRATA_CLUSTER_SH" mpirun -- --bind-to none \
+        "${strata_mca_gpu[@]}" $(strata_coll_mca strata) "${map[@]}" \
+        -x LD_LIBRARY_PATH -x UCX_TLS=self,sm,tcp,gpu_copy,gpu_ipc -x UCX_NET_DEVICES=eth0 \
+        "$T/mpi/test_coll_device" --quiet --counts 0,1,7,1021,65537
+}
+
 # Bytes counted on the links: an allreduce of n bytes over 2 nodes (one rank
 # each) must move at least n bytes out of each node per call, and the
 # counters must see it.
@@ -123,6 +139,10 @@ else
     strata_test cluster_allreduce_strata_bynode 300 cluster_job 2 "" cluster_allreduce strata bynode
     strata_test cluster_allreduce_strata_4x2 300 cluster_job 4 "" cluster_allreduce strata 4x2
     strata_test cluster_allreduce_strata_2x1 300 cluster_job 2 "" cluster_allreduce strata 2x1
+    if [ "$STRATA_HAVE_UCX" = yes ] && [ -x "$T/mpi/test_coll_device" ]; then
+        strata_test cluster_coll_device_2x2 300 cluster_job 2 "" cluster_coll_device 2x2
+        strata_test cluster_coll_device_3+1 300 cluster_job 2 "" cluster_coll_device 3+1
+    fi
     strata_test cluster_bytes_counted 180 cluster_job 2 "" cluster_bytes_counted
     strata_test cluster_links_shaped 60 cluster_job 2 100mbit cluster_links_shaped
     strata_test cluster_cleanup_after_failure 60 cluster_cleanup_after_failure

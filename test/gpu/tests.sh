@@ -14,6 +14,13 @@ gpu_ucp_cudart_malloc_async() { strata_ucx_run "$STRATA_BUILDDIR/test/gpu/test_u
 gpu_mpi_4ranks_one_gpu()     { strata_mpirun_gpu 4 "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 67108864; }
 gpu_mpi_4ranks_vmm()         { strata_mpirun_gpu 4 "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --alloc vmm --max-size 67108864; }
 
+# Every collective on device buffers through coll/strata, on the real
+# driver (the same functions as the mpi layer's stand-in runs).
+. "$STRATA_SRCDIR/test/mpi/tests.sh" --functions-only
+gpu_coll_device_ucx_np4()  { T="$STRATA_BUILDDIR/test" coll_device 4 ucx --quiet; }
+gpu_coll_device_ob1_np2()  { T="$STRATA_BUILDDIR/test" coll_device 2 ob1 --quiet; }
+gpu_coll_device_deadlock() { T="$STRATA_BUILDDIR/test" coll_device_deadlock; }
+
 if [ -n "$STRATA_CUDA_LIBDIR" ]; then
     strata_skip gpu_layer "run through 'make check-gpu' (STRATA_TEST_DRIVER=real) on a GPU machine"
 elif ! gpu_driver_present; then
@@ -26,5 +33,8 @@ else
     if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test gpu_mpi_4ranks_one_gpu 300 gpu_mpi_4ranks_one_gpu
         strata_test gpu_mpi_4ranks_vmm 300 gpu_mpi_4ranks_vmm
+        strata_test gpu_coll_device_ucx_np4 600 gpu_coll_device_ucx_np4
+        strata_test gpu_coll_device_ob1_np2 600 gpu_coll_device_ob1_np2
+        strata_test gpu_coll_device_deadlock 300 gpu_coll_device_deadlock
     fi
 fi

@@ -131,6 +131,47 @@ ucx_mpi_noncontig_device() {
     [ $rc -eq 0 ] && ! grep -q "fails\|FAIL" "$out" && [ "$(grep -c ": works$" "$out")" -eq 4 ]
 }
 
+# The one-argument form of README's "CUDA-aware MPI with Strata": the shipped
+# tune file (config/cuda-aware.conf, installed as share/strata/) alone makes
+# a job CUDA-aware; only this build tree's paths go beside it.  Run 1: every
+# setting takes effect (pml/ucx although Debian's openmpi-mca-params.conf
+# says ^ucx, UCX_TLS in the ranks with UCX using gpu_copy and gpu_ipc,
+# coll/strata at 90, the UCT module loaded) and point-to-point and every
+# collective work on device buffers.  Run 2: --mca and -x on the command
+# line win over the file.
+ucx_mpi_tune_cuda_aware() {
+    local conf="$STRATA_SRCDIR/config/cuda-aware.conf" out="$STRATA_TEST_TMP/out" rc want
+    local tune=(--tune "$conf" --mca mca_base_component_path "$STRATA_OMPI_COMPONENT_PATH"
+                --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1
+                --mca pml_base_verbose 10 --mca coll_strata_verbose 10 --mca hook_strata_verbose 10
+                -x LD_LIBRARY_PATH -x UCX_LOG_LEVEL=info)
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 --oversubscribe --bind-to none "${tune[@]}" \
+        "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 65536 >"$out" 2>&1 &&
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 --oversubscribe --bind-to none "${tune[@]}" \
+        "$STRATA_BUILDDIR/test/mpi/test_coll_device" --quiet --counts 0,7,1021 >>"$out" 2>&1
+    rc=$?; grep -v ': ok$' "$out"
+    [ $rc -eq 0 ] || return 1
+    for want in "test_p2p_device: all checks passed" \
+                "test_coll_device: [0-9]* checks passed" \
+                "select: component ucx selected" \
+                "UCX_\* env variables: UCX_TLS=self,sm,gpu_copy,gpu_ipc " \
+                "ep_cfg\[[0-9]*\]: tag(.*gpu_copy/gpu0" \
+                "ep_cfg\[[0-9]*\]: tag(.*gpu_ipc/gpu0" \
+                "coll:strata: MPI_COMM_WORLD: selected for 2 ranks (priority 90)" \
+                "hook:strata: loaded $STRATA_UCT_MODULE"; do
+        grep -q -e "$want" "$out" || { echo "missing with --tune: $want"; return 1; }
+    done
+    grep -q "select: component ob1 selected" "$out" && { echo "ob1 selected with --tune"; return 1; }
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 --oversubscribe --bind-to none "${tune[@]}" \
+        --mca coll_strata_priority 85 -x UCX_TLS=self,sm,gpu_copy \
+        "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 4096 >"$out" 2>&1
+    rc=$?; grep -v ': ok$' "$out"
+    [ $rc -eq 0 ] &&
+        grep -q "coll:strata: MPI_COMM_WORLD: selected for 2 ranks (priority 85)" "$out" &&
+        grep -q "UCX_\* env variables: UCX_TLS=self,sm,gpu_copy " "$out" &&
+        ! grep -q "priority 90)" "$out"
+}
+
 if [ "$STRATA_HAVE_UCX" != yes ]; then
     strata_skip ucx_layer "this build has no UCX transports (no UCX or no CUDA headers)"
 elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; then
@@ -165,6 +206,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
         strata_test ucx_mpi_p2p_3ranks_vmm 300 ucx_mpi_p2p_3ranks_vmm
         strata_test ucx_mpi_p2p_async 300 ucx_mpi_p2p_async
         strata_test ucx_mpi_noncontig_device 120 ucx_mpi_noncontig_device
+        strata_test ucx_mpi_tune_cuda_aware 180 ucx_mpi_tune_cuda_aware
     fi
 else
     strata_skip ucx_layer "the CUDA stand-in was not built ($STRATA_CUDA_LIBDIR)"

@@ -110,6 +110,36 @@ static void test_overrides(void)
           d.inter == MCA_COLL_STRATA_INTER_COLL, "forced leader, small: one slice, coll");
 }
 
+/* Device buffers change only this rank's device path, never the algorithm
+ * (ranks may mix host and device buffers in one call). */
+static void test_device_path(void)
+{
+    static const size_t sizes[] = {8, 4096, 4097, 2 << 20};
+    static const int tops[][3] = {{1, 4, 4}, {4, 2, 2}, {3, 1, 2}, {2, 1, 1}};
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); ++t) {
+            mca_coll_strata_decision_input_t in = {
+                .bytes = sizes[i], .nnodes = tops[t][0],
+                .ppn_min = tops[t][1], .ppn_max = tops[t][2],
+            };
+            mca_coll_strata_decision_t host, dev;
+
+            mca_coll_strata_decide(&defaults, &in, &host);
+            in.device = true;
+            mca_coll_strata_decide(&defaults, &in, &dev);
+            CHECK(host.device_path == MCA_COLL_STRATA_DEVICE_NONE &&
+                      dev.device_path == MCA_COLL_STRATA_DEVICE_STAGED,
+                  "%zu B on %dx%d: host buffers direct, device buffers staged", sizes[i],
+                  tops[t][0], tops[t][2]);
+            CHECK(host.algorithm == dev.algorithm && host.nslices == dev.nslices &&
+                      host.inter == dev.inter,
+                  "%zu B on %dx%d: the same algorithm for host and device buffers", sizes[i],
+                  tops[t][0], tops[t][2]);
+        }
+    }
+}
+
 /* Every split must tile [0, total) with parts differing by at most one. */
 static void test_partition(void)
 {
@@ -138,8 +168,10 @@ int main(void)
 {
     test_auto_rules();
     test_overrides();
+    test_device_path();
     test_partition();
-    printf("test_decision: %s: decision rules, overrides, partitions of 0..300 into 1..17\n",
+    printf("test_decision: %s: decision rules, overrides, device paths, partitions of 0..300 "
+           "into 1..17\n",
            failures ? "FAIL" : "OK");
     return failures ? 1 : 0;
 }
