@@ -1,14 +1,20 @@
 /*
  * Pointer classification (see strata_mem.h).
  *
- * Device memory can exist only once a CUDA driver is loaded in the process,
- * and an application may load it long after MPI_Init (mpi4py initialises
- * MPI at import, CuPy loads the driver later).  So "is a driver here" is
- * asked again whenever the process has loaded another shared object:
- * glibc counts loads (dl_phdr_info.dlpi_adds), and reading the count stops
- * after the first object.  Once the driver is found it stays (Strata opens
- * it RTLD_NODELETE) and every query goes to cuPointerGetAttributes, which
- * answers host memory with type 0 and no error.
+ * Device memory can exist only once a CUDA driver is loaded in the process.
+ * Whether one is, is settled at the first question:
+ *   PRESENT  libcuda.so.1 is loaded: every query asks cuPointerGetAttributes
+ *            (host memory answers type 0, no error)
+ *   ABSENT   it is not loaded and cannot be (a node without the driver):
+ *            nothing in this process can ever be device memory
+ *   NOT_YET  it could be loaded but is not: an application may load it long
+ *            after MPI_Init (mpi4py initialises MPI at import, CuPy loads the
+ *            driver later), so it is looked for again whenever the process
+ *            has loaded another shared object; glibc counts loads
+ *            (dl_phdr_info.dlpi_adds), and reading the count stops at the
+ *            first object
+ * PRESENT and ABSENT are final (Strata opens the driver RTLD_NODELETE), and
+ * cost one load and compare per question.
  */
 #define _GNU_SOURCE
 #include "strata_mem.h"
@@ -17,9 +23,18 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 
-static int strata_mem_present;               /* latched: driver loaded and usable */
+enum {
+    STRATA_MEM_DRIVER_UNKNOWN = 0,
+    STRATA_MEM_DRIVER_PRESENT,
+    STRATA_MEM_DRIVER_ABSENT,
+    STRATA_MEM_DRIVER_NOT_YET,
+};
+
+static int strata_mem_driver_state;
 static unsigned long long strata_mem_seen_adds; /* dlpi_adds when last looked */
+static pthread_mutex_t strata_mem_driver_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int strata_mem_adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -28,34 +43,70 @@ static int strata_mem_adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 1; /* the count is the same in every entry: stop at the first */
 }
 
-static int strata_mem_driver_check(void)
+static unsigned long long strata_mem_dl_adds(void)
 {
     unsigned long long adds = 0;
-    void *handle;
 
     (void)dl_iterate_phdr(strata_mem_adds_cb, &adds);
-    if (adds == __atomic_load_n(&strata_mem_seen_adds, __ATOMIC_RELAXED)) {
-        return 0;
-    }
-    __atomic_store_n(&strata_mem_seen_adds, adds, __ATOMIC_RELAXED);
-    handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return adds;
+}
+
+/* Whether libcuda.so.1 is loaded now; loads and initialises it for Strata
+ * (strata_cuda_load) when it is. */
+static int strata_mem_driver_loaded(void)
+{
+    void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+
     if (handle == NULL) {
         return 0;
     }
     dlclose(handle);
-    if (strata_cuda_load() != 0) {
-        return 0;
+    return strata_cuda_load() == 0;
+}
+
+static int strata_mem_driver_settle(void)
+{
+    int state;
+    void *handle;
+
+    pthread_mutex_lock(&strata_mem_driver_lock);
+    state = strata_mem_driver_state;
+    if (state == STRATA_MEM_DRIVER_UNKNOWN) {
+        if (strata_mem_driver_loaded()) {
+            state = STRATA_MEM_DRIVER_PRESENT;
+        } else if ((handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) == NULL) {
+            state = STRATA_MEM_DRIVER_ABSENT;
+        } else {
+            dlclose(handle);
+            state = STRATA_MEM_DRIVER_NOT_YET;
+            strata_mem_seen_adds = strata_mem_dl_adds();
+        }
+    } else if (state == STRATA_MEM_DRIVER_NOT_YET) {
+        unsigned long long adds = strata_mem_dl_adds();
+
+        if (adds != strata_mem_seen_adds) {
+            strata_mem_seen_adds = adds;
+            if (strata_mem_driver_loaded()) {
+                state = STRATA_MEM_DRIVER_PRESENT;
+            }
+        }
     }
-    __atomic_store_n(&strata_mem_present, 1, __ATOMIC_RELEASE);
-    return 1;
+    __atomic_store_n(&strata_mem_driver_state, state, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&strata_mem_driver_lock);
+    return state == STRATA_MEM_DRIVER_PRESENT;
 }
 
 int strata_mem_driver_present(void)
 {
-    if (__builtin_expect(__atomic_load_n(&strata_mem_present, __ATOMIC_ACQUIRE), 1)) {
+    int state = __atomic_load_n(&strata_mem_driver_state, __ATOMIC_ACQUIRE);
+
+    if (__builtin_expect(state == STRATA_MEM_DRIVER_PRESENT, 1)) {
         return 1;
     }
-    return strata_mem_driver_check();
+    if (__builtin_expect(state == STRATA_MEM_DRIVER_ABSENT, 1)) {
+        return 0;
+    }
+    return strata_mem_driver_settle();
 }
 
 int strata_mem_query(const void *ptr, strata_mem_info_t *info)

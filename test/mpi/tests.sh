@@ -219,6 +219,13 @@ coll_device_no_pinned() {
     CUDA_STANDIN_FAIL=cuMemHostAlloc coll_device 3 ob1 -x CUDA_STANDIN_FAIL -- --quiet --counts 0,1,7,1021
 }
 
+# The driver loaded after MPI_Init and after a host collective (mpi4py +
+# CuPy): strata must notice it and stage the device buffers that follow.
+coll_device_late_driver() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) "$T/mpi/test_coll_late_cuda"
+}
+
 # Verbosity 20 names the memory kinds and the path of every call.
 coll_device_verbose() {
     coll_device 2 ob1 --mca coll_strata_verbose 20 -- --kinds dd,hh --counts 7 --only allreduce,allgather,ibcast \
@@ -278,6 +285,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_fault_copy_out 120 coll_device_fault cuMemcpyHtoDAsync
         strata_test mpi_coll_device_no_pinned 300 coll_device_no_pinned
         strata_test mpi_coll_device_verbose 120 coll_device_verbose
+        strata_test mpi_coll_device_late_driver 120 coll_device_late_driver
     fi
     if [ "$STRATA_HAVE_UCX" = yes ]; then
         strata_test mpi_hook_loads_uct 120 mpi_hook_loads_uct
