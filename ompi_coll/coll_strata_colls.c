@@ -16,23 +16,6 @@
 
 #define MCA_COLL_STRATA_MOD(_m) ((mca_coll_strata_module_t *)(_m))
 
-#define MCA_COLL_STRATA_S(_st, _sbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_SEND, (_sbuf))
-#define MCA_COLL_STRATA_R(_st, _rbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_RECV, (_rbuf))
-
-/* Copy in, run `_call` on the host copies, copy out, return. */
-#define MCA_COLL_STRATA_STAGED(_st, _comm, _s, _r, _call) \
-    do { \
-        int _rc = mca_coll_strata_stage_in(_st); \
-        if (OMPI_SUCCESS != _rc) { \
-            return _rc; \
-        } \
-        MCA_COLL_STRATA_TRACE((_st)->coll, (_comm), (_s), (_r), "staged"); \
-        return mca_coll_strata_stage_out((_st), (_call)); \
-    } while (0)
-
-#define MCA_COLL_STRATA_CALL(_comm, _root) \
-    { .rank = ompi_comm_rank(_comm), .size = ompi_comm_size(_comm), .root = (_root) }
-
 void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm,
                            const void *sbuf, const void *rbuf, const char *path)
 {
@@ -196,7 +179,7 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
 
     if (OPAL_LIKELY(!mca_coll_strata_any_device(buf, NULL) &&
                     !mca_coll_strata_elem_big(count, dtype))) {
-        MCA_COLL_STRATA_TRACE("MPI_Bcast", comm, buf, buf, "module below strata");
+        MCA_COLL_STRATA_TRACE("MPI_Bcast", comm, buf, NULL, "module below strata");
         return MCA_COLL_STRATA_FALLBACK(m, bcast, buf, count, dtype, root, comm);
     }
     /* Ranks may describe one message with different datatypes; cutting it
@@ -218,11 +201,7 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Allgather", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, allgather, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Allgather", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, allgather, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Allgather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount,
                                     rdtype, true);
@@ -241,11 +220,7 @@ int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatyp
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Allgatherv", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, allgatherv, sbuf, scount, sdtype, rbuf, rcounts,
-                                        displs, rdtype, comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Allgatherv", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, allgatherv, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Allgatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0,
                                     rdtype, true);
@@ -263,11 +238,7 @@ int mca_coll_strata_gather(const void *sbuf, int scount, struct ompi_datatype_t 
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Gather", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, gather, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        root, comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Gather", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, gather, sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Gather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount,
                                     rdtype, false);
@@ -286,11 +257,7 @@ int mca_coll_strata_gatherv(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Gatherv", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, gatherv, sbuf, scount, sdtype, rbuf, rcounts, displs,
-                                        rdtype, root, comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Gatherv", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, gatherv, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Gatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0,
                                     rdtype, false);
@@ -308,11 +275,7 @@ int mca_coll_strata_scatter(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Scatter", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, scatter, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        root, comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Scatter", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, scatter, sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Scatter");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, rcount,
                                      rdtype);
@@ -331,11 +294,7 @@ int mca_coll_strata_scatterv(const void *sbuf, const int *scounts, const int *di
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Scatterv", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, scatterv, sbuf, scounts, displs, sdtype, rbuf, rcount,
-                                        rdtype, root, comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Scatterv", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, scatterv, sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Scatterv");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, scounts, displs, 0, sdtype, rbuf, rcount,
                                      rdtype);
@@ -354,11 +313,7 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Alltoall", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, alltoall, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoall", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, alltoall, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Alltoall");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, NULL,
                                       NULL, rcount, rdtype);
@@ -377,11 +332,7 @@ int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *s
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Alltoallv", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, alltoallv, sbuf, scounts, sdispls, sdtype, rbuf,
-                                        rcounts, rdispls, rdtype, comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoallv", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, alltoallv, sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Alltoallv");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, scounts, sdispls, 0, sdtype, rbuf, rcounts,
                                       rdispls, 0, rdtype);
@@ -402,11 +353,7 @@ int mca_coll_strata_alltoallw(const void *sbuf, const int *scounts, const int *s
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Alltoallw", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, alltoallw, sbuf, scounts, sdispls, sdtypes, rbuf,
-                                        rcounts, rdispls, rdtypes, comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoallw", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, alltoallw, sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Alltoallw");
     mca_coll_strata_describe_alltoallw(&st, &c, sbuf, scounts, sdispls, sdtypes, rbuf, rcounts,
                                        rdispls, rdtypes);
@@ -426,10 +373,7 @@ int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcou
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Reduce_scatter", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, reduce_scatter, sbuf, rbuf, rcounts, dtype, op, comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Reduce_scatter", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, reduce_scatter, sbuf, rbuf, rcounts, dtype, op, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, rcounts, 0, dtype);
     MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
@@ -448,12 +392,7 @@ int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Reduce_scatter_block", comm, sbuf, rbuf,
-                              "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block, sbuf, rbuf, rcount, dtype, op,
-                                        comm);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Reduce_scatter_block", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block, sbuf, rbuf, rcount, dtype, op, comm));
     mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter_block");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, NULL, rcount, dtype);
     MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,

@@ -15,45 +15,25 @@
 
 #include "ompi/constants.h"
 
-/* The host collective was started (rc) with request `inner`: wrap it. */
-static int mca_coll_strata_istaged_start(mca_coll_strata_stage_t *st,
-                                         struct ompi_communicator_t *comm, int rc,
-                                         ompi_request_t *inner, ompi_request_t **request)
-{
-    if (OMPI_SUCCESS != rc) {
-        return mca_coll_strata_stage_out(st, rc);
-    }
-    return mca_coll_strata_stage_req_start(st, comm, inner, request);
-}
-
 int mca_coll_strata_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                                void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                                struct ompi_communicator_t *comm, ompi_request_t **request,
                                mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Iallgather", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, iallgather, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Iallgather", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, iallgather, sbuf, scount, sdtype, rbuf,
+                                                      rcount, rdtype, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Iallgather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     true);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Iallgather", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(
-        m, iallgather, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf), scount, sdtype,
-        mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf), rcount, rdtype, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, iallgather, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                     rcount, rdtype, comm, &inner));
 }
 
 int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -62,29 +42,19 @@ int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_dataty
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Iallgatherv", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, iallgatherv, sbuf, scount, sdtype, rbuf, rcounts, displs,
-                                        rdtype, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Iallgatherv", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, iallgatherv, sbuf, scount, sdtype, rbuf,
+                                                      rcounts, displs, rdtype, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Iallgatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
                                     true);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Iallgatherv", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(
-        m, iallgatherv, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf), scount, sdtype,
-        mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf), rcounts, displs, rdtype, comm,
-        &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, iallgatherv, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                     rcounts, displs, rdtype, comm, &inner));
 }
 
 int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count,
@@ -93,28 +63,19 @@ int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count,
                                mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Iallreduce", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, iallreduce, sbuf, rbuf, count, dtype, op, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED(
+        "MPI_Iallreduce", comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, iallreduce, sbuf, rbuf, count, dtype, op, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Iallreduce");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Iallreduce", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(m, iallreduce,
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf),
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf),
-                                  count, dtype, op, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, iallreduce, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op,
+                                                     comm, &inner));
 }
 
 int mca_coll_strata_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -123,28 +84,19 @@ int mca_coll_strata_ialltoall(const void *sbuf, int scount, struct ompi_datatype
                               mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Ialltoall", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, ialltoall, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Ialltoall", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, ialltoall, sbuf, scount, sdtype, rbuf,
+                                                      rcount, rdtype, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Ialltoall");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, NULL, NULL,
                                       rcount, rdtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Ialltoall", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(
-        m, ialltoall, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf), scount, sdtype,
-        mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf), rcount, rdtype, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, ialltoall, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                     rcount, rdtype, comm, &inner));
 }
 
 int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls,
@@ -154,29 +106,21 @@ int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *
                                mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Ialltoallv", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, ialltoallv, sbuf, scounts, sdispls, sdtype, rbuf,
-                                        rcounts, rdispls, rdtype, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Ialltoallv", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, ialltoallv, sbuf, scounts, sdispls, sdtype,
+                                                      rbuf, rcounts, rdispls, rdtype, comm,
+                                                      request));
     mca_coll_strata_stage_init(&st, m, "MPI_Ialltoallv");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, scounts, sdispls, 0, sdtype, rbuf, rcounts,
                                       rdispls, 0, rdtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Ialltoallv", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(
-        m, ialltoallv, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf), scounts,
-        sdispls, sdtype, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf), rcounts,
-        rdispls, rdtype, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, ialltoallv, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     scounts, sdispls, sdtype,
+                                                     MCA_COLL_STRATA_R(&st, rbuf), rcounts, rdispls,
+                                                     rdtype, comm, &inner));
 }
 
 int mca_coll_strata_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
@@ -187,29 +131,21 @@ int mca_coll_strata_ialltoallw(const void *sbuf, const int *scounts, const int *
                                mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Ialltoallw", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, ialltoallw, sbuf, scounts, sdispls, sdtypes, rbuf,
-                                        rcounts, rdispls, rdtypes, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Ialltoallw", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, ialltoallw, sbuf, scounts, sdispls,
+                                                      sdtypes, rbuf, rcounts, rdispls, rdtypes,
+                                                      comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Ialltoallw");
     mca_coll_strata_describe_alltoallw(&st, &c, sbuf, scounts, sdispls, sdtypes, rbuf, rcounts,
                                        rdispls, rdtypes);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Ialltoallw", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(
-        m, ialltoallw, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf), scounts,
-        sdispls, sdtypes, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf), rcounts,
-        rdispls, rdtypes, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, ialltoallw, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     scounts, sdispls, sdtypes,
+                                                     MCA_COLL_STRATA_R(&st, rbuf), rcounts, rdispls,
+                                                     rdtypes, comm, &inner));
 }
 
 int mca_coll_strata_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -217,27 +153,18 @@ int mca_coll_strata_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, 
                            mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), root};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(buf, NULL))) {
-        MCA_COLL_STRATA_TRACE("MPI_Ibcast", comm, buf, buf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, ibcast, buf, count, dtype, root, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED(
+        "MPI_Ibcast", comm, buf, NULL,
+        MCA_COLL_STRATA_FALLBACK(m, ibcast, buf, count, dtype, root, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Ibcast");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_BCAST, buf, buf, count,
                                          dtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Ibcast", comm, buf, buf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(m, ibcast,
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, buf), count,
-                                  dtype, root, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, buf, NULL, request,
+                            MCA_COLL_STRATA_FALLBACK(m, ibcast, MCA_COLL_STRATA_R(&st, buf), count,
+                                                     dtype, root, comm, &inner));
 }
 
 int mca_coll_strata_iexscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -245,28 +172,19 @@ int mca_coll_strata_iexscan(const void *sbuf, void *rbuf, int count, struct ompi
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Iexscan", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, iexscan, sbuf, rbuf, count, dtype, op, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED(
+        "MPI_Iexscan", comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, iexscan, sbuf, rbuf, count, dtype, op, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Iexscan");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_EXSCAN, sbuf, rbuf, count,
                                          dtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Iexscan", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(m, iexscan,
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf),
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf),
-                                  count, dtype, op, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, iexscan, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op,
+                                                     comm, &inner));
 }
 
 int mca_coll_strata_igather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -275,29 +193,19 @@ int mca_coll_strata_igather(const void *sbuf, int scount, struct ompi_datatype_t
                             mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), root};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Igather", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, igather, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        root, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Igather", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, igather, sbuf, scount, sdtype, rbuf,
+                                                      rcount, rdtype, root, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Igather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     false);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Igather", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(
-        m, igather, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf), scount, sdtype,
-        mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf), rcount, rdtype, root, comm,
-        &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, igather, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                     rcount, rdtype, root, comm, &inner));
 }
 
 int mca_coll_strata_igatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -307,29 +215,20 @@ int mca_coll_strata_igatherv(const void *sbuf, int scount, struct ompi_datatype_
                              mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), root};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Igatherv", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, igatherv, sbuf, scount, sdtype, rbuf, rcounts, displs,
-                                        rdtype, root, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Igatherv", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, igatherv, sbuf, scount, sdtype, rbuf,
+                                                      rcounts, displs, rdtype, root, comm,
+                                                      request));
     mca_coll_strata_stage_init(&st, m, "MPI_Igatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
                                     false);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Igatherv", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(
-        m, igatherv, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf), scount, sdtype,
-        mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf), rcounts, displs, rdtype, root,
-        comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, igatherv, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                     rcounts, displs, rdtype, root, comm, &inner));
 }
 
 int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -337,29 +236,19 @@ int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), root};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Ireduce", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, ireduce, sbuf, rbuf, count, dtype, op, root, comm,
-                                        request);
-    }
+    MCA_COLL_STRATA_UNSTAGED(
+        "MPI_Ireduce", comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, ireduce, sbuf, rbuf, count, dtype, op, root, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Ireduce");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Ireduce", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(m, ireduce,
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf),
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf),
-                                  count, dtype, op, root, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, ireduce, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op,
+                                                     root, comm, &inner));
 }
 
 int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
@@ -368,28 +257,18 @@ int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rco
                                     mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Ireduce_scatter", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter, sbuf, rbuf, rcounts, dtype, op, comm,
-                                        request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Ireduce_scatter", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter, sbuf, rbuf, rcounts,
+                                                      dtype, op, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Ireduce_scatter");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, rcounts, 0, dtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Ireduce_scatter", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter,
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf),
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf),
-                                  rcounts, dtype, op, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter, MCA_COLL_STRATA_S(&st, sbuf),
+                                 MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype, op, comm, &inner));
 }
 
 int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -398,28 +277,18 @@ int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcou
                                           ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Ireduce_scatter_block", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter_block, sbuf, rbuf, rcount, dtype, op,
-                                        comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Ireduce_scatter_block", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter_block, sbuf, rbuf, rcount,
+                                                      dtype, op, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Ireduce_scatter_block");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, NULL, rcount, dtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Ireduce_scatter_block", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter_block,
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf),
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf),
-                                  rcount, dtype, op, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter_block, MCA_COLL_STRATA_S(&st, sbuf),
+                                 MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype, op, comm, &inner));
 }
 
 int mca_coll_strata_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -427,28 +296,19 @@ int mca_coll_strata_iscan(const void *sbuf, void *rbuf, int count, struct ompi_d
                           ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), -1};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Iscan", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, iscan, sbuf, rbuf, count, dtype, op, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED(
+        "MPI_Iscan", comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, iscan, sbuf, rbuf, count, dtype, op, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Iscan");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Iscan", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(m, iscan,
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf),
-                                  mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf),
-                                  count, dtype, op, comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, iscan, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op,
+                                                     comm, &inner));
 }
 
 int mca_coll_strata_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -457,29 +317,19 @@ int mca_coll_strata_iscatter(const void *sbuf, int scount, struct ompi_datatype_
                              mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), root};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Iscatter", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, iscatter, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        root, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Iscatter", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, iscatter, sbuf, scount, sdtype, rbuf,
+                                                      rcount, rdtype, root, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Iscatter");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, rcount,
                                      rdtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Iscatter", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(
-        m, iscatter, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf), scount, sdtype,
-        mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf), rcount, rdtype, root, comm,
-        &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(m, iscatter, MCA_COLL_STRATA_S(&st, sbuf),
+                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                     rcount, rdtype, root, comm, &inner));
 }
 
 int mca_coll_strata_iscatterv(const void *sbuf, const int *scounts, const int *displs,
@@ -489,27 +339,17 @@ int mca_coll_strata_iscatterv(const void *sbuf, const int *scounts, const int *d
                               mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
-    mca_coll_strata_call_t c = {ompi_comm_rank(comm), ompi_comm_size(comm), root};
-    ompi_request_t *inner = NULL;
+    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
-    int rc;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
-        MCA_COLL_STRATA_TRACE("MPI_Iscatterv", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, iscatterv, sbuf, scounts, displs, sdtype, rbuf, rcount,
-                                        rdtype, root, comm, request);
-    }
+    MCA_COLL_STRATA_UNSTAGED("MPI_Iscatterv", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, iscatterv, sbuf, scounts, displs, sdtype,
+                                                      rbuf, rcount, rdtype, root, comm, request));
     mca_coll_strata_stage_init(&st, m, "MPI_Iscatterv");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, scounts, displs, 0, sdtype, rbuf, rcount,
                                      rdtype);
-    rc = mca_coll_strata_stage_in(&st);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    MCA_COLL_STRATA_TRACE("MPI_Iscatterv", comm, sbuf, rbuf, "staged");
-    rc = MCA_COLL_STRATA_FALLBACK(
-        m, iscatterv, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_SEND, sbuf), scounts, displs,
-        sdtype, mca_coll_strata_stage_arg(&st, MCA_COLL_STRATA_STAGE_RECV, rbuf), rcount, rdtype, root,
-        comm, &inner);
-    return mca_coll_strata_istaged_start(&st, comm, rc, inner, request);
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_FALLBACK(
+                                m, iscatterv, MCA_COLL_STRATA_S(&st, sbuf), scounts, displs, sdtype,
+                                MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype, root, comm, &inner));
 }

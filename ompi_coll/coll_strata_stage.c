@@ -58,11 +58,12 @@ const char *mca_coll_strata_kinds_name(strata_mem_kind_t send, strata_mem_kind_t
 
 const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf)
 {
-    strata_mem_kind_t r = mca_coll_strata_kind(rbuf, NULL);
+    strata_mem_kind_t s, r;
 
-    /* in place, the receive buffer is the input too */
-    return mca_coll_strata_kinds_name((MPI_IN_PLACE == sbuf) ? r : mca_coll_strata_kind(sbuf, NULL),
-                                      r);
+    /* one buffer (bcast: rbuf NULL) or in place: it is both ends */
+    s = (MPI_IN_PLACE == sbuf) ? STRATA_MEM_HOST : mca_coll_strata_kind(sbuf, NULL);
+    r = (NULL == rbuf) ? s : mca_coll_strata_kind(rbuf, NULL);
+    return mca_coll_strata_kinds_name((MPI_IN_PLACE == sbuf) ? r : s, r);
 }
 
 /* ---- regions ------------------------------------------------------------ */

@@ -63,7 +63,7 @@ bool mca_coll_strata_any_device(const void *a, const void *b);
 const char *mca_coll_strata_kinds_name(strata_mem_kind_t send, strata_mem_kind_t recv);
 
 /* The same for a call's send and receive buffer arguments (in place: the
- * receive buffer's kind both ways). */
+ * receive buffer's kind both ways; rbuf NULL: a one-buffer call). */
 const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf);
 
 /* Byte regions a call touches, relative to the buffer pointer. */
@@ -205,6 +205,56 @@ int mca_coll_strata_elementwise(struct mca_coll_strata_module_t *module,
 /* Whether `count` x `dtype` is above the size from which pieces may be cut
  * (the same answer on every rank). */
 bool mca_coll_strata_elem_big(int count, struct ompi_datatype_t *dtype);
+
+/*
+ * The two halves of every entry point (coll_strata_colls.c,
+ * coll_strata_icolls.c).  MCA_COLL_STRATA_UNSTAGED returns `_call` (the
+ * saved module on the caller's buffers) when neither buffer is device
+ * memory.  MCA_COLL_STRATA_STAGED copies in, returns `_call` (the saved
+ * module on the host copies) after copying out.  MCA_COLL_STRATA_ISTAGED
+ * copies in, starts `_call` (a nonblocking collective on the host copies
+ * whose request it gives as &inner) and returns a staged request in
+ * *_request that copies out when `inner` completes.
+ */
+#define MCA_COLL_STRATA_UNSTAGED(_coll, _comm, _s, _r, _call) \
+    do { \
+        if (OPAL_LIKELY(!mca_coll_strata_any_device((_s), (_r)))) { \
+            MCA_COLL_STRATA_TRACE((_coll), (_comm), (_s), (_r), "module below strata"); \
+            return (_call); \
+        } \
+    } while (0)
+
+#define MCA_COLL_STRATA_STAGED(_st, _comm, _s, _r, _call) \
+    do { \
+        int _rc = mca_coll_strata_stage_in(_st); \
+        if (OMPI_SUCCESS != _rc) { \
+            return _rc; \
+        } \
+        MCA_COLL_STRATA_TRACE((_st)->coll, (_comm), (_s), (_r), "staged"); \
+        return mca_coll_strata_stage_out((_st), (_call)); \
+    } while (0)
+
+#define MCA_COLL_STRATA_ISTAGED(_st, _comm, _s, _r, _request, _call) \
+    do { \
+        ompi_request_t *inner = NULL; \
+        int _rc = mca_coll_strata_stage_in(_st); \
+        if (OMPI_SUCCESS != _rc) { \
+            return _rc; \
+        } \
+        MCA_COLL_STRATA_TRACE((_st)->coll, (_comm), (_s), (_r), "staged"); \
+        _rc = (_call); \
+        if (OMPI_SUCCESS != _rc) { \
+            return mca_coll_strata_stage_out((_st), _rc); \
+        } \
+        return mca_coll_strata_stage_req_start((_st), (_comm), inner, (_request)); \
+    } while (0)
+
+/* The host pointer to hand the saved module for a buffer argument. */
+#define MCA_COLL_STRATA_S(_st, _sbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_SEND, (_sbuf))
+#define MCA_COLL_STRATA_R(_st, _rbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_RECV, (_rbuf))
+
+#define MCA_COLL_STRATA_CALL(_comm, _root) \
+    { .rank = ompi_comm_rank(_comm), .size = ompi_comm_size(_comm), .root = (_root) }
 
 /* Verbosity 20: one line per call naming the kinds and the path. */
 void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm,
