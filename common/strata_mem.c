@@ -194,3 +194,13 @@ strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal)
     }
     return (mem_type == CU_MEMORYTYPE_DEVICE) ? STRATA_MEM_DEVICE : STRATA_MEM_HOST;
 }
+
+void strata_mem_set_sync_memops(uintptr_t ptr)
+{
+    unsigned int one = 1;
+
+    if ((ptr != 0) && (strata_cuda_load() == 0)) {
+        (void)strata_cuda.cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                                                (CUdeviceptr)ptr);
+    }
+}

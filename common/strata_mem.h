@@ -52,6 +52,17 @@ int strata_mem_query(const void *ptr, strata_mem_info_t *info);
  */
 strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal);
 
+/*
+ * Sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the device allocation at `ptr`,
+ * as UCX's own CUDA support does for the memory it detects: synchronous
+ * copies and memsets on it (cuMemsetD8, cuMemcpyDtoD, which otherwise return
+ * before the device has run them) are complete when they return, so a
+ * buffer filled just before an MPI call holds its bytes when a transport
+ * reads it on another stream.  GPUDirect RDMA needs it too.  Failures (VMM
+ * mappings may refuse it) change nothing else.
+ */
+void strata_mem_set_sync_memops(uintptr_t ptr);
+
 /* Whether a CUDA driver is loaded and initialised in this process (the
  * condition under which strata_mem_kind() asks the driver at all). */
 int strata_mem_driver_present(void);

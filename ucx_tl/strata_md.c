@@ -228,6 +228,11 @@ static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *addre
     if (info.mem_type == UCS_MEMORY_TYPE_HOST) {
         return UCS_ERR_INVALID_ADDR;
     }
+    /* Memory the allocation hooks did not see (hooks off, or allocated
+     * before UCX started) gets SYNC_MEMOPS when UCP first asks about it. */
+    if (info.mem_type == UCS_MEMORY_TYPE_CUDA) {
+        strata_mem_set_sync_memops(info.base);
+    }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
         mem_attr->mem_type = info.mem_type;
     }

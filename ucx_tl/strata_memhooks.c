@@ -33,22 +33,11 @@ static void uct_strata_memhooks_dispatch(ucm_event_type_t type, CUdeviceptr ptr,
     ucm_event_dispatch(type, &event);
 }
 
-/*
- * Device memory Strata sees allocated gets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
- * as UCX's own CUDA support sets it: synchronous copies and memsets on it
- * (cuMemsetD8, cuMemcpyDtoD, which otherwise return before the device has
- * run them) are then complete when they return, so a buffer an application
- * filled just before an MPI call holds its bytes when a transport reads it
- * on another stream.  GPUDirect RDMA needs the same.  A failure (VMM
- * mappings may refuse it) changes nothing else.
- */
+/* Device memory Strata sees allocated is made to complete synchronous
+ * memsets and copies before they return (strata_mem_set_sync_memops). */
 static void uct_strata_memhooks_sync_memops(CUdeviceptr ptr)
 {
-    unsigned int one = 1;
-
-    if (ptr != 0) {
-        (void)strata_cuda.cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, ptr);
-    }
+    strata_mem_set_sync_memops((uintptr_t)ptr);
 }
 
 /* The size of the allocation that starts at ptr, asked before it is freed. */

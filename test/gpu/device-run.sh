@@ -10,11 +10,15 @@
 #   on the machine:  bash test/gpu/device-run.sh run [BUILDDIR]
 #                    (the device tool: carry [".device", "build"]; results go
 #                    to $OUT, or .device/out without it)
+#                    bash test/gpu/device-run.sh collectives [BUILDDIR]
+#                    (only the device-buffer collectives part of `run`, for a
+#                    second call when one call's time is short)
 #
 # `run` unpacks the packages with dpkg-deb and copies only files the machine
 # lacks into / (it never replaces one), links this checkout to the absolute
-# path the build was configured in, then runs `make check-gpu`'s tests and
-# test/bench/p2p_suite.py on the real driver.
+# path the build was configured in, then runs `make check-gpu`'s tests,
+# test/bench/p2p_suite.py, the staged-allreduce benchmark and mpi4py + CuPy
+# collectives on the real driver.
 set -uo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -88,10 +92,44 @@ run() {
         --out "$out/p2p" 2>&1 | tee "$out/p2p.txt"
     cp "$out/p2p/results.csv" "$out/p2p-results.csv" 2>/dev/null
     cp "$out/p2p/results.md" "$out/p2p-results.md" 2>/dev/null
+    run_collectives "$build" "$out"
+}
+
+# Collectives on device buffers: coll/strata's staged allreduce against the
+# same calls on host buffers (the cost of staging), 2 and 4 ranks sharing the
+# GPU; then a real client, mpi4py with CuPy arrays, through the one-argument
+# form (--tune) where the machine's mpi4py is built against this Open MPI.
+run_collectives() {
+    local build=$1 out=$2 np buffer
+    for np in 2 4; do
+        for buffer in device host; do
+            python3 "$SRCDIR/test/bench/allreduce_bench.py" --builddir "$build" --configs strata \
+                --np "$np" --buffer "$buffer" --min 8 --max 64M --iters 20 --iters-large 5 \
+                --rounds 2 --out "$out/allreduce-$buffer-np$np" 2>&1 | tee "$out/allreduce-$buffer-np$np.txt"
+        done
+    done
+    for np in 2 4; do
+        ( . "$build/test/strata-test-env.sh" && . "$SRCDIR/test/lib.sh" &&
+          LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np "$np" --oversubscribe --bind-to none \
+              --tune "$SRCDIR/config/cuda-aware.conf" \
+              --mca mca_base_component_path "$STRATA_OMPI_COMPONENT_PATH" \
+              --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1 \
+              python3 "$SRCDIR/test/gpu/mpi4py_coll.py" --times ) 2>&1 | tee "$out/mpi4py-np$np.txt"
+    done
+}
+
+collectives() {
+    local build=${1:-build} out=${OUT:-$DEVDIR/out}
+    build=$(cd "$SRCDIR" && cd "$build" && pwd) || die "no build directory $1"
+    mkdir -p "$out"
+    install_debs
+    link_checkout "$build"
+    run_collectives "$build" "$out"
 }
 
 case "${1:-}" in
 prepare) shift; prepare "$@" ;;
 run) shift; run "$@" ;;
-*) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+collectives) shift; collectives "$@" ;;
+*) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -22,9 +22,25 @@
  *            receive must see the new contents, never a stale mapping's
  *   badrkey  corrupted packed rkeys: unpack fails, or a get through it fails
  *            or returns the right bytes; never a crash, hang or wrong bytes
+ *   memset   the sender fills its device source with cuMemsetD8 alone (over
+ *            other bytes written and synchronized before) and calls
+ *            ucp_tag_send_nbx at once, no synchronization between; every
+ *            size, device->device and device->host, both ranks in turn.
+ *            A synchronous memset of device memory does not wait for the
+ *            device ("no host-side synchronization is performed") unless the
+ *            memory has CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, which Strata's
+ *            allocation hooks set (as UCX's CUDA support does); without it a
+ *            transport reading the buffer on its own non-blocking stream or
+ *            through a peer's IPC mapping sends the bytes from before the
+ *            memset.  Also reads SYNC_MEMOPS of a cuMemAlloc buffer
+ *            allocated after ucp_init: it must be 1 when Strata's module is
+ *            loaded and its hooks are on (not UCX_STRATA_MEMTYPE_HOOKS=n or
+ *            UCX_MEMTYPE_CACHE=n); with them off the value is only printed
+ *            and pre-memset bytes are reported, not failed.  Its buffers are
+ *            always allocated after ucp_init (--early-alloc does not apply)
  *   kill     rank 1 dies (SIGKILL) in the middle of a 64 MiB receive; rank 0
  *            must see an error on its request or endpoint within --timeout
- *   all      tag,rma,stale,badrkey,kill
+ *   all      tag,rma,stale,badrkey,memset,kill
  * Every destination is filled with a poison pattern first and every source
  * with a pattern depending on test, size, iteration and direction, so a
  * transfer that did not happen or returned stale bytes is caught; bytes past
@@ -66,6 +82,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <link.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -86,9 +103,10 @@
 #define EXIT_SKIP    77
 #define MAX_SIZES    64
 #define KILL_TAG     0x6b696c6cull
+#define MEMSET_TAG   5000
 #define FULL_MASK    UINT64_MAX
 
-enum { T_TAG = 1, T_RMA = 2, T_STALE = 4, T_BADRKEY = 8, T_KILL = 16 };
+enum { T_TAG = 1, T_RMA = 2, T_STALE = 4, T_BADRKEY = 8, T_KILL = 16, T_MEMSET = 32 };
 typedef enum {
     ALLOC_CUMEMALLOC, ALLOC_VMM, ALLOC_ASYNC, ALLOC_CUDAMALLOC, ALLOC_CUDAMALLOCASYNC, ALLOC_HOST
 } alloc_mode_t;
@@ -105,7 +123,7 @@ static struct {
     int stale_rounds, kill_by_parent, badrkey_header, err_mode_none, same_device;
     size_t stale_size, kill_size;
     const char *expect_tls;
-} opt = {.alloc = ALLOC_CUMEMALLOC, .tests = T_TAG | T_RMA | T_STALE | T_BADRKEY, .iters = 2,
+} opt = {.alloc = ALLOC_CUMEMALLOC, .tests = T_TAG | T_RMA | T_STALE | T_BADRKEY | T_MEMSET, .iters = 2,
          .timeout = 20, .stale_rounds = 3, .stale_size = 4u << 20, .kill_size = 64u << 20};
 
 typedef struct test_buf {
@@ -1189,6 +1207,162 @@ static void test_badrkey(void)
     printf("badrkey: ok (%d corruptions)\n", n);
 }
 
+/* ---- memset ---- */
+
+static int memset_strata_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    return info->dlpi_name != NULL && strstr(info->dlpi_name, "libuct_strata") != NULL;
+}
+
+/* UCX's spelling of "no" for a boolean or ternary setting. */
+static int ucx_setting_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && (!strcasecmp(v, "n") || !strcasecmp(v, "no") || !strcasecmp(v, "off") || !strcmp(v, "0"));
+}
+
+/* Whether Strata's allocation hooks should have set SYNC_MEMOPS on memory
+ * allocated after ucp_init: its module is loaded and neither its hooks nor
+ * UCX's memory type cache (without which it installs none) are turned off.
+ * *why says which. */
+static int memset_sync_expected(const char **why)
+{
+    if (!dl_iterate_phdr(memset_strata_cb, NULL)) {
+        *why = "Strata's module libuct_strata is not loaded";
+        return 0;
+    }
+    if (ucx_setting_off("UCX_STRATA_MEMTYPE_HOOKS")) {
+        *why = "UCX_STRATA_MEMTYPE_HOOKS is off";
+        return 0;
+    }
+    if (ucx_setting_off("UCX_MEMTYPE_CACHE")) {
+        *why = "UCX_MEMTYPE_CACHE is off, so Strata installs no hooks";
+        return 0;
+    }
+    *why = "Strata's module is loaded and its allocation hooks are on";
+    return 1;
+}
+
+static unsigned sync_memops_of(CUdeviceptr d)
+{
+    unsigned v = 0;
+    CU_CHECK(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, d));
+    return v;
+}
+
+static void buf_fill_byte(test_buf_t *b, size_t n, uint8_t v)
+{
+    uint8_t *stage = stage_get(n);
+    memset(stage, v, n);
+    buf_write(b, 0, stage, n);
+}
+
+/* The receiver: [0, size) must all be `value` (with SYNC_MEMOPS expected;
+ * otherwise bytes from before the memset, `old`, are reported), the guard
+ * must keep `poison`.  src_attr: SYNC_MEMOPS of the sender's source. */
+static void memset_check(test_buf_t *b, size_t size, uint8_t value, uint8_t old, uint8_t poison, unsigned src_attr,
+                         int expect_sync, const char *what)
+{
+    uint8_t *got = stage_get(size + GUARD);
+    size_t n_old = 0, n_other = 0, first = SIZE_MAX;
+
+    buf_read(b, 0, got, size + GUARD);
+    for (size_t i = 0; i < size; i++) {
+        if (got[i] == value) continue;
+        if (first == SIZE_MAX) first = i;
+        if (got[i] == old) n_old++;
+        else n_other++;
+    }
+    for (size_t i = size; i < size + GUARD; i++) {
+        if (got[i] != poison) die("%s: guard byte %zu changed: expected 0x%02x, got 0x%02x", what, i, poison, got[i]);
+    }
+    if (first == SIZE_MAX) return;
+    if (n_other == 0 && !expect_sync) {
+        printf("rank %d: %s: %zu of %zu bytes are from before the cuMemsetD8 (source's SYNC_MEMOPS %u; "
+               "not expected to be synchronous here)\n", g.rank, what, n_old, size, src_attr);
+        return;
+    }
+    die("%s: byte %zu: expected the cuMemsetD8 byte 0x%02x, got 0x%02x; %zu of %zu bytes wrong, %zu of them "
+        "the bytes from before the memset (0x%02x: the transport read the source before the memset ran), "
+        "%zu others (0x%02x: not received); the source's SYNC_MEMOPS: %u",
+        what, first, value, got[first], n_old + n_other, size, n_old, old, n_other, poison, src_attr);
+}
+
+/* dir: tag_dirs[d], device->device or device->host. */
+static void test_memset_case(int d, size_t size, ucp_tag_t *tag, int expect_sync)
+{
+    test_buf_t src, dst;
+    char what[160];
+
+    snprintf(what, sizeof(what), "memset %s %zu", tag_dirs[d].name, size);
+    watchdog_arm(what);
+    /* Allocated now, after ucp_init, so the hooks see them. */
+    buf_alloc(&src, tag_dirs[d].src, size + GUARD);
+    buf_alloc(&dst, tag_dirs[d].dst, size + GUARD);
+    for (int it = 0; it < opt.iters; it++) {
+        for (int sender = 0; sender < 2; sender++, (*tag)++) {
+            uint8_t value = (uint8_t)seed_of(T_MEMSET, (uint64_t)d, size, (uint64_t)(it * 2 + sender));
+            uint8_t old = value ^ 0x5a, poison = value ^ 0xa5;
+            CUdeviceptr s = (CUdeviceptr)(uintptr_t)src.ptr;
+            unsigned attr;
+
+            snprintf(what, sizeof(what), "memset %s size %zu iter %d, rank %d -> rank %d (byte 0x%02x)",
+                     tag_dirs[d].name, size, it, sender, !sender, value);
+            if (g.rank == sender) {
+                attr = sync_memops_of(s);
+                /* Other bytes first, complete before the memset is issued. */
+                buf_fill_byte(&src, size + GUARD, old);
+                CU_CHECK(cuCtxSynchronize());
+                sock_send_u64(attr);
+                if (size > 0) CU_CHECK(cuMemsetD8(s, value, size));
+                tag_send(&src, size, *tag, what); /* at once: nothing synchronizes in between */
+            } else {
+                buf_fill_byte(&dst, size + GUARD, poison);
+                attr = (unsigned)sock_recv_u64();
+                tag_recv(&dst, size, *tag, what);
+                memset_check(&dst, size, value, old, poison, attr, expect_sync, what);
+            }
+        }
+    }
+    barrier();
+    buf_free(&src);
+    buf_free(&dst);
+    alarm(0);
+    if (g.rank == 0) printf("memset %s %zu: ok\n", tag_dirs[d].name, size);
+}
+
+static void test_memset(void)
+{
+    static const int dirs[] = {0, 2}; /* d->d, d->h */
+    ucp_tag_t tag = MEMSET_TAG;
+    const char *why;
+    int expect_sync = memset_sync_expected(&why);
+    unsigned attr;
+    CUdeviceptr d;
+
+    if (!device_allocs()) {
+        if (g.rank == 0) printf("memset: skipped (--alloc host: cuMemsetD8 needs device memory)\n");
+        return;
+    }
+    /* A buffer from the hooked cuMemAlloc, allocated after ucp_init. */
+    watchdog_arm("memset: SYNC_MEMOPS of a cuMemAlloc buffer");
+    CU_CHECK(cuMemAlloc(&d, 4096));
+    attr = sync_memops_of(d);
+    CU_CHECK(cuMemFree(d));
+    alarm(0);
+    printf("rank %d: memset: SYNC_MEMOPS of a cuMemAlloc buffer allocated after ucp_init: %u (%s: %s)\n", g.rank,
+           attr, expect_sync ? "expected 1" : "not checked", why);
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        for (int s = 0; s < opt.num_sizes; s++) test_memset_case(dirs[i], opt.sizes[s], &tag, expect_sync);
+    }
+    if (expect_sync && attr == 0) {
+        die("memset: SYNC_MEMOPS of a cuMemAlloc buffer allocated after ucp_init is 0 although %s: the hooks "
+            "did not set it (UCX_LOG_LEVEL=debug shows whether they were installed)", why);
+    }
+}
+
 /* ---- kill ---- */
 
 static void test_kill_rank1(test_buf_t *b)
@@ -1328,7 +1502,7 @@ static void parse_tests(const char *list)
 {
     static const struct { const char *name; unsigned bits; } names[] = {
         {"tag", T_TAG}, {"rma", T_RMA}, {"stale", T_STALE}, {"badrkey", T_BADRKEY}, {"kill", T_KILL},
-        {"all", T_TAG | T_RMA | T_STALE | T_BADRKEY | T_KILL}};
+        {"memset", T_MEMSET}, {"all", T_TAG | T_RMA | T_STALE | T_BADRKEY | T_MEMSET | T_KILL}};
     char *copy = strdup(list), *tok, *save = NULL;
     opt.tests = 0;
     for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
@@ -1347,7 +1521,8 @@ static void parse_tests(const char *list)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: test_ucp_device [--alloc cumemalloc|vmm|async|host] [--test tag,rma,stale,badrkey,kill|all]\n"
+            "usage: test_ucp_device [--alloc cumemalloc|vmm|async|host]\n"
+            "       [--test tag,rma,stale,badrkey,memset,kill|all]\n"
             "       [--sizes LIST] [--iters N] [--timeout S] [--print-info] [--expect-tls gpu_ipc,...]\n"
             "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--stale-size N] [--stale-rounds N]\n"
             "       [--kill-size N] [--kill-by self|parent] [--badrkey-header] [--err-mode peer|none]\n"
@@ -1408,6 +1583,7 @@ static int run_rank(void)
     ucp_setup();
     ep_report_transports();
     if (opt.tests & T_TAG) test_tag();
+    if (opt.tests & T_MEMSET) test_memset();
     if (opt.tests & T_RMA) test_rma();
     if (opt.tests & T_STALE) test_stale();
     if (opt.tests & T_BADRKEY) test_badrkey();

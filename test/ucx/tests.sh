@@ -114,6 +114,16 @@ ucx_memtype_hooks_installed() {
 ucx_ucp_early_alloc()        { ucp_tag cumemalloc --early-alloc --sizes 0,7,65537,4194304; }
 # Hooks off: the memory type cache is disabled and every buffer is asked about.
 ucx_ucp_memtype_hooks_off()  { UCX_STRATA_MEMTYPE_HOOKS=n ucp_tag cumemalloc --sizes 0,7,65537,4194304; }
+# A source filled by cuMemsetD8 alone and sent at once: a synchronous memset
+# of device memory does not wait for the device unless the memory has
+# SYNC_MEMOPS, which the allocation hooks set.  Without peer-failure handling
+# the peer reads large messages through gpu_ipc, on its own stream; with it,
+# and for small messages, gpu_copy stages through host on its own stream.
+# Both must see the memset's bytes, and the attribute must be set.
+ucx_ucp_memset_sync() {
+    ucp_device cumemalloc memset --err-mode none --expect-tls gpu_ipc,gpu_copy --sizes 0,1,4096,65537,4194304 &&
+    ucp_device cumemalloc memset --sizes 1,4096,65537,4194304
+}
 
 mpi_device() {
     local np=$1; shift
@@ -201,6 +211,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_memtype_hooks_installed 120 ucx_memtype_hooks_installed
     strata_test ucx_ucp_early_alloc 120 ucx_ucp_early_alloc
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
+    strata_test ucx_ucp_memset_sync 120 ucx_ucp_memset_sync
     if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test ucx_mpi_p2p_2ranks 300 ucx_mpi_p2p_2ranks
         strata_test ucx_mpi_p2p_3ranks_vmm 300 ucx_mpi_p2p_3ranks_vmm
