@@ -48,7 +48,19 @@ bench_p2p_suite() {
     [ -s "$out/latency.png" ] && [ -s "$out/bandwidth.png" ]
 }
 
+# The per-call cost driver: this build against itself as "before" (the
+# figures mean nothing here), every variant and collective in the table.
+bench_coll_overhead() {
+    local out="$STRATA_TEST_TMP/overhead"
+    python3 "$STRATA_SRCDIR/test/bench/coll_overhead.py" --builddir "$STRATA_BUILDDIR" \
+        --before "$STRATA_BUILDDIR" --np 3 --max 64 --iters 20 --repeats 2 --rounds 1 --out "$out" || return 1
+    [ -s "$out/plot.png" ] || { echo "no plot.png"; return 1; }
+    # 6 collectives x 4 sizes (8..64 B) x 3 variants
+    [ "$(grep -c '^\(tuned\|strata-before\|strata\),' "$out/results.csv")" -eq 72 ]
+}
+
 if [ "$STRATA_HAVE_OMPI" = yes ]; then
+    strata_test bench_coll_overhead 300 bench_coll_overhead
     if [ "$STRATA_HAVE_UCX" = yes ] && [ -f "$STRATA_BUILDDIR/test/cuda_standin/lib/libcuda.so.1" ]; then
         strata_test bench_p2p_suite 300 bench_p2p_suite
     fi
