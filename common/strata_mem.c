@@ -25,14 +25,7 @@
 #include <link.h>
 #include <pthread.h>
 
-enum {
-    STRATA_MEM_DRIVER_UNKNOWN = 0,
-    STRATA_MEM_DRIVER_PRESENT,
-    STRATA_MEM_DRIVER_ABSENT,
-    STRATA_MEM_DRIVER_NOT_YET,
-};
-
-static int strata_mem_driver_state;
+int strata_mem_driver_state; /* STRATA_MEM_DRIVER_* (strata_mem.h) */
 static unsigned long long strata_mem_seen_adds; /* dlpi_adds when last looked */
 static pthread_mutex_t strata_mem_driver_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -64,7 +57,7 @@ static int strata_mem_driver_loaded(void)
     return strata_cuda_load() == 0;
 }
 
-static int strata_mem_driver_settle(void)
+int strata_mem_driver_settle(void)
 {
     int state;
     void *handle;
@@ -94,19 +87,6 @@ static int strata_mem_driver_settle(void)
     __atomic_store_n(&strata_mem_driver_state, state, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&strata_mem_driver_lock);
     return state == STRATA_MEM_DRIVER_PRESENT;
-}
-
-int strata_mem_driver_present(void)
-{
-    int state = __atomic_load_n(&strata_mem_driver_state, __ATOMIC_ACQUIRE);
-
-    if (__builtin_expect(state == STRATA_MEM_DRIVER_PRESENT, 1)) {
-        return 1;
-    }
-    if (__builtin_expect(state == STRATA_MEM_DRIVER_ABSENT, 1)) {
-        return 0;
-    }
-    return strata_mem_driver_settle();
 }
 
 int strata_mem_query(const void *ptr, strata_mem_info_t *info)

@@ -64,8 +64,29 @@ strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal);
 void strata_mem_set_sync_memops(uintptr_t ptr);
 
 /* Whether a CUDA driver is loaded and initialised in this process (the
- * condition under which strata_mem_kind() asks the driver at all). */
-int strata_mem_driver_present(void);
+ * condition under which strata_mem_kind() asks the driver at all).  Inline:
+ * every collective call asks it; once settled it is a load and a compare. */
+enum {
+    STRATA_MEM_DRIVER_UNKNOWN = 0,
+    STRATA_MEM_DRIVER_PRESENT,
+    STRATA_MEM_DRIVER_ABSENT,
+    STRATA_MEM_DRIVER_NOT_YET,
+};
+extern int strata_mem_driver_state;
+int strata_mem_driver_settle(void);
+
+static inline int strata_mem_driver_present(void)
+{
+    int state = __atomic_load_n(&strata_mem_driver_state, __ATOMIC_ACQUIRE);
+
+    if (__builtin_expect(state == STRATA_MEM_DRIVER_PRESENT, 1)) {
+        return 1;
+    }
+    if (__builtin_expect(state == STRATA_MEM_DRIVER_ABSENT, 1)) {
+        return 0;
+    }
+    return strata_mem_driver_settle();
+}
 
 #else
 /* Built without CUDA headers (configure said so): there is no device

@@ -36,15 +36,6 @@ strata_mem_kind_t mca_coll_strata_kind(const void *buf, int *ordinal)
     return strata_mem_kind(buf, ordinal);
 }
 
-bool mca_coll_strata_any_device(const void *a, const void *b)
-{
-    if (OPAL_LIKELY(!strata_mem_driver_present())) {
-        return false;
-    }
-    return (STRATA_MEM_DEVICE == mca_coll_strata_kind(a, NULL)) ||
-           (STRATA_MEM_DEVICE == mca_coll_strata_kind(b, NULL));
-}
-
 const char *mca_coll_strata_kinds_name(strata_mem_kind_t send, strata_mem_kind_t recv)
 {
     static const char *const names[3][3] = {

@@ -56,8 +56,15 @@ typedef struct mca_coll_strata_stage_t {
 strata_mem_kind_t mca_coll_strata_kind(const void *buf, int *ordinal);
 
 /* Whether any of these two buffers must be staged: the per-call test every
- * entry makes; in a process without a CUDA driver, one check. */
-bool mca_coll_strata_any_device(const void *a, const void *b);
+ * entry makes; in a process without a CUDA driver, a load and a compare. */
+static inline bool mca_coll_strata_any_device(const void *a, const void *b)
+{
+    if (OPAL_LIKELY(!strata_mem_driver_present())) {
+        return false;
+    }
+    return (STRATA_MEM_DEVICE == mca_coll_strata_kind(a, NULL)) ||
+           (STRATA_MEM_DEVICE == mca_coll_strata_kind(b, NULL));
+}
 
 /* "device->host" etc.: the send and receive kinds, for verbose output. */
 const char *mca_coll_strata_kinds_name(strata_mem_kind_t send, strata_mem_kind_t recv);
