@@ -88,10 +88,22 @@ def aggregate(records):
     return table
 
 
-def git_commit():
-    proc = subprocess.run(["git", "-C", SRCDIR, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+def git_commit(srcdir=SRCDIR):
+    proc = subprocess.run(["git", "-C", srcdir, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True)
     return proc.stdout.strip() or "unknown"
+
+
+def build_commit(builddir):
+    """The commit a build directory was configured from (its test env names the source)."""
+    try:
+        with open(os.path.join(builddir, "test", "strata-test-env.sh")) as f:
+            for line in f:
+                if line.startswith("STRATA_SRCDIR="):
+                    return git_commit(line.split("=", 1)[1].strip().strip("'\""))
+    except OSError:
+        pass
+    return "unknown"
 
 
 def write_outputs(args, variants, table, command):
@@ -113,9 +125,12 @@ def write_outputs(args, variants, table, command):
         "",
         "- date: %s" % datetime.date.today().isoformat(),
         "- commit: %s" % git_commit(),
-        "- machine: %s, %d cores, %d ranks on one node (oversubscribed, mpi_yield_when_idle 1)" % (
-            platform.node(), os.cpu_count(), args.np),
+        "- machine: %s, %d cores, %d ranks on one node (%smpi_yield_when_idle 1)" % (
+            platform.node(), os.cpu_count(), args.np,
+            "oversubscribed, " if args.np > (os.cpu_count() or 1) else ""),
         "- command: `%s`" % command,
+    ] + (["- strata-before: the build in %s, commit %s" % (args.before, build_commit(args.before))]
+         if args.before else []) + [
         "- figure: best over %d rounds (variants alternating) of the best of %d repeats of %d "
         "back-to-back calls (slowest rank's mean per call)" % (args.rounds, args.repeats, args.iters),
         "",
