@@ -193,20 +193,25 @@ static CUcontext strata_cuda_primary_ctx(int ordinal)
 int strata_cuda_ctx_push(int ordinal, CUcontext *saved)
 {
     CUcontext current = NULL, want;
-    CUdevice dev;
 
     *saved = NULL;
     if ((strata_cuda_load() != 0) || (strata_cuda.cuCtxGetCurrent(&current) != CUDA_SUCCESS)) {
         return -1;
     }
-    if (current != NULL) {
-        if ((ordinal < 0) ||
-            ((strata_cuda.cuCtxGetDevice(&dev) == CUDA_SUCCESS) && ((int)dev == ordinal))) {
-            return 0; /* already in a context of that device */
+    if (ordinal < 0) {
+        if (current != NULL) {
+            return 0; /* any context will do */
         }
+        ordinal = 0;
     }
-    want = strata_cuda_primary_ctx((ordinal < 0) ? 0 : ordinal);
-    if ((want == NULL) || (strata_cuda.cuCtxSetCurrent(want) != CUDA_SUCCESS)) {
+    want = strata_cuda_primary_ctx(ordinal);
+    if (want == NULL) {
+        return -1;
+    }
+    if (current == want) {
+        return 0;
+    }
+    if (strata_cuda.cuCtxSetCurrent(want) != CUDA_SUCCESS) {
         return -1;
     }
     *saved = current;

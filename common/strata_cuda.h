@@ -138,8 +138,10 @@ int strata_cuda_ctx_ensure(CUdeviceptr ptr);
 
 /*
  * Makes the primary context of device `ordinal` current on this thread
- * (ordinal < 0: keep any current context, else device 0) and says in *saved
- * what to give strata_cuda_ctx_pop() to put the caller's context back.  A
+ * (ordinal < 0: keep any current context, else device 0's primary) and says
+ * in *saved what to give strata_cuda_ctx_pop() to put the caller's context
+ * back.  The primary context, not any context of that device: streams made
+ * in it stay usable whatever context the application has current later.  A
  * thread that had no context keeps the primary one, as after
  * strata_cuda_ctx_ensure().  Returns 0 on success.
  */

@@ -12,7 +12,11 @@
  *            driver later), so it is looked for again whenever the process
  *            has loaded another shared object; glibc counts loads
  *            (dl_phdr_info.dlpi_adds), and reading the count stops at the
- *            first object
+ *            first object (about 20 ns, no lock)
+ * A driver that is loaded but cannot initialise (no device) counts as
+ * ABSENT.  What is not covered: a libcuda.so.1 that the dynamic linker
+ * cannot find by that name (loaded by absolute path only) while no other
+ * is found at the first look.
  * PRESENT and ABSENT are final (Strata opens the driver RTLD_NODELETE), and
  * cost one load and compare per question.
  */
@@ -44,8 +48,9 @@ static unsigned long long strata_mem_dl_adds(void)
     return adds;
 }
 
-/* Whether libcuda.so.1 is loaded now; loads and initialises it for Strata
- * (strata_cuda_load) when it is. */
+/* libcuda.so.1 loaded now: 1 when Strata could initialise it, -1 when it
+ * cannot be (cuInit fails: no device, CUDA_VISIBLE_DEVICES empty, ...), 0
+ * when it is not loaded. */
 static int strata_mem_driver_loaded(void)
 {
     void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -54,34 +59,62 @@ static int strata_mem_driver_loaded(void)
         return 0;
     }
     dlclose(handle);
-    return strata_cuda_load() == 0;
+    return (strata_cuda_load() == 0) ? 1 : -1;
+}
+
+/* The state once the driver is found loaded (or not): a driver that cannot
+ * initialise can have made no device memory either. */
+static int strata_mem_driver_state_of(int loaded, int otherwise)
+{
+    return (loaded > 0) ? STRATA_MEM_DRIVER_PRESENT
+                        : (loaded < 0) ? STRATA_MEM_DRIVER_ABSENT : otherwise;
+}
+
+static int strata_mem_driver_first_look(void)
+{
+    int loaded = strata_mem_driver_loaded();
+    void *handle;
+
+    if (loaded != 0) {
+        return strata_mem_driver_state_of(loaded, STRATA_MEM_DRIVER_ABSENT);
+    }
+    handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (handle == NULL) {
+        return STRATA_MEM_DRIVER_ABSENT;
+    }
+    dlclose(handle);
+    /* A driver that stayed resident after the probe (something else holds
+     * it) would not move the load count when the application starts using
+     * it: settle it now. */
+    loaded = strata_mem_driver_loaded();
+    if (loaded != 0) {
+        return strata_mem_driver_state_of(loaded, STRATA_MEM_DRIVER_ABSENT);
+    }
+    strata_mem_seen_adds = strata_mem_dl_adds();
+    return STRATA_MEM_DRIVER_NOT_YET;
 }
 
 int strata_mem_driver_settle(void)
 {
-    int state;
-    void *handle;
+    int state = __atomic_load_n(&strata_mem_driver_state, __ATOMIC_ACQUIRE);
 
+    /* NOT_YET, the common case here: look at the load count without the
+     * lock; only a change (something was loaded) takes it. */
+    if (state == STRATA_MEM_DRIVER_NOT_YET &&
+        strata_mem_dl_adds() == __atomic_load_n(&strata_mem_seen_adds, __ATOMIC_RELAXED)) {
+        return 0;
+    }
     pthread_mutex_lock(&strata_mem_driver_lock);
     state = strata_mem_driver_state;
     if (state == STRATA_MEM_DRIVER_UNKNOWN) {
-        if (strata_mem_driver_loaded()) {
-            state = STRATA_MEM_DRIVER_PRESENT;
-        } else if ((handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) == NULL) {
-            state = STRATA_MEM_DRIVER_ABSENT;
-        } else {
-            dlclose(handle);
-            state = STRATA_MEM_DRIVER_NOT_YET;
-            strata_mem_seen_adds = strata_mem_dl_adds();
-        }
+        state = strata_mem_driver_first_look();
     } else if (state == STRATA_MEM_DRIVER_NOT_YET) {
         unsigned long long adds = strata_mem_dl_adds();
 
         if (adds != strata_mem_seen_adds) {
-            strata_mem_seen_adds = adds;
-            if (strata_mem_driver_loaded()) {
-                state = STRATA_MEM_DRIVER_PRESENT;
-            }
+            __atomic_store_n(&strata_mem_seen_adds, adds, __ATOMIC_RELAXED);
+            state = strata_mem_driver_state_of(strata_mem_driver_loaded(),
+                                               STRATA_MEM_DRIVER_NOT_YET);
         }
     }
     __atomic_store_n(&strata_mem_driver_state, state, __ATOMIC_RELEASE);

@@ -75,13 +75,16 @@ typedef struct mca_coll_strata_component_t {
  * Every collective strata installs, blocking then nonblocking.  One list, so
  * saving, installing and releasing the fallback cannot miss one.
  */
-#define MCA_COLL_STRATA_FOREACH_COLL(_X) \
+#define MCA_COLL_STRATA_FOREACH_BLOCKING(_X) \
     _X(allgather) _X(allgatherv) _X(allreduce) _X(alltoall) _X(alltoallv) _X(alltoallw) \
     _X(bcast) _X(exscan) _X(gather) _X(gatherv) _X(reduce) _X(reduce_scatter) \
-    _X(reduce_scatter_block) _X(scan) _X(scatter) _X(scatterv) \
+    _X(reduce_scatter_block) _X(scan) _X(scatter) _X(scatterv) _X(reduce_local)
+#define MCA_COLL_STRATA_FOREACH_NONBLOCKING(_X) \
     _X(iallgather) _X(iallgatherv) _X(iallreduce) _X(ialltoall) _X(ialltoallv) \
     _X(ialltoallw) _X(ibcast) _X(iexscan) _X(igather) _X(igatherv) _X(ireduce) \
     _X(ireduce_scatter) _X(ireduce_scatter_block) _X(iscan) _X(iscatter) _X(iscatterv)
+#define MCA_COLL_STRATA_FOREACH_COLL(_X) \
+    MCA_COLL_STRATA_FOREACH_BLOCKING(_X) MCA_COLL_STRATA_FOREACH_NONBLOCKING(_X)
 
 #define MCA_COLL_STRATA_FALLBACK_FIELD(_coll) \
     mca_coll_base_module_##_coll##_fn_t _coll; \
@@ -97,16 +100,56 @@ typedef struct mca_coll_strata_fallback_t {
     MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_FIELD)
 } mca_coll_strata_fallback_t;
 
-/* Call the saved function of collective `_coll` (arguments without the module). */
-#define MCA_COLL_STRATA_FALLBACK(_mod, _coll, ...) \
-    ((_mod)->fallback._coll(__VA_ARGS__, (_mod)->fallback._coll##_module))
+/*
+ * Call the saved function of collective `_coll` on `_comm`: `...` are its
+ * arguments before the communicator (IFALLBACK: nonblocking, the request
+ * after it).  For the length of the call the communicator's slot of that
+ * collective shows the module below strata, as if strata were not stacked:
+ * a module that hands calls on by calling the communicator's own function
+ * (coll/han does, when it declines a communicator) would otherwise call
+ * strata again, and strata it, without end.  coll/han also replaces itself
+ * in that slot, once, with the module below it, taking over the slot's
+ * reference to itself; strata then adopts the replacement as its saved
+ * function, as Open MPI would have done without strata.  Afterwards the
+ * slot shows again what it showed before (strata, or a module stacked
+ * above strata).  MPI allows one collective at a time per communicator, so
+ * nobody else looks at the slot meanwhile.
+ */
+#define MCA_COLL_STRATA_BELOW(_mod, _coll, _comm, _invoke) \
+    ({ \
+        mca_coll_strata_module_t *_sm = (_mod); \
+        mca_coll_base_comm_coll_t *_cc = (_comm)->c_coll; \
+        __typeof__(_cc->coll_##_coll) _top = _cc->coll_##_coll; \
+        mca_coll_base_module_t *_top_module = _cc->coll_##_coll##_module; \
+        int _rc; \
+        _cc->coll_##_coll = _sm->fallback._coll; \
+        _cc->coll_##_coll##_module = _sm->fallback._coll##_module; \
+        _rc = (_invoke); \
+        if (OPAL_UNLIKELY(_cc->coll_##_coll##_module != _sm->fallback._coll##_module)) { \
+            _sm->fallback._coll = _cc->coll_##_coll; \
+            _sm->fallback._coll##_module = _cc->coll_##_coll##_module; \
+        } \
+        _cc->coll_##_coll = _top; \
+        _cc->coll_##_coll##_module = _top_module; \
+        _rc; \
+    })
+
+#define MCA_COLL_STRATA_FALLBACK(_mod, _coll, _comm, ...) \
+    MCA_COLL_STRATA_BELOW(_mod, _coll, _comm, \
+                          _sm->fallback._coll(__VA_ARGS__, (_comm), _sm->fallback._coll##_module))
+
+#define MCA_COLL_STRATA_IFALLBACK(_mod, _coll, _comm, _request, ...) \
+    MCA_COLL_STRATA_BELOW(_mod, _coll, _comm, \
+                          _sm->fallback._coll(__VA_ARGS__, (_comm), (_request), \
+                                              _sm->fallback._coll##_module))
 
 /* The pinned host buffer a communicator keeps for staging. */
 typedef struct mca_coll_strata_bounce_cache_t {
     char *mem;
     size_t size;
     bool pinned; /* cuMemHostAlloc (else malloc: pinning failed) */
-    bool busy;   /* lent to a call in progress */
+    bool busy;   /* lent to a call in progress (atomic) */
+    int ordinal; /* device whose context allocated it */
 } mca_coll_strata_bounce_cache_t;
 
 /*
@@ -334,6 +377,9 @@ int mca_coll_strata_scatterv(const void *sbuf, const int *scounts, const int *di
                              MCA_COLL_STRATA_DT sdtype, void *rbuf, int rcount,
                              MCA_COLL_STRATA_DT rdtype, int root, MCA_COLL_STRATA_C,
                              MCA_COLL_STRATA_M);
+
+int mca_coll_strata_reduce_local(const void *inbuf, void *inoutbuf, int count,
+                                 MCA_COLL_STRATA_DT dtype, struct ompi_op_t *op, MCA_COLL_STRATA_M);
 
 int mca_coll_strata_iallgather(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype,
                                void *rbuf, int rcount, MCA_COLL_STRATA_DT rdtype,

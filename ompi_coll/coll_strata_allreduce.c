@@ -27,7 +27,7 @@ static int mca_coll_strata_allreduce_fallback(mca_coll_strata_module_t *module,
 {
     MCA_COLL_STRATA_VERBOSE(20, "allreduce %s count=%d %s %s %s: fallback (%s)", comm->c_name,
                             count, dtype->name, mca_coll_strata_op_name(op), kinds, why);
-    return MCA_COLL_STRATA_FALLBACK(module, allreduce, sbuf, rbuf, count, dtype, op, comm);
+    return MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, sbuf, rbuf, count, dtype, op);
 }
 
 /* Why strata's own algorithms cannot run this call at all, or NULL. */
@@ -114,22 +114,20 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
                               mca_coll_base_module_t *base)
 {
     mca_coll_strata_module_t *module = (mca_coll_strata_module_t *)base;
-    mca_coll_strata_decision_input_t in = {0};
-    mca_coll_strata_decision_t decision;
     mca_coll_strata_allreduce_args_t a = {dtype, op, "host->host"};
+    bool device;
 
     if (0 == count) {
         return OMPI_SUCCESS;
     }
-    in.device = mca_coll_strata_any_device(sbuf, rbuf);
-    if (OPAL_LIKELY(!in.device && !mca_coll_strata_elem_big(count, dtype))) {
+    device = mca_coll_strata_any_device(sbuf, rbuf);
+    if (OPAL_LIKELY(!device && !mca_coll_strata_elem_big(count, dtype))) {
         return mca_coll_strata_allreduce_host(module, sbuf, rbuf, count, dtype, op, comm,
                                               "host->host");
     }
     /* This rank's device path; the algorithm is chosen again, from
      * rank-independent inputs only, for every piece on the host copies. */
-    mca_coll_strata_decide(&mca_coll_strata_component.decision, &in, &decision);
-    if (MCA_COLL_STRATA_DEVICE_STAGED == decision.device_path) {
+    if (MCA_COLL_STRATA_DEVICE_STAGED == mca_coll_strata_decide_device_path(device)) {
         a.kinds = mca_coll_strata_kinds_of(sbuf, rbuf);
         MCA_COLL_STRATA_VERBOSE(20, "allreduce %s count=%d %s %s %s: staged", comm->c_name,
                                 count, dtype->name, mca_coll_strata_op_name(op), a.kinds);

@@ -16,8 +16,8 @@
 
 #define MCA_COLL_STRATA_MOD(_m) ((mca_coll_strata_module_t *)(_m))
 
-void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm,
-                           const void *sbuf, const void *rbuf, const char *path)
+void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm, const void *sbuf,
+                           const void *rbuf, const char *path)
 {
     MCA_COLL_STRATA_VERBOSE(20, "%s %s %s: %s", coll, comm->c_name,
                             mca_coll_strata_kinds_of(sbuf, rbuf), path);
@@ -33,10 +33,10 @@ bool mca_coll_strata_elem_big(int count, struct ompi_datatype_t *dtype)
     return (size_t)count * size > mca_coll_strata_component.stage_max / 2;
 }
 
-int mca_coll_strata_elementwise(mca_coll_strata_module_t *module,
-                                struct ompi_communicator_t *comm, mca_coll_strata_elem_t kind,
-                                int root, const char *coll, const void *sbuf, void *rbuf,
-                                int count, struct ompi_datatype_t *dtype, bool can_split,
+int mca_coll_strata_elementwise(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
+                                mca_coll_strata_elem_t kind, int root, const char *coll,
+                                const void *sbuf, void *rbuf, int count,
+                                struct ompi_datatype_t *dtype, bool can_split,
                                 mca_coll_strata_elem_fn_t run, void *arg)
 {
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
@@ -85,45 +85,41 @@ typedef struct mca_coll_strata_elem_args_t {
     int root;
 } mca_coll_strata_elem_args_t;
 
-static int mca_coll_strata_reduce_run(mca_coll_strata_module_t *m,
-                                      struct ompi_communicator_t *comm, const void *s, void *r,
-                                      int n, void *arg)
+static int mca_coll_strata_reduce_run(mca_coll_strata_module_t *m, struct ompi_communicator_t *comm,
+                                      const void *s, void *r, int n, void *arg)
 {
     mca_coll_strata_elem_args_t *a = arg;
 
-    return MCA_COLL_STRATA_FALLBACK(m, reduce, s, r, n, a->dtype, a->op, a->root, comm);
+    return MCA_COLL_STRATA_FALLBACK(m, reduce, comm, s, r, n, a->dtype, a->op, a->root);
 }
 
-static int mca_coll_strata_scan_run(mca_coll_strata_module_t *m,
-                                    struct ompi_communicator_t *comm, const void *s, void *r,
-                                    int n, void *arg)
+static int mca_coll_strata_scan_run(mca_coll_strata_module_t *m, struct ompi_communicator_t *comm,
+                                    const void *s, void *r, int n, void *arg)
 {
     mca_coll_strata_elem_args_t *a = arg;
 
-    return MCA_COLL_STRATA_FALLBACK(m, scan, s, r, n, a->dtype, a->op, comm);
+    return MCA_COLL_STRATA_FALLBACK(m, scan, comm, s, r, n, a->dtype, a->op);
 }
 
-static int mca_coll_strata_exscan_run(mca_coll_strata_module_t *m,
-                                      struct ompi_communicator_t *comm, const void *s, void *r,
-                                      int n, void *arg)
+static int mca_coll_strata_exscan_run(mca_coll_strata_module_t *m, struct ompi_communicator_t *comm,
+                                      const void *s, void *r, int n, void *arg)
 {
     mca_coll_strata_elem_args_t *a = arg;
 
-    return MCA_COLL_STRATA_FALLBACK(m, exscan, s, r, n, a->dtype, a->op, comm);
+    return MCA_COLL_STRATA_FALLBACK(m, exscan, comm, s, r, n, a->dtype, a->op);
 }
 
-static int mca_coll_strata_bcast_run(mca_coll_strata_module_t *m,
-                                     struct ompi_communicator_t *comm, const void *s, void *r,
-                                     int n, void *arg)
+static int mca_coll_strata_bcast_run(mca_coll_strata_module_t *m, struct ompi_communicator_t *comm,
+                                     const void *s, void *r, int n, void *arg)
 {
     mca_coll_strata_elem_args_t *a = arg;
 
-    return MCA_COLL_STRATA_FALLBACK(m, bcast, r, n, a->dtype, a->root, comm);
+    return MCA_COLL_STRATA_FALLBACK(m, bcast, comm, r, n, a->dtype, a->root);
 }
 
-int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count,
-                           struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, op, root};
@@ -131,11 +127,11 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count,
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
                     !mca_coll_strata_elem_big(count, dtype))) {
         MCA_COLL_STRATA_TRACE("MPI_Reduce", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, reduce, sbuf, rbuf, count, dtype, op, root, comm);
+        return MCA_COLL_STRATA_FALLBACK(m, reduce, comm, sbuf, rbuf, count, dtype, op, root);
     }
     return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_REDUCE, root, "MPI_Reduce",
-                                       sbuf, rbuf, count, dtype, true,
-                                       mca_coll_strata_reduce_run, &a);
+                                       sbuf, rbuf, count, dtype, true, mca_coll_strata_reduce_run,
+                                       &a);
 }
 
 int mca_coll_strata_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -148,15 +144,15 @@ int mca_coll_strata_scan(const void *sbuf, void *rbuf, int count, struct ompi_da
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
                     !mca_coll_strata_elem_big(count, dtype))) {
         MCA_COLL_STRATA_TRACE("MPI_Scan", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, scan, sbuf, rbuf, count, dtype, op, comm);
+        return MCA_COLL_STRATA_FALLBACK(m, scan, comm, sbuf, rbuf, count, dtype, op);
     }
     return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_REDUCE, -1, "MPI_Scan", sbuf,
                                        rbuf, count, dtype, true, mca_coll_strata_scan_run, &a);
 }
 
-int mca_coll_strata_exscan(const void *sbuf, void *rbuf, int count,
-                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+int mca_coll_strata_exscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, op, -1};
@@ -164,11 +160,10 @@ int mca_coll_strata_exscan(const void *sbuf, void *rbuf, int count,
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
                     !mca_coll_strata_elem_big(count, dtype))) {
         MCA_COLL_STRATA_TRACE("MPI_Exscan", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, exscan, sbuf, rbuf, count, dtype, op, comm);
+        return MCA_COLL_STRATA_FALLBACK(m, exscan, comm, sbuf, rbuf, count, dtype, op);
     }
-    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_EXSCAN, -1, "MPI_Exscan",
-                                       sbuf, rbuf, count, dtype, true,
-                                       mca_coll_strata_exscan_run, &a);
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_EXSCAN, -1, "MPI_Exscan", sbuf,
+                                       rbuf, count, dtype, true, mca_coll_strata_exscan_run, &a);
 }
 
 int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -180,15 +175,41 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
     if (OPAL_LIKELY(!mca_coll_strata_any_device(buf, NULL) &&
                     !mca_coll_strata_elem_big(count, dtype))) {
         MCA_COLL_STRATA_TRACE("MPI_Bcast", comm, buf, NULL, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, bcast, buf, count, dtype, root, comm);
+        return MCA_COLL_STRATA_FALLBACK(m, bcast, comm, buf, count, dtype, root);
     }
     /* Ranks may describe one message with different datatypes; cutting it
      * at element boundaries is the same cut everywhere only for predefined
      * ones (every rank must agree, see mca_coll_strata_stage_pieces). */
-    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_BCAST, root, "MPI_Bcast",
-                                       buf, buf, count, dtype,
-                                       ompi_datatype_is_predefined(dtype),
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_BCAST, root, "MPI_Bcast", buf,
+                                       buf, count, dtype, ompi_datatype_is_predefined(dtype),
                                        mca_coll_strata_bcast_run, &a);
+}
+
+/* MPI_Reduce_local reaches the coll framework through MPI_COMM_SELF; it
+ * has no communicator of its own and nothing below it calls back. */
+int mca_coll_strata_reduce_local(const void *inbuf, void *inoutbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 mca_coll_base_module_t *module)
+{
+    mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
+    struct ompi_communicator_t *comm = &ompi_mpi_comm_self.comm;
+    mca_coll_strata_stage_t st;
+    ptrdiff_t lo, hi;
+
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(inbuf, inoutbuf))) {
+        return m->fallback.reduce_local(inbuf, inoutbuf, count, dtype, op,
+                                        m->fallback.reduce_local_module);
+    }
+    mca_coll_strata_stage_init(&st, m, "MPI_Reduce_local");
+    mca_coll_strata_region((size_t)count, dtype, &lo, &hi);
+    mca_coll_strata_stage_add(&st, MCA_COLL_STRATA_STAGE_SEND, inbuf, lo, hi,
+                              MCA_COLL_STRATA_STAGE_IN);
+    mca_coll_strata_stage_add(&st, MCA_COLL_STRATA_STAGE_RECV, inoutbuf, lo, hi,
+                              MCA_COLL_STRATA_STAGE_IN | MCA_COLL_STRATA_STAGE_OUT);
+    MCA_COLL_STRATA_STAGED(&st, comm, inbuf, inoutbuf,
+                           m->fallback.reduce_local(MCA_COLL_STRATA_S(&st, inbuf),
+                                                    MCA_COLL_STRATA_R(&st, inoutbuf), count, dtype,
+                                                    op, m->fallback.reduce_local_module));
 }
 
 /* ---- the others: staged whole ------------------------------------------ */
@@ -201,14 +222,16 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Allgather", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, allgather, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm));
+    MCA_COLL_STRATA_UNSTAGED(
+        "MPI_Allgather", comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, allgather, comm, sbuf, scount, sdtype, rbuf, rcount, rdtype));
     mca_coll_strata_stage_init(&st, m, "MPI_Allgather");
-    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount,
-                                    rdtype, true);
+    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
+                                    true);
     MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, allgather, MCA_COLL_STRATA_S(&st, sbuf),
-                                                    scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                    rcount, rdtype, comm));
+                           MCA_COLL_STRATA_FALLBACK(m, allgather, comm,
+                                                    MCA_COLL_STRATA_S(&st, sbuf), scount, sdtype,
+                                                    MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype));
 }
 
 int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -220,32 +243,36 @@ int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatyp
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Allgatherv", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, allgatherv, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm));
+    MCA_COLL_STRATA_UNSTAGED("MPI_Allgatherv", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, allgatherv, comm, sbuf, scount, sdtype,
+                                                      rbuf, rcounts, displs, rdtype));
     mca_coll_strata_stage_init(&st, m, "MPI_Allgatherv");
-    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0,
-                                    rdtype, true);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, allgatherv, MCA_COLL_STRATA_S(&st, sbuf),
-                                                    scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                    rcounts, displs, rdtype, comm));
+    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
+                                    true);
+    MCA_COLL_STRATA_STAGED(
+        &st, comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, allgatherv, comm, MCA_COLL_STRATA_S(&st, sbuf), scount, sdtype,
+                                 MCA_COLL_STRATA_R(&st, rbuf), rcounts, displs, rdtype));
 }
 
-int mca_coll_strata_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+int mca_coll_strata_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                           int rcount, struct ompi_datatype_t *rdtype, int root,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Gather", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, gather, sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm));
+    MCA_COLL_STRATA_UNSTAGED("MPI_Gather", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, gather, comm, sbuf, scount, sdtype, rbuf,
+                                                      rcount, rdtype, root));
     mca_coll_strata_stage_init(&st, m, "MPI_Gather");
-    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount,
-                                    rdtype, false);
+    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
+                                    false);
     MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, gather, MCA_COLL_STRATA_S(&st, sbuf),
+                           MCA_COLL_STRATA_FALLBACK(m, gather, comm, MCA_COLL_STRATA_S(&st, sbuf),
                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                    rcount, rdtype, root, comm));
+                                                    rcount, rdtype, root));
 }
 
 int mca_coll_strata_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -257,14 +284,16 @@ int mca_coll_strata_gatherv(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Gatherv", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, gatherv, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm));
+    MCA_COLL_STRATA_UNSTAGED("MPI_Gatherv", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, gatherv, comm, sbuf, scount, sdtype, rbuf,
+                                                      rcounts, displs, rdtype, root));
     mca_coll_strata_stage_init(&st, m, "MPI_Gatherv");
-    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0,
-                                    rdtype, false);
+    mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
+                                    false);
     MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, gatherv, MCA_COLL_STRATA_S(&st, sbuf),
+                           MCA_COLL_STRATA_FALLBACK(m, gatherv, comm, MCA_COLL_STRATA_S(&st, sbuf),
                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                    rcounts, displs, rdtype, root, comm));
+                                                    rcounts, displs, rdtype, root));
 }
 
 int mca_coll_strata_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -275,14 +304,16 @@ int mca_coll_strata_scatter(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Scatter", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, scatter, sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm));
+    MCA_COLL_STRATA_UNSTAGED("MPI_Scatter", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, scatter, comm, sbuf, scount, sdtype, rbuf,
+                                                      rcount, rdtype, root));
     mca_coll_strata_stage_init(&st, m, "MPI_Scatter");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, rcount,
                                      rdtype);
     MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, scatter, MCA_COLL_STRATA_S(&st, sbuf),
+                           MCA_COLL_STRATA_FALLBACK(m, scatter, comm, MCA_COLL_STRATA_S(&st, sbuf),
                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                    rcount, rdtype, root, comm));
+                                                    rcount, rdtype, root));
 }
 
 int mca_coll_strata_scatterv(const void *sbuf, const int *scounts, const int *displs,
@@ -294,15 +325,16 @@ int mca_coll_strata_scatterv(const void *sbuf, const int *scounts, const int *di
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Scatterv", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, scatterv, sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm));
+    MCA_COLL_STRATA_UNSTAGED("MPI_Scatterv", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, scatterv, comm, sbuf, scounts, displs,
+                                                      sdtype, rbuf, rcount, rdtype, root));
     mca_coll_strata_stage_init(&st, m, "MPI_Scatterv");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, scounts, displs, 0, sdtype, rbuf, rcount,
                                      rdtype);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, scatterv, MCA_COLL_STRATA_S(&st, sbuf),
-                                                    scounts, displs, sdtype,
-                                                    MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype,
-                                                    root, comm));
+    MCA_COLL_STRATA_STAGED(
+        &st, comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, scatterv, comm, MCA_COLL_STRATA_S(&st, sbuf), scounts, displs,
+                                 sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype, root));
 }
 
 int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -313,14 +345,16 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoall", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, alltoall, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm));
+    MCA_COLL_STRATA_UNSTAGED(
+        "MPI_Alltoall", comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, alltoall, comm, sbuf, scount, sdtype, rbuf, rcount, rdtype));
     mca_coll_strata_stage_init(&st, m, "MPI_Alltoall");
-    mca_coll_strata_describe_alltoall(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, NULL,
-                                      NULL, rcount, rdtype);
+    mca_coll_strata_describe_alltoall(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, NULL, NULL,
+                                      rcount, rdtype);
     MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, alltoall, MCA_COLL_STRATA_S(&st, sbuf),
+                           MCA_COLL_STRATA_FALLBACK(m, alltoall, comm, MCA_COLL_STRATA_S(&st, sbuf),
                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                    rcount, rdtype, comm));
+                                                    rcount, rdtype));
 }
 
 int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
@@ -332,15 +366,16 @@ int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *s
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoallv", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, alltoallv, sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype, comm));
+    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoallv", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, alltoallv, comm, sbuf, scounts, sdispls,
+                                                      sdtype, rbuf, rcounts, rdispls, rdtype));
     mca_coll_strata_stage_init(&st, m, "MPI_Alltoallv");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, scounts, sdispls, 0, sdtype, rbuf, rcounts,
                                       rdispls, 0, rdtype);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, alltoallv, MCA_COLL_STRATA_S(&st, sbuf),
-                                                    scounts, sdispls, sdtype,
-                                                    MCA_COLL_STRATA_R(&st, rbuf), rcounts,
-                                                    rdispls, rdtype, comm));
+    MCA_COLL_STRATA_STAGED(
+        &st, comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, alltoallv, comm, MCA_COLL_STRATA_S(&st, sbuf), scounts, sdispls,
+                                 sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcounts, rdispls, rdtype));
 }
 
 int mca_coll_strata_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
@@ -353,34 +388,35 @@ int mca_coll_strata_alltoallw(const void *sbuf, const int *scounts, const int *s
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoallw", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, alltoallw, sbuf, scounts, sdispls, sdtypes, rbuf, rcounts, rdispls, rdtypes, comm));
+    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoallw", comm, sbuf, rbuf,
+                             MCA_COLL_STRATA_FALLBACK(m, alltoallw, comm, sbuf, scounts, sdispls,
+                                                      sdtypes, rbuf, rcounts, rdispls, rdtypes));
     mca_coll_strata_stage_init(&st, m, "MPI_Alltoallw");
     mca_coll_strata_describe_alltoallw(&st, &c, sbuf, scounts, sdispls, sdtypes, rbuf, rcounts,
                                        rdispls, rdtypes);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, alltoallw, MCA_COLL_STRATA_S(&st, sbuf),
-                                                    scounts, sdispls, sdtypes,
-                                                    MCA_COLL_STRATA_R(&st, rbuf), rcounts,
-                                                    rdispls, rdtypes, comm));
+    MCA_COLL_STRATA_STAGED(
+        &st, comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, alltoallw, comm, MCA_COLL_STRATA_S(&st, sbuf), scounts, sdispls,
+                                 sdtypes, MCA_COLL_STRATA_R(&st, rbuf), rcounts, rdispls, rdtypes));
 }
 
 int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                   struct ompi_communicator_t *comm,
-                                   mca_coll_base_module_t *module)
+                                   struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Reduce_scatter", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, reduce_scatter, sbuf, rbuf, rcounts, dtype, op, comm));
+    MCA_COLL_STRATA_UNSTAGED(
+        "MPI_Reduce_scatter", comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, reduce_scatter, comm, sbuf, rbuf, rcounts, dtype, op));
     mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, rcounts, 0, dtype);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, reduce_scatter,
-                                                    MCA_COLL_STRATA_S(&st, sbuf),
-                                                    MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype,
-                                                    op, comm));
+    MCA_COLL_STRATA_STAGED(
+        &st, comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, reduce_scatter, comm, MCA_COLL_STRATA_S(&st, sbuf),
+                                 MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype, op));
 }
 
 int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -392,12 +428,13 @@ int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Reduce_scatter_block", comm, sbuf, rbuf, MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block, sbuf, rbuf, rcount, dtype, op, comm));
+    MCA_COLL_STRATA_UNSTAGED(
+        "MPI_Reduce_scatter_block", comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block, comm, sbuf, rbuf, rcount, dtype, op));
     mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter_block");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, NULL, rcount, dtype);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block,
-                                                    MCA_COLL_STRATA_S(&st, sbuf),
-                                                    MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype,
-                                                    op, comm));
+    MCA_COLL_STRATA_STAGED(
+        &st, comm, sbuf, rbuf,
+        MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block, comm, MCA_COLL_STRATA_S(&st, sbuf),
+                                 MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype, op));
 }

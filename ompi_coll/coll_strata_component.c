@@ -145,14 +145,20 @@ static void mca_coll_strata_register_shm(void)
 /* Staging of device buffers (coll_strata_stage.c). */
 static void mca_coll_strata_register_stage(void)
 {
-    mca_coll_strata_component.stage_max = 64 * 1024 * 1024;
-    mca_coll_strata_register_size(
-        "stage_max",
+    mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
+
+    mca_coll_strata_component.stage_max = MCA_COLL_STRATA_STAGE_MAX_DEFAULT;
+    /* ALL_EQ: every rank must use the same value (the ranks cut the same
+     * collectives into the same pieces). */
+    (void)mca_base_component_var_register(
+        c, "stage_max",
         "Bytes of pinned host memory a communicator keeps for staging device buffers (grown "
         "on demand up to this, freed with the communicator). Reductions, scans and "
         "broadcasts whose data exceeds half of it run in pieces of that size on every rank "
         "(found by one small allreduce); other collectives, and a nonblocking call that "
-        "finds the buffer in use, allocate what they need for the call",
+        "finds the buffer in use, allocate what they need for the call. At least 64 KiB; "
+        "must be the same on every rank",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.stage_max);
 }
 
@@ -186,8 +192,20 @@ static int mca_coll_strata_component_register(void)
     return OMPI_SUCCESS;
 }
 
+/* Values registration cannot bound: said once, then replaced. */
+static void mca_coll_strata_component_check(void)
+{
+    if (mca_coll_strata_component.stage_max < MCA_COLL_STRATA_STAGE_MAX_MIN) {
+        opal_output(0, "coll:strata: coll_strata_stage_max %zu is below its minimum of %d bytes; "
+                    "using %d", mca_coll_strata_component.stage_max, MCA_COLL_STRATA_STAGE_MAX_MIN,
+                    MCA_COLL_STRATA_STAGE_MAX_MIN);
+        mca_coll_strata_component.stage_max = MCA_COLL_STRATA_STAGE_MAX_MIN;
+    }
+}
+
 static int mca_coll_strata_component_open(void)
 {
+    mca_coll_strata_component_check();
     mca_coll_strata_component.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_coll_strata_component.output,
                               mca_coll_strata_component.verbose);

@@ -73,7 +73,7 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
                              const mca_coll_strata_decision_input_t *in, int nslices,
                              const char **reason)
 {
-    size_t per_rail = in->bytes / (size_t)nslices;
+    size_t per_rail = in->bytes / (size_t)((nslices > 0) ? nslices : 1);
 
     if (in->nnodes == 1) {
         return MCA_COLL_STRATA_INTER_NONE;
@@ -87,6 +87,13 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
                                           : MCA_COLL_STRATA_INTER_COLL;
 }
 
+/* The only device path so far: the host algorithm runs on pinned host
+ * copies.  A native one plugs in here, after the ranks agree on it. */
+mca_coll_strata_device_path_t mca_coll_strata_decide_device_path(bool device)
+{
+    return device ? MCA_COLL_STRATA_DEVICE_STAGED : MCA_COLL_STRATA_DEVICE_NONE;
+}
+
 void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
                             const mca_coll_strata_decision_input_t *in,
                             mca_coll_strata_decision_t *out)
@@ -95,9 +102,7 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
 
     out->nslices = 1;
     out->inter = MCA_COLL_STRATA_INTER_NONE;
-    /* The only device path so far: the host algorithm below runs on pinned
-     * host copies.  A native one plugs in here, after the ranks agree. */
-    out->device_path = in->device ? MCA_COLL_STRATA_DEVICE_STAGED : MCA_COLL_STRATA_DEVICE_NONE;
+    out->device_path = mca_coll_strata_decide_device_path(in->device);
 
     if (alg == MCA_COLL_STRATA_ALG_FALLBACK) {
         out->algorithm = alg;
@@ -120,7 +125,7 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
     }
 
     out->algorithm = alg;
-    out->nslices = (alg == MCA_COLL_STRATA_ALG_LEADER) ? 1 : in->ppn_min;
+    out->nslices = (alg == MCA_COLL_STRATA_ALG_LEADER || in->ppn_min < 1) ? 1 : in->ppn_min;
     /* Replicated rails each carry the whole message, not a slice of it. */
     out->inter = mca_coll_strata_decide_inter(
         params, in, (alg == MCA_COLL_STRATA_ALG_REPLICATED) ? 1 : out->nslices, &out->reason);

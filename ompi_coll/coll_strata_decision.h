@@ -76,6 +76,9 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
                             const mca_coll_strata_decision_input_t *in,
                             mca_coll_strata_decision_t *out);
 
+/* How this rank's buffers reach the algorithm (rank-local). */
+mca_coll_strata_device_path_t mca_coll_strata_decide_device_path(bool device);
+
 const char *mca_coll_strata_alg_name(mca_coll_strata_alg_t alg);
 const char *mca_coll_strata_inter_name(mca_coll_strata_inter_t inter);
 const char *mca_coll_strata_device_path_name(mca_coll_strata_device_path_t path);

@@ -25,15 +25,15 @@ int mca_coll_strata_iallgather(const void *sbuf, int scount, struct ompi_datatyp
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Iallgather", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, iallgather, sbuf, scount, sdtype, rbuf,
-                                                      rcount, rdtype, comm, request));
+                             MCA_COLL_STRATA_IFALLBACK(m, iallgather, comm, request, sbuf, scount,
+                                                       sdtype, rbuf, rcount, rdtype));
     mca_coll_strata_stage_init(&st, m, "MPI_Iallgather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     true);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, iallgather, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                     rcount, rdtype, comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_IFALLBACK(m, iallgather, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
+                                  sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype));
 }
 
 int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -46,15 +46,15 @@ int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_dataty
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Iallgatherv", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, iallgatherv, sbuf, scount, sdtype, rbuf,
-                                                      rcounts, displs, rdtype, comm, request));
+                             MCA_COLL_STRATA_IFALLBACK(m, iallgatherv, comm, request, sbuf, scount,
+                                                       sdtype, rbuf, rcounts, displs, rdtype));
     mca_coll_strata_stage_init(&st, m, "MPI_Iallgatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
                                     true);
     MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, iallgatherv, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                     rcounts, displs, rdtype, comm, &inner));
+                            MCA_COLL_STRATA_IFALLBACK(
+                                m, iallgatherv, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
+                                sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcounts, displs, rdtype));
 }
 
 int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count,
@@ -68,14 +68,14 @@ int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count,
 
     MCA_COLL_STRATA_UNSTAGED(
         "MPI_Iallreduce", comm, sbuf, rbuf,
-        MCA_COLL_STRATA_FALLBACK(m, iallreduce, sbuf, rbuf, count, dtype, op, comm, request));
+        MCA_COLL_STRATA_IFALLBACK(m, iallreduce, comm, request, sbuf, rbuf, count, dtype, op));
     mca_coll_strata_stage_init(&st, m, "MPI_Iallreduce");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, iallreduce, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op,
-                                                     comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_IFALLBACK(m, iallreduce, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
+                                  MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op));
 }
 
 int mca_coll_strata_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -88,15 +88,15 @@ int mca_coll_strata_ialltoall(const void *sbuf, int scount, struct ompi_datatype
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Ialltoall", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, ialltoall, sbuf, scount, sdtype, rbuf,
-                                                      rcount, rdtype, comm, request));
+                             MCA_COLL_STRATA_IFALLBACK(m, ialltoall, comm, request, sbuf, scount,
+                                                       sdtype, rbuf, rcount, rdtype));
     mca_coll_strata_stage_init(&st, m, "MPI_Ialltoall");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, NULL, NULL,
                                       rcount, rdtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, ialltoall, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                     rcount, rdtype, comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_IFALLBACK(m, ialltoall, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
+                                  sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype));
 }
 
 int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls,
@@ -110,17 +110,17 @@ int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Ialltoallv", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, ialltoallv, sbuf, scounts, sdispls, sdtype,
-                                                      rbuf, rcounts, rdispls, rdtype, comm,
-                                                      request));
+                             MCA_COLL_STRATA_IFALLBACK(m, ialltoallv, comm, request, sbuf, scounts,
+                                                       sdispls, sdtype, rbuf, rcounts, rdispls,
+                                                       rdtype));
     mca_coll_strata_stage_init(&st, m, "MPI_Ialltoallv");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, scounts, sdispls, 0, sdtype, rbuf, rcounts,
                                       rdispls, 0, rdtype);
     MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, ialltoallv, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     scounts, sdispls, sdtype,
-                                                     MCA_COLL_STRATA_R(&st, rbuf), rcounts, rdispls,
-                                                     rdtype, comm, &inner));
+                            MCA_COLL_STRATA_IFALLBACK(m, ialltoallv, comm, &inner,
+                                                      MCA_COLL_STRATA_S(&st, sbuf), scounts,
+                                                      sdispls, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                      rcounts, rdispls, rdtype));
 }
 
 int mca_coll_strata_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
@@ -135,17 +135,17 @@ int mca_coll_strata_ialltoallw(const void *sbuf, const int *scounts, const int *
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Ialltoallw", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, ialltoallw, sbuf, scounts, sdispls,
-                                                      sdtypes, rbuf, rcounts, rdispls, rdtypes,
-                                                      comm, request));
+                             MCA_COLL_STRATA_IFALLBACK(m, ialltoallw, comm, request, sbuf, scounts,
+                                                       sdispls, sdtypes, rbuf, rcounts, rdispls,
+                                                       rdtypes));
     mca_coll_strata_stage_init(&st, m, "MPI_Ialltoallw");
     mca_coll_strata_describe_alltoallw(&st, &c, sbuf, scounts, sdispls, sdtypes, rbuf, rcounts,
                                        rdispls, rdtypes);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, ialltoallw, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     scounts, sdispls, sdtypes,
-                                                     MCA_COLL_STRATA_R(&st, rbuf), rcounts, rdispls,
-                                                     rdtypes, comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_IFALLBACK(m, ialltoallw, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
+                                  scounts, sdispls, sdtypes, MCA_COLL_STRATA_R(&st, rbuf), rcounts,
+                                  rdispls, rdtypes));
 }
 
 int mca_coll_strata_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -158,13 +158,14 @@ int mca_coll_strata_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, 
 
     MCA_COLL_STRATA_UNSTAGED(
         "MPI_Ibcast", comm, buf, NULL,
-        MCA_COLL_STRATA_FALLBACK(m, ibcast, buf, count, dtype, root, comm, request));
+        MCA_COLL_STRATA_IFALLBACK(m, ibcast, comm, request, buf, count, dtype, root));
     mca_coll_strata_stage_init(&st, m, "MPI_Ibcast");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_BCAST, buf, buf, count,
                                          dtype);
     MCA_COLL_STRATA_ISTAGED(&st, comm, buf, NULL, request,
-                            MCA_COLL_STRATA_FALLBACK(m, ibcast, MCA_COLL_STRATA_R(&st, buf), count,
-                                                     dtype, root, comm, &inner));
+                            MCA_COLL_STRATA_IFALLBACK(m, ibcast, comm, &inner,
+                                                      MCA_COLL_STRATA_R(&st, buf), count, dtype,
+                                                      root));
 }
 
 int mca_coll_strata_iexscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -177,14 +178,14 @@ int mca_coll_strata_iexscan(const void *sbuf, void *rbuf, int count, struct ompi
 
     MCA_COLL_STRATA_UNSTAGED(
         "MPI_Iexscan", comm, sbuf, rbuf,
-        MCA_COLL_STRATA_FALLBACK(m, iexscan, sbuf, rbuf, count, dtype, op, comm, request));
+        MCA_COLL_STRATA_IFALLBACK(m, iexscan, comm, request, sbuf, rbuf, count, dtype, op));
     mca_coll_strata_stage_init(&st, m, "MPI_Iexscan");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_EXSCAN, sbuf, rbuf, count,
                                          dtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, iexscan, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op,
-                                                     comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_IFALLBACK(m, iexscan, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
+                                  MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op));
 }
 
 int mca_coll_strata_igather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -197,15 +198,15 @@ int mca_coll_strata_igather(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Igather", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, igather, sbuf, scount, sdtype, rbuf,
-                                                      rcount, rdtype, root, comm, request));
+                             MCA_COLL_STRATA_IFALLBACK(m, igather, comm, request, sbuf, scount,
+                                                       sdtype, rbuf, rcount, rdtype, root));
     mca_coll_strata_stage_init(&st, m, "MPI_Igather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     false);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, igather, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                     rcount, rdtype, root, comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_IFALLBACK(m, igather, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
+                                  sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype, root));
 }
 
 int mca_coll_strata_igatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -219,16 +220,17 @@ int mca_coll_strata_igatherv(const void *sbuf, int scount, struct ompi_datatype_
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Igatherv", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, igatherv, sbuf, scount, sdtype, rbuf,
-                                                      rcounts, displs, rdtype, root, comm,
-                                                      request));
+                             MCA_COLL_STRATA_IFALLBACK(m, igatherv, comm, request, sbuf, scount,
+                                                       sdtype, rbuf, rcounts, displs, rdtype,
+                                                       root));
     mca_coll_strata_stage_init(&st, m, "MPI_Igatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
                                     false);
     MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, igatherv, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                     rcounts, displs, rdtype, root, comm, &inner));
+                            MCA_COLL_STRATA_IFALLBACK(m, igatherv, comm, &inner,
+                                                      MCA_COLL_STRATA_S(&st, sbuf), scount, sdtype,
+                                                      MCA_COLL_STRATA_R(&st, rbuf), rcounts, displs,
+                                                      rdtype, root));
 }
 
 int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -241,14 +243,14 @@ int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi
 
     MCA_COLL_STRATA_UNSTAGED(
         "MPI_Ireduce", comm, sbuf, rbuf,
-        MCA_COLL_STRATA_FALLBACK(m, ireduce, sbuf, rbuf, count, dtype, op, root, comm, request));
+        MCA_COLL_STRATA_IFALLBACK(m, ireduce, comm, request, sbuf, rbuf, count, dtype, op, root));
     mca_coll_strata_stage_init(&st, m, "MPI_Ireduce");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, ireduce, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op,
-                                                     root, comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_IFALLBACK(m, ireduce, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
+                                  MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op, root));
 }
 
 int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
@@ -261,14 +263,14 @@ int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rco
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Ireduce_scatter", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter, sbuf, rbuf, rcounts,
-                                                      dtype, op, comm, request));
+                             MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter, comm, request, sbuf,
+                                                       rbuf, rcounts, dtype, op));
     mca_coll_strata_stage_init(&st, m, "MPI_Ireduce_scatter");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, rcounts, 0, dtype);
     MCA_COLL_STRATA_ISTAGED(
         &st, comm, sbuf, rbuf, request,
-        MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter, MCA_COLL_STRATA_S(&st, sbuf),
-                                 MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype, op, comm, &inner));
+        MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
+                                  MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype, op));
 }
 
 int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -281,14 +283,15 @@ int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcou
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Ireduce_scatter_block", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter_block, sbuf, rbuf, rcount,
-                                                      dtype, op, comm, request));
+                             MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter_block, comm, request,
+                                                       sbuf, rbuf, rcount, dtype, op));
     mca_coll_strata_stage_init(&st, m, "MPI_Ireduce_scatter_block");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, NULL, rcount, dtype);
-    MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
-        MCA_COLL_STRATA_FALLBACK(m, ireduce_scatter_block, MCA_COLL_STRATA_S(&st, sbuf),
-                                 MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype, op, comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+                            MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter_block, comm, &inner,
+                                                      MCA_COLL_STRATA_S(&st, sbuf),
+                                                      MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype,
+                                                      op));
 }
 
 int mca_coll_strata_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -301,14 +304,14 @@ int mca_coll_strata_iscan(const void *sbuf, void *rbuf, int count, struct ompi_d
 
     MCA_COLL_STRATA_UNSTAGED(
         "MPI_Iscan", comm, sbuf, rbuf,
-        MCA_COLL_STRATA_FALLBACK(m, iscan, sbuf, rbuf, count, dtype, op, comm, request));
+        MCA_COLL_STRATA_IFALLBACK(m, iscan, comm, request, sbuf, rbuf, count, dtype, op));
     mca_coll_strata_stage_init(&st, m, "MPI_Iscan");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, iscan, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op,
-                                                     comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_IFALLBACK(m, iscan, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
+                                  MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op));
 }
 
 int mca_coll_strata_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -321,15 +324,15 @@ int mca_coll_strata_iscatter(const void *sbuf, int scount, struct ompi_datatype_
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Iscatter", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, iscatter, sbuf, scount, sdtype, rbuf,
-                                                      rcount, rdtype, root, comm, request));
+                             MCA_COLL_STRATA_IFALLBACK(m, iscatter, comm, request, sbuf, scount,
+                                                       sdtype, rbuf, rcount, rdtype, root));
     mca_coll_strata_stage_init(&st, m, "MPI_Iscatter");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, rcount,
                                      rdtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(m, iscatter, MCA_COLL_STRATA_S(&st, sbuf),
-                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
-                                                     rcount, rdtype, root, comm, &inner));
+    MCA_COLL_STRATA_ISTAGED(
+        &st, comm, sbuf, rbuf, request,
+        MCA_COLL_STRATA_IFALLBACK(m, iscatter, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
+                                  sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype, root));
 }
 
 int mca_coll_strata_iscatterv(const void *sbuf, const int *scounts, const int *displs,
@@ -343,13 +346,14 @@ int mca_coll_strata_iscatterv(const void *sbuf, const int *scounts, const int *d
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED("MPI_Iscatterv", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_FALLBACK(m, iscatterv, sbuf, scounts, displs, sdtype,
-                                                      rbuf, rcount, rdtype, root, comm, request));
+                             MCA_COLL_STRATA_IFALLBACK(m, iscatterv, comm, request, sbuf, scounts,
+                                                       displs, sdtype, rbuf, rcount, rdtype, root));
     mca_coll_strata_stage_init(&st, m, "MPI_Iscatterv");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, scounts, displs, 0, sdtype, rbuf, rcount,
                                      rdtype);
     MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
-                            MCA_COLL_STRATA_FALLBACK(
-                                m, iscatterv, MCA_COLL_STRATA_S(&st, sbuf), scounts, displs, sdtype,
-                                MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype, root, comm, &inner));
+                            MCA_COLL_STRATA_IFALLBACK(m, iscatterv, comm, &inner,
+                                                      MCA_COLL_STRATA_S(&st, sbuf), scounts, displs,
+                                                      sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount,
+                                                      rdtype, root));
 }

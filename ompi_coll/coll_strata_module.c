@@ -120,7 +120,7 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
     }
 
     ok = (OMPI_SUCCESS == rc) ? 1 : 0;
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, &ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (OMPI_SUCCESS != rc || !all_ok) {
         mca_coll_strata_module_warn(comm, why);
         mca_coll_strata_pipeline_release(module);
@@ -184,7 +184,19 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
         return NULL;
     }
     module->super.coll_module_enable = mca_coll_strata_module_enable;
-    MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_INSTALL)
+    MCA_COLL_STRATA_FOREACH_BLOCKING(MCA_COLL_STRATA_INSTALL)
+    if (mca_coll_strata_stage_req_layout_ok()) {
+        MCA_COLL_STRATA_FOREACH_NONBLOCKING(MCA_COLL_STRATA_INSTALL)
+    } else {
+        static bool warned = false;
+
+        if (!warned) {
+            warned = true;
+            opal_output(0, "coll:strata: warning: this Open MPI's nonblocking collective "
+                        "request is not the one strata was built for; nonblocking collectives "
+                        "are left to the component below strata (no device buffers there)");
+        }
+    }
 
     MCA_COLL_STRATA_VERBOSE(10, "%s: selected for %d ranks (priority %d)",
                             comm->c_name, ompi_comm_size(comm), *priority);

@@ -2,10 +2,9 @@
  * coll/strata staging of device buffers through pinned host memory (see
  * coll_strata_stage.h).
  *
- * Copies run on strata's own stream of the buffer's device, created with the
- * default flags so that it waits for work the application left on the legacy
- * default stream; each direction is one batch of asynchronous copies and one
- * stream synchronisation.  The bounce memory is the communicator's cached
+ * Copies run on strata's own streams of the buffer's device (see
+ * mca_coll_strata_stream); each direction is one batch of asynchronous
+ * copies, then a wait for each stream used.  The bounce memory is the communicator's cached
  * buffer when it is free and large enough to grow into (up to
  * coll_strata_stage_max bytes), else memory of the call's own: a second
  * nonblocking call in flight, or a layout too large that cannot be cut into
@@ -130,13 +129,15 @@ bool mca_coll_strata_region_dense(size_t bytes_written, ptrdiff_t lo, ptrdiff_t 
 
 #ifndef STRATA_MEM_NO_CUDA
 /* Pinned when the driver gives it (fast copies), else plain host memory:
- * staging still works through pageable memory, only slower. */
-static char *mca_coll_strata_bounce_alloc(size_t size, bool *pinned)
+ * staging still works through pageable memory, only slower.  Allocated in
+ * the context of the device being staged (portable: any context may use
+ * it), so a thread without a context never makes one on another device. */
+static char *mca_coll_strata_bounce_alloc(size_t size, int ordinal, bool *pinned)
 {
     void *mem = NULL;
     CUcontext saved;
 
-    if ((0 == strata_cuda_ctx_push(-1, &saved))) {
+    if ((0 == strata_cuda_ctx_push(ordinal, &saved))) {
         CUresult res = strata_cuda.cuMemHostAlloc(&mem, size, CU_MEMHOSTALLOC_PORTABLE);
 
         strata_cuda_ctx_pop(saved);
@@ -151,7 +152,7 @@ static char *mca_coll_strata_bounce_alloc(size_t size, bool *pinned)
     return malloc(size);
 }
 
-static void mca_coll_strata_bounce_free(char *mem, bool pinned)
+static void mca_coll_strata_bounce_free(char *mem, bool pinned, int ordinal)
 {
     CUcontext saved;
 
@@ -162,7 +163,7 @@ static void mca_coll_strata_bounce_free(char *mem, bool pinned)
         free(mem);
         return;
     }
-    if (0 == strata_cuda_ctx_push(-1, &saved)) {
+    if (0 == strata_cuda_ctx_push(ordinal, &saved)) {
         (void)strata_cuda.cuMemFreeHost(mem);
         strata_cuda_ctx_pop(saved);
     }
@@ -170,45 +171,51 @@ static void mca_coll_strata_bounce_free(char *mem, bool pinned)
 
 #else
 /* Without CUDA nothing is ever staged; these keep the file one piece. */
-static char *mca_coll_strata_bounce_alloc(size_t size, bool *pinned)
+static char *mca_coll_strata_bounce_alloc(size_t size, int ordinal, bool *pinned)
 {
     *pinned = false;
     return malloc(size);
 }
 
-static void mca_coll_strata_bounce_free(char *mem, bool pinned)
+static void mca_coll_strata_bounce_free(char *mem, bool pinned, int ordinal)
 {
     free(mem);
 }
 #endif
 
-static int mca_coll_strata_bounce_get(mca_coll_strata_stage_t *st, size_t size)
+/* The communicator's cached buffer when no other call holds it and `size`
+ * fits the bound, else memory of this call's own.  `busy` is taken with an
+ * atomic exchange: a staged nonblocking call gives the buffer back from the
+ * progress engine, possibly on another thread. */
+static int mca_coll_strata_bounce_get(mca_coll_strata_stage_t *st, size_t size, int ordinal)
 {
     mca_coll_strata_bounce_cache_t *cache = &st->module->bounce;
     size_t max = mca_coll_strata_component.stage_max;
 
     st->bounce_size = size;
-    if (!cache->busy && size <= max) {
+    st->bounce_ordinal = ordinal;
+    if (size <= max && !__atomic_exchange_n(&cache->busy, true, __ATOMIC_ACQUIRE)) {
         if (cache->size < size) {
             /* grow by doubling, so a run of growing calls reallocates rarely */
             size_t want = (cache->size * 2 > size) ? cache->size * 2 : size;
 
             want = (want > max) ? max : want;
-            mca_coll_strata_bounce_free(cache->mem, cache->pinned);
+            mca_coll_strata_bounce_free(cache->mem, cache->pinned, cache->ordinal);
             cache->size = 0;
-            cache->mem = mca_coll_strata_bounce_alloc(want, &cache->pinned);
+            cache->ordinal = ordinal;
+            cache->mem = mca_coll_strata_bounce_alloc(want, ordinal, &cache->pinned);
             if (NULL == cache->mem) {
+                __atomic_store_n(&cache->busy, false, __ATOMIC_RELEASE);
                 return OMPI_ERR_OUT_OF_RESOURCE;
             }
             cache->size = want;
         }
-        cache->busy = true;
         st->bounce = cache->mem;
         st->bounce_cached = true;
         st->bounce_pinned = cache->pinned;
         return OMPI_SUCCESS;
     }
-    st->bounce = mca_coll_strata_bounce_alloc(size, &st->bounce_pinned);
+    st->bounce = mca_coll_strata_bounce_alloc(size, ordinal, &st->bounce_pinned);
     st->bounce_cached = false;
     return (NULL == st->bounce) ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
 }
@@ -216,16 +223,17 @@ static int mca_coll_strata_bounce_get(mca_coll_strata_stage_t *st, size_t size)
 static void mca_coll_strata_bounce_put(mca_coll_strata_stage_t *st)
 {
     if (st->bounce_cached) {
-        st->module->bounce.busy = false;
+        __atomic_store_n(&st->module->bounce.busy, false, __ATOMIC_RELEASE);
     } else {
-        mca_coll_strata_bounce_free(st->bounce, st->bounce_pinned);
+        mca_coll_strata_bounce_free(st->bounce, st->bounce_pinned, st->bounce_ordinal);
     }
     st->bounce = NULL;
 }
 
 void mca_coll_strata_stage_release(mca_coll_strata_module_t *module)
 {
-    mca_coll_strata_bounce_free(module->bounce.mem, module->bounce.pinned);
+    mca_coll_strata_bounce_free(module->bounce.mem, module->bounce.pinned,
+                                module->bounce.ordinal);
     module->bounce.mem = NULL;
     module->bounce.size = 0;
 }
@@ -233,11 +241,18 @@ void mca_coll_strata_stage_release(mca_coll_strata_module_t *module)
 /* ---- copies ------------------------------------------------------------- */
 
 #ifndef STRATA_MEM_NO_CUDA
-/* Strata's stream per device, made on first use, kept for the process. */
-static CUstream mca_coll_strata_streams[MCA_COLL_STRATA_STAGE_DEVICES];
+/*
+ * Strata's streams per device, made on first use in the device's primary
+ * context, kept for the process.  Copies in run on a blocking stream: they
+ * wait for work the application left on the legacy default stream before
+ * the call (the buffer's producer).  Copies out run on a non-blocking one:
+ * a nonblocking collective copies out from the progress engine, and must
+ * not wait for kernels the application queued after starting it.
+ */
+static CUstream mca_coll_strata_streams[MCA_COLL_STRATA_STAGE_DEVICES][2];
 static pthread_mutex_t mca_coll_strata_streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static CUstream mca_coll_strata_stream(int ordinal)
+static CUstream mca_coll_strata_stream(int ordinal, bool to_host)
 {
     CUstream stream;
 
@@ -245,68 +260,101 @@ static CUstream mca_coll_strata_stream(int ordinal)
         return NULL;
     }
     pthread_mutex_lock(&mca_coll_strata_streams_lock);
-    stream = mca_coll_strata_streams[ordinal];
+    stream = mca_coll_strata_streams[ordinal][to_host];
     if ((NULL == stream) &&
-        (CUDA_SUCCESS == strata_cuda.cuStreamCreate(&stream, CU_STREAM_DEFAULT))) {
-        mca_coll_strata_streams[ordinal] = stream;
+        (CUDA_SUCCESS == strata_cuda.cuStreamCreate(&stream, to_host ? CU_STREAM_DEFAULT
+                                                                    : CU_STREAM_NON_BLOCKING))) {
+        mca_coll_strata_streams[ordinal][to_host] = stream;
     }
     pthread_mutex_unlock(&mca_coll_strata_streams_lock);
     return stream;
 }
 
-static void mca_coll_strata_stage_fail(mca_coll_strata_stage_t *st, const char *what,
+static void mca_coll_strata_stage_fail(mca_coll_strata_stage_t *st, bool to_host,
                                        const mca_coll_strata_stage_buf_t *b, CUresult res)
 {
     char str[160];
 
     opal_output(0, "coll:strata: %s on %s: %s the %s buffer (%zd bytes) failed: %s", st->coll,
-                mca_coll_strata_kinds_name(st->buf[0].kind, st->buf[1].kind), what,
+                mca_coll_strata_kinds_name(st->buf[0].kind, st->buf[1].kind),
+                to_host ? "copying in" : "copying out",
                 (b == &st->buf[MCA_COLL_STRATA_STAGE_SEND]) ? "send" : "receive",
                 b->hi - b->lo, strata_cuda_result_str(res, str, sizeof(str)));
     if (MPI_SUCCESS == st->rc) {
         st->rc = MPI_ERR_OTHER;
     }
+    /* a region that could not be read goes into the collective as zeros */
+    if (to_host) {
+        memset(st->bounce + b->offset, 0, (size_t)(b->hi - b->lo));
+    }
+}
+
+/* One buffer's copy, queued on the stream of its device and direction. */
+static CUresult mca_coll_strata_stage_copy_one(mca_coll_strata_stage_t *st,
+                                               mca_coll_strata_stage_buf_t *b, bool to_host)
+{
+    CUdeviceptr dev = (CUdeviceptr)(b->user + b->lo);
+    char *host = st->bounce + b->offset;
+    size_t len = (size_t)(b->hi - b->lo);
+    CUstream stream;
+    CUcontext saved;
+    CUresult res;
+
+    if (0 != strata_cuda_ctx_push(b->ordinal, &saved)) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    stream = mca_coll_strata_stream(b->ordinal, to_host);
+    res = to_host ? strata_cuda.cuMemcpyDtoHAsync(host, dev, len, stream)
+                  : strata_cuda.cuMemcpyHtoDAsync(dev, host, len, stream);
+    strata_cuda_ctx_pop(saved);
+    return res;
+}
+
+static CUresult mca_coll_strata_stage_sync_one(const mca_coll_strata_stage_buf_t *b, bool to_host)
+{
+    CUcontext saved;
+    CUresult res;
+
+    if (0 != strata_cuda_ctx_push(b->ordinal, &saved)) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    res = strata_cuda.cuStreamSynchronize(mca_coll_strata_stream(b->ordinal, to_host));
+    strata_cuda_ctx_pop(saved);
+    return res;
 }
 
 /*
- * Copies the device regions with `dir` one way (to_host) or the other and
- * waits for them; a buffer's failure is recorded and the others still copy.
+ * Copies the device regions with `dir` one way (to_host) or the other: every
+ * copy is queued first, then each stream is waited for, so the two buffers
+ * of a call travel together.  A buffer's failure is recorded and the other
+ * still copies.
  */
 static void mca_coll_strata_stage_copy(mca_coll_strata_stage_t *st, int dir, bool to_host)
 {
-    const char *what = to_host ? "copying in" : "copying out";
+    bool queued[2] = {false, false};
 
     for (int i = 0; i < 2; ++i) {
         mca_coll_strata_stage_buf_t *b = &st->buf[i];
-        CUdeviceptr dev = (CUdeviceptr)(b->user + b->lo);
-        char *host = st->bounce + b->offset;
-        size_t len = (size_t)(b->hi - b->lo);
-        CUstream stream;
-        CUcontext saved;
         CUresult res;
 
         if (!(b->dir & dir) || STRATA_MEM_DEVICE != b->kind) {
             continue;
         }
-        if (0 != strata_cuda_ctx_push(b->ordinal, &saved)) {
-            mca_coll_strata_stage_fail(st, what, b, CUDA_ERROR_INVALID_CONTEXT);
-            if (to_host) {
-                memset(host, 0, len);
-            }
+        res = mca_coll_strata_stage_copy_one(st, b, to_host);
+        if (CUDA_SUCCESS != res) {
+            mca_coll_strata_stage_fail(st, to_host, b, res);
+        }
+        queued[i] = (CUDA_SUCCESS == res);
+    }
+    for (int i = 0; i < 2; ++i) {
+        CUresult res;
+
+        if (!queued[i]) {
             continue;
         }
-        stream = mca_coll_strata_stream(b->ordinal);
-        res = to_host ? strata_cuda.cuMemcpyDtoHAsync(host, dev, len, stream)
-                      : strata_cuda.cuMemcpyHtoDAsync(dev, host, len, stream);
-        if (CUDA_SUCCESS == res) {
-            res = strata_cuda.cuStreamSynchronize(stream);
-        }
-        strata_cuda_ctx_pop(saved);
+        res = mca_coll_strata_stage_sync_one(&st->buf[i], to_host);
         if (CUDA_SUCCESS != res) {
-            mca_coll_strata_stage_fail(st, what, b, res);
-            if (to_host) {
-                memset(host, 0, len);
-            }
+            mca_coll_strata_stage_fail(st, to_host, &st->buf[i], res);
         }
     }
 }
@@ -344,7 +392,7 @@ void mca_coll_strata_stage_add(mca_coll_strata_stage_t *st, int which, const voi
 int mca_coll_strata_stage_in(mca_coll_strata_stage_t *st)
 {
     size_t total = 0;
-    int rc;
+    int rc, ordinal = -1;
 
     for (int i = 0; i < 2; ++i) {
         mca_coll_strata_stage_buf_t *b = &st->buf[i];
@@ -354,13 +402,14 @@ int mca_coll_strata_stage_in(mca_coll_strata_stage_t *st)
             continue;
         }
         b->offset = total;
+        ordinal = (ordinal < 0) ? b->ordinal : ordinal;
         total += ((size_t)(b->hi - b->lo) + MCA_COLL_STRATA_STAGE_ALIGN - 1) &
                  ~(size_t)(MCA_COLL_STRATA_STAGE_ALIGN - 1);
     }
     if (0 == total) {
         return OMPI_SUCCESS;
     }
-    rc = mca_coll_strata_bounce_get(st, total);
+    rc = mca_coll_strata_bounce_get(st, total, ordinal);
     if (OMPI_SUCCESS != rc) {
         opal_output(0, "coll:strata: %s: no host memory for %zu bytes of staging", st->coll,
                     total);
@@ -401,25 +450,43 @@ int mca_coll_strata_stage_pieces(mca_coll_strata_module_t *module,
                                  int *piece)
 {
     /* two buffers (send and receive) share the bound */
-    size_t limit = mca_coll_strata_component.stage_max / 2;
-    size_t size, extent_bytes;
+    long limit = (long)(mca_coll_strata_component.stage_max / 2);
     ptrdiff_t lb, extent;
-    int mine[2], all[2], rc;
+    size_t size;
+    long mine[7], all[7];
+    int rc;
 
     *piece = count;
     ompi_datatype_type_size(dtype, &size);
+    ompi_datatype_get_extent(dtype, &lb, &extent);
     /* The type signature's size is the same on every rank, so is this test. */
-    if ((size_t)count * size <= limit) {
+    if ((long)((size_t)count * size) <= limit) {
         return OMPI_SUCCESS;
     }
+    /* Cut only if some rank stages, every rank can cut at element
+     * boundaries, and every rank's elements are the same bytes (ranks may
+     * describe a broadcast with different datatypes); the smallest bound
+     * wins.  MAX of x and of -x gives both the largest and the smallest. */
     mine[0] = stages ? 1 : 0;
-    mine[1] = can_split ? 0 : 1;
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, mine, all, 2, MPI_INT, MPI_MAX, comm);
-    if (OMPI_SUCCESS != rc || !all[0] || all[1]) {
+    mine[1] = (can_split && extent > 0) ? 0 : 1;
+    mine[2] = (long)size;
+    mine[3] = -(long)size;
+    mine[4] = (long)extent;
+    mine[5] = -(long)extent;
+    mine[6] = -limit;
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 7, MPI_LONG, MPI_MAX);
+    if (OMPI_SUCCESS != rc || !all[0]) {
         return rc;
     }
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    extent_bytes = (size_t)((extent > 0) ? extent : (ptrdiff_t)size);
-    *piece = (int)((limit / extent_bytes > 0) ? limit / extent_bytes : 1);
+    if (all[1] || all[2] != -all[3] || all[4] != -all[5]) {
+        MCA_COLL_STRATA_VERBOSE(20, "%s: ranks describe the data with different datatypes: "
+                                "staged whole", comm->c_name);
+        return OMPI_SUCCESS;
+    }
+    {
+        long elems = -all[6] / (long)extent;
+
+        *piece = (elems >= count) ? count : (elems < 1) ? 1 : (int)elems;
+    }
     return OMPI_SUCCESS;
 }

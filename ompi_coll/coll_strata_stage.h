@@ -18,13 +18,19 @@
  * A failed copy in does not skip the collective: the peers are already in
  * it and would hang.  The region is zeroed, the collective runs, and the
  * call returns MPI_ERR_OTHER with a message naming the collective and the
- * driver call.  Only running out of host memory altogether (pinned and
- * plain) returns before the collective.
+ * driver call.  Only running out of host memory altogether (no pinned and
+ * no plain memory for the bounce buffer, or no memory for a request)
+ * returns an error before the collective: the peers then wait, as they do
+ * when any MPI implementation fails an allocation inside a collective.
  */
 #ifndef MCA_COLL_STRATA_STAGE_H
 #define MCA_COLL_STRATA_STAGE_H
 
 #include <common/strata_mem.h>
+
+/* coll_strata_stage_max: default and smallest accepted value (bytes) */
+#define MCA_COLL_STRATA_STAGE_MAX_DEFAULT (64 * 1024 * 1024)
+#define MCA_COLL_STRATA_STAGE_MAX_MIN     (64 * 1024)
 
 #define MCA_COLL_STRATA_STAGE_IN  0x1
 #define MCA_COLL_STRATA_STAGE_OUT 0x2
@@ -49,6 +55,7 @@ typedef struct mca_coll_strata_stage_t {
     size_t bounce_size;
     bool bounce_cached; /* the module's cached buffer (else this call's own) */
     bool bounce_pinned;
+    int bounce_ordinal; /* device whose context allocated it */
     int rc;             /* first staging error (MPI_ERR_OTHER) */
 } mca_coll_strata_stage_t;
 
@@ -136,11 +143,23 @@ int mca_coll_strata_stage_pieces(struct mca_coll_strata_module_t *module,
 /* Free the communicator's cached bounce buffer (module destructor). */
 void mca_coll_strata_stage_release(struct mca_coll_strata_module_t *module);
 
-/* coll_strata_stage_req.c: wrap a started nonblocking fallback collective
- * on host copies; its completion copies out and completes *request. */
-int mca_coll_strata_stage_req_start(mca_coll_strata_stage_t *st,
-                                    struct ompi_communicator_t *comm, ompi_request_t *inner,
-                                    ompi_request_t **request);
+/*
+ * coll_strata_stage_req.c: the request of a staged nonblocking collective.
+ * Made before the host collective starts (so that running out of memory is
+ * reported before any communication), then activated with the started
+ * host collective's request: when that completes, the staged request
+ * copies out and completes.  Discard: the host collective did not start.
+ */
+typedef struct mca_coll_strata_stage_req_t mca_coll_strata_stage_req_t;
+mca_coll_strata_stage_req_t *mca_coll_strata_stage_req_new(struct mca_coll_strata_module_t *module,
+                                                           struct ompi_communicator_t *comm);
+int mca_coll_strata_stage_req_activate(mca_coll_strata_stage_req_t *req,
+                                       const mca_coll_strata_stage_t *st, ompi_request_t *inner,
+                                       ompi_request_t **request);
+void mca_coll_strata_stage_req_discard(mca_coll_strata_stage_req_t *req);
+/* Whether Open MPI's nonblocking request layout is the one strata restates
+ * (coll_strata_ompi.h); without it strata installs no nonblocking entry. */
+bool mca_coll_strata_stage_req_layout_ok(void);
 /* Unregister the progress callback (component close). */
 void mca_coll_strata_stage_req_finalize(void);
 
@@ -244,16 +263,22 @@ bool mca_coll_strata_elem_big(int count, struct ompi_datatype_t *dtype);
 #define MCA_COLL_STRATA_ISTAGED(_st, _comm, _s, _r, _request, _call) \
     do { \
         ompi_request_t *inner = NULL; \
+        mca_coll_strata_stage_req_t *_req; \
         int _rc = mca_coll_strata_stage_in(_st); \
         if (OMPI_SUCCESS != _rc) { \
             return _rc; \
         } \
+        _req = mca_coll_strata_stage_req_new((_st)->module, (_comm)); \
+        if (NULL == _req) { \
+            return mca_coll_strata_stage_out((_st), OMPI_ERR_OUT_OF_RESOURCE); \
+        } \
         MCA_COLL_STRATA_TRACE((_st)->coll, (_comm), (_s), (_r), "staged"); \
         _rc = (_call); \
         if (OMPI_SUCCESS != _rc) { \
+            mca_coll_strata_stage_req_discard(_req); \
             return mca_coll_strata_stage_out((_st), _rc); \
         } \
-        return mca_coll_strata_stage_req_start((_st), (_comm), inner, (_request)); \
+        return mca_coll_strata_stage_req_activate(_req, (_st), inner, (_request)); \
     } while (0)
 
 /* The host pointer to hand the saved module for a buffer argument. */

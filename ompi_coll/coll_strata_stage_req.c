@@ -18,14 +18,14 @@
 #include "opal/runtime/opal_progress.h"
 #include "opal/threads/mutex.h"
 
-typedef struct mca_coll_strata_stage_req_t {
+struct mca_coll_strata_stage_req_t {
     /* what MPI_I* expects of a coll request (coll_strata_ompi.h) */
     mca_coll_strata_nbc_request_t super;
     mca_coll_strata_stage_t stage;
     ompi_request_t *inner; /* the fallback's request on the host copies */
     bool freed;            /* MPI_Request_free came before completion */
     struct mca_coll_strata_stage_req_t *next;
-} mca_coll_strata_stage_req_t;
+};
 
 static OBJ_CLASS_INSTANCE(mca_coll_strata_stage_req_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
@@ -37,12 +37,18 @@ static bool mca_coll_strata_stage_progress_on;
 
 static void mca_coll_strata_stage_req_release(mca_coll_strata_stage_req_t *req)
 {
+    struct ompi_communicator_t *comm = req->super.super.req_mpi_object.comm;
+
     OBJ_RELEASE(req->stage.module);
     OMPI_REQUEST_FINI(&req->super.super);
     OBJ_RELEASE(req);
+    OBJ_RELEASE(comm);
 }
 
-/* Copy out, report, and complete (or release, if already freed). */
+/* Copy out, report, and complete; a request MPI_Request_free let go of is
+ * released here.  Completing and reading `freed` happen under the lock, so
+ * a concurrent MPI_Request_free sees either an incomplete request (and
+ * leaves it to this function) or a complete one (and releases it itself). */
 static void mca_coll_strata_stage_req_finish(mca_coll_strata_stage_req_t *req)
 {
     int rc = req->inner->req_status.MPI_ERROR;
@@ -54,10 +60,10 @@ static void mca_coll_strata_stage_req_finish(mca_coll_strata_stage_req_t *req)
 
     OPAL_THREAD_LOCK(&mca_coll_strata_stage_reqs_lock);
     freed = req->freed;
-    OPAL_THREAD_UNLOCK(&mca_coll_strata_stage_reqs_lock);
     /* Completion runs the callbacks MPI_I* chained to release the call's
      * datatypes and ops; nobody waits on a freed request. */
     ompi_request_complete(&req->super.super, !freed);
+    OPAL_THREAD_UNLOCK(&mca_coll_strata_stage_reqs_lock);
     if (freed) {
         mca_coll_strata_stage_req_release(req);
     }
@@ -115,30 +121,44 @@ static int mca_coll_strata_stage_req_cancel(ompi_request_t *request, int complet
     return MPI_ERR_REQUEST;
 }
 
-int mca_coll_strata_stage_req_start(mca_coll_strata_stage_t *st,
-                                    struct ompi_communicator_t *comm, ompi_request_t *inner,
-                                    ompi_request_t **request)
+mca_coll_strata_stage_req_t *mca_coll_strata_stage_req_new(mca_coll_strata_module_t *module,
+                                                           struct ompi_communicator_t *comm)
 {
     mca_coll_strata_stage_req_t *req = OBJ_NEW(mca_coll_strata_stage_req_t);
 
     if (NULL == req) {
-        /* the host collective is running: finish it here rather than lose it */
-        int rc = ompi_request_wait(&inner, MPI_STATUS_IGNORE);
-
-        return mca_coll_strata_stage_out(st, rc);
+        return NULL;
     }
     OMPI_REQUEST_INIT(&req->super.super, false);
     req->super.super.req_type = OMPI_REQUEST_COLL;
     req->super.super.req_state = OMPI_REQUEST_ACTIVE;
     req->super.super.req_free = mca_coll_strata_stage_req_free;
     req->super.super.req_cancel = mca_coll_strata_stage_req_cancel;
+    /* not cancelled, no source or tag, as for any collective */
+    req->super.super.req_status = ompi_status_empty;
     req->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+    /* MPI_I* reads the communicator here (ompi_coll_base_retain_*); it
+     * stays alive until the request is released */
     req->super.super.req_mpi_object.comm = comm;
+    OBJ_RETAIN(comm);
+    req->inner = NULL;
+    req->freed = false;
+    req->stage.module = module;
+    OBJ_RETAIN(module);
+    return req;
+}
+
+void mca_coll_strata_stage_req_discard(mca_coll_strata_stage_req_t *req)
+{
+    mca_coll_strata_stage_req_release(req);
+}
+
+int mca_coll_strata_stage_req_activate(mca_coll_strata_stage_req_t *req,
+                                       const mca_coll_strata_stage_t *st, ompi_request_t *inner,
+                                       ompi_request_t **request)
+{
     req->stage = *st;
     req->inner = inner;
-    req->freed = false;
-    OBJ_RETAIN(st->module);
-
     OPAL_THREAD_LOCK(&mca_coll_strata_stage_reqs_lock);
     if (!mca_coll_strata_stage_progress_on) {
         mca_coll_strata_stage_progress_on = true;
@@ -150,6 +170,13 @@ int mca_coll_strata_stage_req_start(mca_coll_strata_stage_t *st,
 
     *request = &req->super.super;
     return OMPI_SUCCESS;
+}
+
+/* The layout restated in coll_strata_ompi.h is the one this Open MPI uses
+ * (its class records the size it was built with). */
+bool mca_coll_strata_stage_req_layout_ok(void)
+{
+    return ompi_coll_base_nbc_request_t_class.cls_sizeof == sizeof(mca_coll_strata_nbc_request_t);
 }
 
 void mca_coll_strata_stage_req_finalize(void)

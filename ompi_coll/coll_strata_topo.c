@@ -48,8 +48,7 @@ static int mca_coll_strata_topo_nodes(mca_coll_strata_module_t *module,
     if (NULL == leaders) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    rc = MCA_COLL_STRATA_FALLBACK(module, allgather, &leader, 1, MPI_INT, leaders, 1, MPI_INT,
-                                  comm);
+    rc = MCA_COLL_STRATA_FALLBACK(module, allgather, comm, &leader, 1, MPI_INT, leaders, 1, MPI_INT);
     if (OMPI_SUCCESS == rc) {
         topo->nnodes = 0;
         topo->node_index = 0;

@@ -58,6 +58,17 @@ cluster_coll_device() {
         "$T/mpi/test_coll_device" --quiet --counts 0,1,7,1021,65537
 }
 
+# coll/han below strata (Open MPI 5 runs han by default): han declines an
+# uneven communicator (3+1) by calling the communicator's own function,
+# which is strata's; strata must not call han again forever.  Host and
+# device buffers, every collective.
+cluster_strata_over_han() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_cluster -np 4 \
+        --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1" \
+        --mca coll_han_priority 35 --mca coll_strata_priority 90 -x LD_LIBRARY_PATH \
+        "$T/mpi/test_coll_device" --quiet --kinds hh,dd --counts 0,7,1021
+}
+
 # Bytes counted on the links: an allreduce of n bytes over 2 nodes (one rank
 # each) must move at least n bytes out of each node per call, and the
 # counters must see it.
@@ -142,6 +153,7 @@ else
     if [ "$STRATA_HAVE_UCX" = yes ] && [ -x "$T/mpi/test_coll_device" ]; then
         strata_test cluster_coll_device_2x2 300 cluster_job 2 "" cluster_coll_device 2x2
         strata_test cluster_coll_device_3+1 300 cluster_job 2 "" cluster_coll_device 3+1
+        strata_test cluster_strata_over_han_3+1 300 cluster_job 2 "" cluster_strata_over_han
     fi
     strata_test cluster_bytes_counted 180 cluster_job 2 "" cluster_bytes_counted
     strata_test cluster_links_shaped 60 cluster_job 2 100mbit cluster_links_shaped

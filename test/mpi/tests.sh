@@ -226,6 +226,21 @@ coll_device_late_driver() {
         $(strata_coll_mca strata) "$T/mpi/test_coll_late_cuda"
 }
 
+# Ranks that stage and ranks that do not, and ranks that describe one
+# broadcast with different datatypes, all above the staging bound: every
+# rank must run the same sequence of collectives (no hang, no truncation).
+coll_device_mixed() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local "$1" -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_stage_max 1048576 "$T/mpi/test_coll_device_mixed"
+}
+
+# A forced algorithm applies to the host copies of device buffers too, and
+# to host data above the staging bound (in pieces).
+coll_device_forced() {
+    coll_device 3 ob1 --mca coll_strata_allreduce_algorithm "$1" --mca coll_strata_stage_max 1048576 -- \
+        --quiet --only allreduce,iallreduce,reduce,bcast --kinds dd,hh,dh
+}
+
 # Verbosity 20 names the memory kinds and the path of every call.
 coll_device_verbose() {
     coll_device 2 ob1 --mca coll_strata_verbose 20 -- --kinds dd,hh --counts 7 --only allreduce,allgather,ibcast \
@@ -286,6 +301,10 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_no_pinned 300 coll_device_no_pinned
         strata_test mpi_coll_device_verbose 120 coll_device_verbose
         strata_test mpi_coll_device_late_driver 120 coll_device_late_driver
+        strata_test mpi_coll_device_mixed_np3 180 coll_device_mixed 3
+        strata_test mpi_coll_device_mixed_np4 180 coll_device_mixed 4
+        strata_test mpi_coll_device_forced_rail 300 coll_device_forced rail
+        strata_test mpi_coll_device_forced_leader 300 coll_device_forced leader
     fi
     if [ "$STRATA_HAVE_UCX" = yes ]; then
         strata_test mpi_hook_loads_uct 120 mpi_hook_loads_uct

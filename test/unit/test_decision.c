@@ -140,6 +140,24 @@ static void test_device_path(void)
     }
 }
 
+/* An input without a topology (every count zero) never divides by zero,
+ * whatever is forced. */
+static void test_empty_topology(void)
+{
+    for (int alg = MCA_COLL_STRATA_ALG_AUTO; alg <= MCA_COLL_STRATA_ALG_REPLICATED; ++alg) {
+        mca_coll_strata_decision_params_t p = defaults;
+        mca_coll_strata_decision_input_t in = {.bytes = 1 << 20, .device = true};
+        mca_coll_strata_decision_t d;
+
+        p.algorithm = alg;
+        p.inter_algorithm = MCA_COLL_STRATA_INTER_AUTO;
+        mca_coll_strata_decide(&p, &in, &d);
+        CHECK(d.nslices >= 1 && d.device_path == MCA_COLL_STRATA_DEVICE_STAGED,
+              "forced %s without a topology: %d slice(s), staged", mca_coll_strata_alg_name(alg),
+              d.nslices);
+    }
+}
+
 /* Every split must tile [0, total) with parts differing by at most one. */
 static void test_partition(void)
 {
@@ -169,6 +187,7 @@ int main(void)
     test_auto_rules();
     test_overrides();
     test_device_path();
+    test_empty_topology();
     test_partition();
     printf("test_decision: %s: decision rules, overrides, device paths, partitions of 0..300 "
            "into 1..17\n",
