@@ -10,6 +10,7 @@
  *                 MPI_Scan of COUNT ints; every rank must run the same
  *                 sequence of collectives although only rank 0 stages
  *   status        a staged MPI_Iallreduce's status: not cancelled
+ *   local         MPI_Reduce_local on device buffers (through MPI_COMM_SELF)
  *   datatypes     MPI_Bcast of COUNT (double, int) pairs: the root describes
  *                 them as MPI_DOUBLE_INT (a predefined type with a hole), the
  *                 others as a struct type without the hole; the ranks may not
@@ -187,6 +188,23 @@ static void test_status(void)
     }
 }
 
+static void test_reduce_local(int *a, int *b, int *expect)
+{
+    void *da, *db;
+
+    for (long i = 0; i < COUNT; ++i) {
+        a[i] = (int)(i % 977);
+        b[i] = (int)(rank + 2 * (i % 13));
+        expect[i] = a[i] + b[i];
+    }
+    da = buffer_of(a, sizeof(int) * COUNT, 1);
+    db = buffer_of(b, sizeof(int) * COUNT, 1);
+    MPI_Reduce_local(da, db, COUNT, MPI_INT, MPI_SUM);
+    read_back(da, a, sizeof(int) * COUNT, 1);
+    read_back(db, b, sizeof(int) * COUNT, 1);
+    check_ints("reduce_local on device buffers", b, expect, COUNT);
+}
+
 /* The root's MPI_DOUBLE_INT (16-byte elements with a hole) against the
  * others' 12-byte struct: one type signature, two layouts. */
 static void test_types(void)
@@ -268,6 +286,7 @@ int main(int argc, char **argv)
     }
     test_kinds(in, out, expect);
     test_status();
+    test_reduce_local(in, out, expect);
     test_types();
     free(in);
     free(out);
