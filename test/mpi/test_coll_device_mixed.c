@@ -11,6 +11,9 @@
  *                 sequence of collectives although only rank 0 stages
  *   status        a staged MPI_Iallreduce's status: not cancelled
  *   local         MPI_Reduce_local on device buffers (through MPI_COMM_SELF)
+ *   bad input     with MPI_ERRORS_RETURN, device buffers and a negative count,
+ *                 a root out of range, MPI_OP_NULL: MPI's own error classes,
+ *                 and the communicator still works afterwards
  *   datatypes     MPI_Bcast of COUNT (double, int) pairs: the root describes
  *                 them as MPI_DOUBLE_INT (a predefined type with a hole), the
  *                 others as a struct type without the hole; the ranks may not
@@ -205,6 +208,40 @@ static void test_reduce_local(int *a, int *b, int *expect)
     check_ints("reduce_local on device buffers", b, expect, COUNT);
 }
 
+static void expect_class(const char *what, int rc, int want)
+{
+    int cls = -1;
+
+    MPI_Error_class(rc, &cls);
+    if (cls != want) {
+        fail(what, -1, want, cls);
+    }
+}
+
+static void test_bad_input(void)
+{
+    int one = 1;
+    void *s = buffer_of(&one, sizeof(one), 1), *r = buffer_of(&one, sizeof(one), 1);
+    MPI_Request req;
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    expect_class("allreduce, count -1", MPI_Allreduce(s, r, -1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+                 MPI_ERR_COUNT);
+    expect_class("bcast, root = size", MPI_Bcast(r, 1, MPI_INT, size, MPI_COMM_WORLD), MPI_ERR_ROOT);
+    expect_class("iallreduce, MPI_OP_NULL",
+                 MPI_Iallreduce(s, r, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD, &req), MPI_ERR_OP);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Allreduce(s, r, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    read_back(s, &one, sizeof(one), 1);
+    read_back(r, &one, sizeof(one), 1);
+    if (one != size) {
+        fail("allreduce after the rejected calls", 0, size, one);
+    }
+    if (rank == 0) {
+        printf("bad input on device buffers: MPI's own errors, communicator still works: ok\n");
+    }
+}
+
 /* The root's MPI_DOUBLE_INT (16-byte elements with a hole) against the
  * others' 12-byte struct: one type signature, two layouts. */
 static void test_types(void)
@@ -287,6 +324,7 @@ int main(int argc, char **argv)
     test_kinds(in, out, expect);
     test_status();
     test_reduce_local(in, out, expect);
+    test_bad_input();
     test_types();
     free(in);
     free(out);
