@@ -216,36 +216,9 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-static char watchdog_msg[256];
-
-static void watchdog_fire(int sig)
-{
-    (void)sig;
-    if (write(STDOUT_FILENO, watchdog_msg, strlen(watchdog_msg)) < 0) {
-        /* nothing left to report it to */
-    }
-    _exit(1);
-}
-
-static void watchdog_arm(const char *what)
-{
-    snprintf(watchdog_msg, sizeof(watchdog_msg), "FAIL rank %d: hang: %s did not finish within %d s\n", g.rank,
-             what, opt.timeout);
-    alarm((unsigned)opt.timeout);
-}
+#include "test_device_util.h"
 
 /* ---- CUDA and buffers ---- */
-
-#define CU_CHECK(_call) cu_check((_call), #_call, __LINE__)
-
-static void cu_check(CUresult res, const char *call, int line)
-{
-    const char *name = "?", *str = "?";
-    if (res == CUDA_SUCCESS) return;
-    cuGetErrorName(res, &name);
-    cuGetErrorString(res, &str);
-    fail("%s (line %d): %s (%s)", call, line, name, str);
-}
 
 static int kinds_need_cuda(void)
 {
@@ -923,7 +896,7 @@ static void run_check(check_t *c, int comm_index)
     if (c->coll->flags & F_NOBUF) snprintf(c->label, sizeof(c->label), "%s%s", name, comm_tag);
     else snprintf(c->label, sizeof(c->label), "%s%s%s %s count=%d root=%s inplace=%d", name, c->red->tag, comm_tag,
                   kinds, c->count, root, c->inplace);
-    watchdog_arm(c->label);
+    test_watchdog_arm(g.rank, c->label, opt.timeout);
     if (opt.mode == MODE_DEADLOCK && c->rank == 1) deadlock_recv(c);
     c->coll->run(c);
     alarm(0);
@@ -1097,7 +1070,7 @@ static void run_big(void)
                  c.inplace);
         big_fill(&c, &rb, c.inplace ? BIG_INPUTS : BIG_POISON, POISON);
         MPI_Barrier(MPI_COMM_WORLD);
-        watchdog_arm(c.label);
+        test_watchdog_arm(g.rank, c.label, opt.timeout);
         t = MPI_Wtime();
         rc = MPI_Allreduce(c.inplace ? MPI_IN_PLACE : sb.ptr, rb.ptr, c.count, MPI_INT, MPI_SUM, c.comm);
         t = MPI_Wtime() - t;
@@ -1142,7 +1115,7 @@ static void run_fault(void)
         c.seed = mix64(++g.calls);
         snprintf(c.label, sizeof(c.label), "fault %s %c%c count=%d root=%s", names[i], c.skind, c.rkind, c.count,
                  i == 1 ? "0" : "-");
-        watchdog_arm(c.label);
+        test_watchdog_arm(g.rank, c.label, opt.timeout);
         if (i == 1) {
             void *p = g.rank == 0 ? send_buf(&c, &sb, n) : recv_buf(&c, &sb, c.skind, img_new(&c, n), n);
             rc = MPI_Bcast(p, c.count, MPI_INT, 0, c.comm);
@@ -1288,7 +1261,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g.size);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGALRM, watchdog_fire);
+    signal(SIGALRM, test_watchdog_fire);
     parse_options(argc, argv);
     if (opt.mode == MODE_DEADLOCK && g.size < 2) {
         if (g.rank == 0) fprintf(stderr, PROG ": --mode deadlock needs at least 2 ranks\n");

@@ -82,36 +82,9 @@ static void fail(const char *fmt, ...)
     _exit(1);
 }
 
-static char watchdog_msg[256];
-
-static void watchdog_fire(int sig)
-{
-    (void)sig;
-    if (write(STDOUT_FILENO, watchdog_msg, strlen(watchdog_msg)) < 0) {
-        /* nothing left to report it to */
-    }
-    _exit(1);
-}
-
-static void watchdog_arm(const char *what)
-{
-    snprintf(watchdog_msg, sizeof(watchdog_msg), "rank %d: FAIL: hang: %s did not finish within %d s\n", g.rank,
-             what, opt.timeout);
-    alarm((unsigned)opt.timeout);
-}
+#include "test_device_util.h"
 
 /* ---- CUDA and buffers ---- */
-
-#define CU_CHECK(_call) cu_check((_call), #_call, __LINE__)
-
-static void cu_check(CUresult res, const char *call, int line)
-{
-    const char *name = "?", *str = "?";
-    if (res == CUDA_SUCCESS) return;
-    cuGetErrorName(res, &name);
-    cuGetErrorString(res, &str);
-    fail("%s (line %d): %s (%s)", call, line, name, str);
-}
 
 static int device_allocs(void) { return opt.alloc != ALLOC_HOST; }
 
@@ -379,7 +352,7 @@ static void run_contiguous(const size_t *sizes, int num_sizes)
             for (int s = 0; s < num_sizes; s++) {
                 size_t size = sizes[s];
                 snprintf(what, sizeof(what), "%s %s %zu", mode_names[mode], dirs[d].name, size);
-                watchdog_arm(what);
+                test_watchdog_arm(g.rank, what, opt.timeout);
                 if (g.partner >= 0) {
                     test_buf_t src, dst;
                     buf_alloc(&src, dirs[d].src, size + GUARD);
@@ -482,7 +455,7 @@ static int run_noncontig_interleaved(void)
     int rc = MPI_SUCCESS, any;
 
     snprintf(what, sizeof(what), "noncontig d->d two interleaved vector receives (%d blocks)", blocks);
-    watchdog_arm(what);
+    test_watchdog_arm(g.rank, what, opt.timeout);
     if (g.partner >= 0) {
         test_buf_t src, dst;
         buf_alloc(&src, MEM_DEVICE, extent + GUARD);
@@ -521,7 +494,7 @@ static int run_noncontig(void)
         uint64_t theirs = seed_of(7, (uint64_t)blocks, 0, 0, (uint64_t)g.partner);
 
         snprintf(what, sizeof(what), "noncontig d->d vector(%d x %d of %d MPI_INT)", blocks, NC_BLOCK, NC_STRIDE);
-        watchdog_arm(what);
+        test_watchdog_arm(g.rank, what, opt.timeout);
         if (g.partner >= 0) {
             test_buf_t src, dst;
             buf_alloc(&src, MEM_DEVICE, extent + GUARD);
@@ -607,7 +580,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g.size);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGALRM, watchdog_fire);
+    signal(SIGALRM, test_watchdog_fire);
     parse_options(argc, argv);
     if (g.size < 2) {
         if (g.rank == 0) fprintf(stderr, "test_p2p_device: needs at least 2 ranks\n");
