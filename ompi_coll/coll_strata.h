@@ -27,7 +27,8 @@
  *                             allgather(node), pipelined by chunks; its
  *                             shared-memory slots, rings and scratch
  *   coll_strata_ring.c        non-blocking ring allreduce on a rail
- *   coll_strata_mem_host.c    copy/reduce primitives for host buffers
+ *   coll_strata_node_host.c   the node area of host data: copy/reduce
+ *                             primitives on the shared-memory segment
  *   coll_strata_colls.c       every other blocking collective: memory kind,
  *                             then fallback or staged fallback
  *   coll_strata_icolls.c      the nonblocking twins
@@ -152,23 +153,31 @@ typedef struct mca_coll_strata_bounce_cache_t {
     int ordinal; /* device whose context allocated it */
 } mca_coll_strata_bounce_cache_t;
 
-/*
- * Copy and reduce primitives of one memory kind.  The pipeline is written
- * once against this table; host buffers use memcpy and Open MPI's op
- * functions, device buffers will use the GPU's.
- */
-typedef struct mca_coll_strata_mem_ops_t {
-    const char *name;
-    void (*copy)(void *dst, const void *src, size_t bytes);
-    /* dst = a op b, count elements of dtype */
-    void (*reduce2)(struct ompi_op_t *op, const void *a, const void *b, void *dst,
-                    size_t count, struct ompi_datatype_t *dtype);
-    /* dst = src op dst */
-    void (*reduce)(struct ompi_op_t *op, const void *src, void *dst, size_t count,
-                   struct ompi_datatype_t *dtype);
-} mca_coll_strata_mem_ops_t;
+struct mca_coll_strata_node_t;
 
-extern const mca_coll_strata_mem_ops_t mca_coll_strata_mem_host_ops;
+/*
+ * Where a node's chunks live, and how they are copied and reduced: the
+ * pipeline and the ring are written once against this table, and each
+ * memory kind fills one (coll_strata_node_host.c: the shared-memory
+ * segment, memcpy and Open MPI's op functions).  copy and reduce may only
+ * queue their work; it is finished when complete() returns, and only then
+ * may a progress flag announce it.  Every call returns an OMPI status.
+ */
+typedef struct mca_coll_strata_node_ops_t {
+    const char *name;
+    /* local rank r's input area of a slot, and the slot's result area */
+    char *(*input)(const struct mca_coll_strata_node_t *node, int slot, int r);
+    char *(*result)(const struct mca_coll_strata_node_t *node, int slot);
+    int (*copy)(struct mca_coll_strata_node_t *node, void *dst, const void *src, size_t bytes);
+    /* dst = srcs[0] op (srcs[1] op (... op srcs[k-1])), count elements of
+     * dtype, each element reduced in that order; dst may be srcs[k-1] */
+    int (*reduce)(struct mca_coll_strata_node_t *node, struct ompi_op_t *op,
+                  struct ompi_datatype_t *dtype, const void *const *srcs, int k, void *dst,
+                  size_t count);
+    int (*complete)(struct mca_coll_strata_node_t *node);
+} mca_coll_strata_node_ops_t;
+
+extern const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops;
 
 /* One local rank's progress flags, each on its own cache line. */
 typedef struct mca_coll_strata_shm_flags_t {
@@ -217,6 +226,13 @@ typedef enum {
     MCA_COLL_STRATA_SETUP_FAILED  /* agreed across the communicator */
 } mca_coll_strata_setup_state_t;
 
+/* A node area: the primitives and the segment their progress flags (and,
+ * for host data, the slots) live in. */
+typedef struct mca_coll_strata_node_t {
+    const mca_coll_strata_node_ops_t *ops;
+    mca_coll_strata_shm_t *shm;
+} mca_coll_strata_node_t;
+
 typedef struct mca_coll_strata_module_t {
     mca_coll_base_module_t super;
     mca_coll_strata_fallback_t fallback;
@@ -224,6 +240,7 @@ typedef struct mca_coll_strata_module_t {
     mca_coll_strata_setup_state_t setup;
     mca_coll_strata_topo_t topo;
     mca_coll_strata_shm_t shm;
+    mca_coll_strata_node_t node_host; /* host data in `shm` */
     /* chunks this communicator has pushed through the segment, all calls;
      * identical on every local rank since collectives are ordered */
     uint64_t chunk_serial;
@@ -238,8 +255,15 @@ OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);
 
 OMPI_MODULE_DECLSPEC extern mca_coll_strata_component_t mca_coll_strata_component;
 
+/* The arguments (names looked up for the message) are evaluated only when
+ * the message is wanted: per-call messages sit on the fast path. */
 #define MCA_COLL_STRATA_VERBOSE(_level, ...) \
-    opal_output_verbose((_level), mca_coll_strata_component.output, "coll:strata: " __VA_ARGS__)
+    do { \
+        if (OPAL_UNLIKELY(mca_coll_strata_component.verbose >= (_level))) { \
+            opal_output_verbose((_level), mca_coll_strata_component.output, \
+                                "coll:strata: " __VA_ARGS__); \
+        } \
+    } while (0)
 
 /* coll_strata_module.c */
 int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads);
@@ -276,7 +300,7 @@ static inline char *mca_coll_strata_shm_result(const mca_coll_strata_shm_t *shm,
     return mca_coll_strata_shm_input(shm, slot, shm->nranks);
 }
 
-/* coll_strata_mem_host.c: a printable name for an op (predefined or "user op") */
+/* coll_strata_node_host.c: a printable name for an op (predefined or "user op") */
 const char *mca_coll_strata_op_name(struct ompi_op_t *op);
 
 /* coll_strata_allreduce.c */
@@ -301,7 +325,7 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
                                        void *rbuf, size_t count,
                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        const mca_coll_strata_decision_t *decision,
-                                       const mca_coll_strata_mem_ops_t *mem);
+                                       mca_coll_strata_node_t *node);
 
 /* coll_strata_ring.c: one ring allreduce of `count` elements at `buf`, in
  * place, advanced by mca_coll_strata_ring_progress until it returns done. */
@@ -313,7 +337,7 @@ typedef struct mca_coll_strata_ring_t {
     ptrdiff_t extent;
     struct ompi_datatype_t *dtype;
     struct ompi_op_t *op;
-    const mca_coll_strata_mem_ops_t *mem;
+    mca_coll_strata_node_t *node; /* reduces the received blocks */
     int tag;
     int step;    /* 0 .. 2(size-1); size-1 first steps reduce-scatter */
     bool posted; /* the requests of `step` are in flight */

@@ -89,7 +89,7 @@ int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void 
                             mca_coll_strata_inter_name(decision.inter), in.nnodes,
                             decision.reason);
     return mca_coll_strata_pipeline_allreduce(module, sbuf, rbuf, (size_t)count, dtype, op,
-                                              &decision, &mca_coll_strata_mem_host_ops);
+                                              &decision, &module->node_host);
 }
 
 typedef struct mca_coll_strata_allreduce_args_t {

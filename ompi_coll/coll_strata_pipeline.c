@@ -48,7 +48,7 @@
 typedef struct mca_coll_strata_pipeline_t {
     mca_coll_strata_module_t *module;
     mca_coll_strata_shm_t *shm;
-    const mca_coll_strata_mem_ops_t *mem;
+    mca_coll_strata_node_t *node; /* where the slots live, how data moves */
     const mca_coll_strata_decision_t *decision;
     const char *sbuf;
     char *rbuf;
@@ -113,27 +113,36 @@ static int mca_coll_strata_pipeline_slot(const mca_coll_strata_pipeline_t *p, ui
     return (int)((p->base + c) % (uint64_t)p->shm->nslots);
 }
 
-static bool mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p)
+static int mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_in, g = p->base + c;
     mca_coll_strata_shm_flags_t *mine = &p->shm->flags[p->me];
+    mca_coll_strata_node_t *node = p->node;
     size_t first, n;
+    int rc;
 
     if (c >= p->nchunks ||
         !mca_coll_strata_pipeline_reached(p->shm, offsetof(mca_coll_strata_shm_flags_t, reduced),
                                           p->shm->nranks,
                                           mca_coll_strata_pipeline_reuse_mark(p, g))) {
-        return false;
+        return OMPI_SUCCESS;
     }
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-    p->mem->copy(mca_coll_strata_shm_input(p->shm, mca_coll_strata_pipeline_slot(p, c), p->me),
-                 p->sbuf + first * (size_t)p->extent, n * (size_t)p->extent);
+    rc = node->ops->copy(node, node->ops->input(node, mca_coll_strata_pipeline_slot(p, c), p->me),
+                         p->sbuf + first * (size_t)p->extent, n * (size_t)p->extent);
+    if (OMPI_SUCCESS == rc) {
+        rc = node->ops->complete(node);
+    }
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
     mca_coll_strata_flag_store(&mine->copied_in, g + 1);
     if (!p->owner) {
         mca_coll_strata_flag_store(&mine->reduced, g + 1);
     }
     p->next_in++;
-    return true;
+    *moved = true;
+    return OMPI_SUCCESS;
 }
 
 /* Start the inter-node phase of this rank's slice of chunk c (in the slot's
@@ -155,7 +164,7 @@ static int mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, u
         ring->count = slice_elems;
         ring->dtype = p->dtype;
         ring->op = p->op;
-        ring->mem = p->mem;
+        ring->node = p->node;
         ring->tag = 1 + slot;
         ring->done = false;
         rc = mca_coll_strata_ring_start(ring);
@@ -173,9 +182,11 @@ static int mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, u
 static int mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     mca_coll_strata_shm_t *shm = p->shm;
+    mca_coll_strata_node_t *node = p->node;
     uint64_t c = p->next_reduce, g = p->base + c;
-    int slot = mca_coll_strata_pipeline_slot(p, c), k = shm->nranks;
+    int slot = mca_coll_strata_pipeline_slot(p, c), k = shm->nranks, rc;
     size_t first, n, off, len, bytes_off;
+    const void *srcs[shm->nranks]; /* k input areas of the slot */
     char *dst;
 
     if (c >= p->next_in ||
@@ -194,17 +205,21 @@ static int mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *
     }
     bytes_off = off * (size_t)p->extent;
     dst = p->private_result ? p->rbuf + first * (size_t)p->extent
-                            : mca_coll_strata_shm_result(shm, slot) + bytes_off;
-    if (1 == k) {
-        p->mem->copy(dst, mca_coll_strata_shm_input(shm, slot, 0) + bytes_off,
-                     len * (size_t)p->extent);
-    } else {
-        p->mem->reduce2(p->op, mca_coll_strata_shm_input(shm, slot, 0) + bytes_off,
-                        mca_coll_strata_shm_input(shm, slot, 1) + bytes_off, dst, len, p->dtype);
-        for (int i = 2; i < k; ++i) {
-            p->mem->reduce(p->op, mca_coll_strata_shm_input(shm, slot, i) + bytes_off, dst, len,
-                           p->dtype);
-        }
+                            : node->ops->result(node, slot) + bytes_off;
+    /* Inputs in local rank order 1, 0, 2, 3, ...: the order this pipeline
+     * has always reduced in (b op a, then each further input). */
+    for (int i = 0; i < k; ++i) {
+        int r = (k < 2) ? 0 : (i == k - 1) ? 1 : (i == k - 2) ? 0 : k - 1 - i;
+
+        srcs[i] = node->ops->input(node, slot, r) + bytes_off;
+    }
+    rc = (1 == k) ? node->ops->copy(node, dst, srcs[0], len * (size_t)p->extent)
+                  : node->ops->reduce(node, p->op, p->dtype, srcs, k, dst, len);
+    if (OMPI_SUCCESS == rc) {
+        rc = node->ops->complete(node);
+    }
+    if (OMPI_SUCCESS != rc) {
+        return rc;
     }
     mca_coll_strata_flag_store(&shm->flags[p->me].reduced, g + 1);
     p->next_reduce++;
@@ -236,42 +251,51 @@ static int mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool 
     return OMPI_SUCCESS;
 }
 
-static bool mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p)
+static int mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_out, g = p->base + c;
+    mca_coll_strata_node_t *node = p->node;
     size_t first, n;
+    int rc;
 
     if (p->private_result) {
         /* The result is already in rbuf once this rank published it. */
         if (c >= p->next_publish) {
-            return false;
+            return OMPI_SUCCESS;
         }
     } else if (c >= p->next_in ||
                !mca_coll_strata_pipeline_reached(p->shm,
                                                  offsetof(mca_coll_strata_shm_flags_t, published),
                                                  p->result_owners, g + 1)) {
-        return false;
+        return OMPI_SUCCESS;
     } else {
         mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-        p->mem->copy(p->rbuf + first * (size_t)p->extent,
-                     mca_coll_strata_shm_result(p->shm, mca_coll_strata_pipeline_slot(p, c)),
-                     n * (size_t)p->extent);
+        rc = node->ops->copy(node, p->rbuf + first * (size_t)p->extent,
+                             node->ops->result(node, mca_coll_strata_pipeline_slot(p, c)),
+                             n * (size_t)p->extent);
+        if (OMPI_SUCCESS == rc) {
+            rc = node->ops->complete(node);
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
     }
     mca_coll_strata_flag_store(&p->shm->flags[p->me].copied_out, g + 1);
     p->next_out++;
-    return true;
+    *moved = true;
+    return OMPI_SUCCESS;
 }
 
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
                                        void *rbuf, size_t count,
                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        const mca_coll_strata_decision_t *decision,
-                                       const mca_coll_strata_mem_ops_t *mem)
+                                       mca_coll_strata_node_t *node)
 {
     mca_coll_strata_pipeline_t p = {
         .module = module,
-        .shm = &module->shm,
-        .mem = mem,
+        .shm = node->shm,
+        .node = node,
         .decision = decision,
         .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
         .rbuf = rbuf,
@@ -298,18 +322,21 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
     module->chunk_serial += p.nchunks;
 
     while (p.next_out < p.nchunks) {
-        bool moved = mca_coll_strata_pipeline_copy_in(&p);
+        bool moved = false;
 
-        if (p.owner) {
+        rc = mca_coll_strata_pipeline_copy_in(&p, &moved);
+        if (OMPI_SUCCESS == rc && p.owner) {
             rc = mca_coll_strata_pipeline_reduce(&p, &moved);
             if (OMPI_SUCCESS == rc) {
                 rc = mca_coll_strata_pipeline_publish(&p, &moved);
             }
-            if (OMPI_SUCCESS != rc) {
-                break;
-            }
         }
-        moved = mca_coll_strata_pipeline_copy_out(&p) || moved;
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_strata_pipeline_copy_out(&p, &moved);
+        }
+        if (OMPI_SUCCESS != rc) {
+            break;
+        }
         if (moved) {
             idle = 0;
             continue;
@@ -337,6 +364,8 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, 
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
+    module->node_host.ops = &mca_coll_strata_node_host_ops;
+    module->node_host.shm = &module->shm;
     module->rings = calloc((size_t)nslots, sizeof(*module->rings));
     if (NULL == module->rings) {
         snprintf(why, why_len, "out of memory");

@@ -63,19 +63,29 @@ static int mca_coll_strata_ring_post(mca_coll_strata_ring_t *ring)
     return OMPI_SUCCESS;
 }
 
-/* The step's messages are done: fold the received block in (scatter steps). */
-static void mca_coll_strata_ring_finish_step(mca_coll_strata_ring_t *ring)
+/* The step's messages are done: fold the received block in (scatter steps):
+ * block = received op block, as every member of the rail reduces it. */
+static int mca_coll_strata_ring_finish_step(mca_coll_strata_ring_t *ring)
 {
-    int n = ompi_comm_size(ring->comm), r = ompi_comm_rank(ring->comm);
+    int n = ompi_comm_size(ring->comm), r = ompi_comm_rank(ring->comm), rc = OMPI_SUCCESS;
+    mca_coll_strata_node_t *node = ring->node;
     char *block;
     size_t count;
 
     if (ring->step < n - 1) {
+        const void *srcs[2];
+
         mca_coll_strata_ring_block(ring, r - ring->step - 1, &block, &count);
-        ring->mem->reduce(ring->op, ring->scratch, block, count, ring->dtype);
+        srcs[0] = ring->scratch;
+        srcs[1] = block;
+        rc = node->ops->reduce(node, ring->op, ring->dtype, srcs, 2, block, count);
+        if (OMPI_SUCCESS == rc) {
+            rc = node->ops->complete(node);
+        }
     }
     ring->posted = false;
     ring->step++;
+    return rc;
 }
 
 int mca_coll_strata_ring_start(mca_coll_strata_ring_t *ring)
@@ -101,12 +111,12 @@ int mca_coll_strata_ring_progress(mca_coll_strata_ring_t *ring, bool *done)
         if (!completed) {
             break;
         }
-        mca_coll_strata_ring_finish_step(ring);
-        if (ring->step < last) {
+        rc = mca_coll_strata_ring_finish_step(ring);
+        if (OMPI_SUCCESS == rc && ring->step < last) {
             rc = mca_coll_strata_ring_post(ring);
-            if (OMPI_SUCCESS != rc) {
-                return rc;
-            }
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
         }
     }
     *done = (ring->step >= last);
