@@ -85,7 +85,11 @@ extern "C" {
     _opt(cuMemRetainAllocationHandle) \
     _opt(cuMemGetAllocationPropertiesFromHandle) \
     _opt(cuMemExportToShareableHandle) \
-    _opt(cuMemImportFromShareableHandle)
+    _opt(cuMemImportFromShareableHandle) \
+    _opt(cuModuleLoadData) \
+    _opt(cuModuleUnload) \
+    _opt(cuModuleGetFunction) \
+    _opt(cuLaunchKernel)
 
 #define STRATA_CUDA_DECLARE_PTR(_name) __typeof__(&_name) _name;
 

@@ -86,6 +86,10 @@
     _x(cuCtxSynchronize) \
     _x(cuMemGetInfo) \
     _x(cuMemHostAlloc) \
+    _x(cuModuleLoadData) \
+    _x(cuModuleUnload) \
+    _x(cuModuleGetFunction) \
+    _x(cuLaunchKernel) \
     _x(cuMemFreeHost) \
     _x(cuMemAlloc) \
     _x(cuMemAllocPitch) \
@@ -341,6 +345,7 @@ typedef enum cuda_standin_op_kind {
     CUDA_STANDIN_OP_FREE,   /* cuMemFreeAsync */
     CUDA_STANDIN_OP_MARKER, /* cuEventRecord */
     CUDA_STANDIN_OP_WAIT,   /* another stream's work up to a position first */
+    CUDA_STANDIN_OP_KERNEL, /* cuLaunchKernel: one of Strata's kernels */
 } cuda_standin_op_kind_t;
 
 typedef struct cuda_standin_op {
@@ -352,6 +357,8 @@ typedef struct cuda_standin_op {
     size_t len;
     unsigned char value;            /* MEMSET */
     uint64_t wait_stream, wait_seq; /* WAIT */
+    const struct strata_reduce_host_kernel *kernel; /* KERNEL: which, and a copy */
+    unsigned char params[256];                      /* of its parameter */
 } cuda_standin_op_t;
 
 typedef struct CUstream_st cuda_standin_stream_t;
@@ -372,6 +379,8 @@ CUresult cuda_standin_stream_finish_all(void);
 /* --- Copies (cuda_standin_copy.c), run by queued operations. --- */
 
 CUresult cuda_standin_copy_run(const cuda_standin_op_t *op);
+/* cuda_standin_module.c: runs a queued kernel on the memory's aliases. */
+void cuda_standin_kernel_run(const cuda_standin_op_t *op);
 CUresult cuda_standin_memset_run(const cuda_standin_op_t *op);
 
 /* --- VMM (cuda_standin_vmm.c). --- */

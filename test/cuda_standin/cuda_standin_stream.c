@@ -187,6 +187,9 @@ static void cuda_standin_stream_run_op(const cuda_standin_op_t *op)
     case CUDA_STANDIN_OP_MEMSET:
         (void)cuda_standin_memset_run(op);
         break;
+    case CUDA_STANDIN_OP_KERNEL:
+        cuda_standin_kernel_run(op);
+        break;
     case CUDA_STANDIN_OP_FREE:
         if (cuda_standin_mem_free_base(op->dst) != CUDA_SUCCESS) {
             cuda_standin_fault(CUDA_ERROR_ILLEGAL_ADDRESS, "cuMemFreeAsync of 0x%lx: not allocated",

@@ -402,6 +402,7 @@ int main(int argc, char **argv)
     st_test_memory();
     st_test_ipc();
     st_test_vmm();
+    st_test_kernels();
     st_test_settings();
 
     printf("standin_selftest: all %d checks passed\n", st_checks);

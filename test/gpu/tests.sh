@@ -20,6 +20,8 @@ gpu_mpi_4ranks_vmm()         { strata_mpirun_gpu 4 "$STRATA_BUILDDIR/test/mpi/te
 gpu_coll_device_ucx_np4()  { T="$STRATA_BUILDDIR/test" coll_device 4 ucx --quiet; }
 gpu_coll_device_ob1_np2()  { T="$STRATA_BUILDDIR/test" coll_device 2 ob1 --quiet; }
 gpu_coll_device_deadlock() { T="$STRATA_BUILDDIR/test" coll_device_deadlock; }
+# Every reduction kernel's machine code (sm_75/80/90, or PTX) on the GPU.
+gpu_reduce_kernels()       { T="$STRATA_BUILDDIR/test" reduce_kernels --device; }
 
 if [ -n "$STRATA_CUDA_LIBDIR" ]; then
     strata_skip gpu_layer "run through 'make check-gpu' (STRATA_TEST_DRIVER=real) on a GPU machine"
@@ -36,5 +38,6 @@ else
         strata_test gpu_coll_device_ucx_np4 600 gpu_coll_device_ucx_np4
         strata_test gpu_coll_device_ob1_np2 600 gpu_coll_device_ob1_np2
         strata_test gpu_coll_device_deadlock 300 gpu_coll_device_deadlock
+        strata_test gpu_reduce_kernels 300 gpu_reduce_kernels
     fi
 fi

@@ -241,6 +241,14 @@ coll_device_forced() {
         --quiet --only allreduce,iallreduce,reduce,bcast --kinds dd,hh,dh
 }
 
+# Every reduction kernel: host-compiled against Open MPI's op functions,
+# then launched through the driver from the embedded fatbin (the stand-in
+# runs the host-compiled code; a GPU its machine code).
+reduce_kernels() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 1 -x LD_LIBRARY_PATH \
+        "$T/mpi/test_reduce_kernels" "$@"
+}
+
 # Verbosity 20 names the memory kinds and the path of every call.
 coll_device_verbose() {
     coll_device 2 ob1 --mca coll_strata_verbose 20 -- --kinds dd,hh --counts 7 --only allreduce,allgather,ibcast \
@@ -305,6 +313,8 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_mixed_np4 180 coll_device_mixed 4
         strata_test mpi_coll_device_forced_rail 300 coll_device_forced rail
         strata_test mpi_coll_device_forced_leader 300 coll_device_forced leader
+        strata_test mpi_reduce_kernels_host 120 reduce_kernels
+        strata_test mpi_reduce_kernels_device 300 reduce_kernels --device
     fi
     if [ "$STRATA_HAVE_UCX" = yes ]; then
         strata_test mpi_hook_loads_uct 120 mpi_hook_loads_uct
