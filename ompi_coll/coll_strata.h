@@ -68,6 +68,10 @@ typedef struct mca_coll_strata_component_t {
     /* bytes of pinned host memory a communicator keeps for staging device
      * buffers; larger reductions and broadcasts run in pieces */
     size_t stage_max;
+    /* device allreduce: MCA_COLL_STRATA_DEVICE_ALG_*, and the bytes from
+     * which `auto` runs it on the GPUs */
+    int device_algorithm;
+    size_t device_native_min;
     /* opal_output stream the verbose messages go to */
     int output;
 } mca_coll_strata_component_t;
@@ -233,6 +237,8 @@ typedef struct mca_coll_strata_node_t {
     mca_coll_strata_shm_t *shm;
 } mca_coll_strata_node_t;
 
+typedef struct mca_coll_strata_node_device_t mca_coll_strata_node_device_t;
+
 typedef struct mca_coll_strata_module_t {
     mca_coll_base_module_t super;
     mca_coll_strata_fallback_t fallback;
@@ -241,6 +247,11 @@ typedef struct mca_coll_strata_module_t {
     mca_coll_strata_topo_t topo;
     mca_coll_strata_shm_t shm;
     mca_coll_strata_node_t node_host; /* host data in `shm` */
+    /* device data in the local ranks' device scratch (coll_strata_node_device.c) */
+    mca_coll_strata_node_device_t *node_device;
+    mca_coll_strata_setup_state_t device_setup;
+    bool any_driver; /* some rank had a CUDA driver at set-up (agreed) */
+    int device_ordinal; /* the GPU of this rank's device scratch */
     /* chunks this communicator has pushed through the segment, all calls;
      * identical on every local rank since collectives are ordered */
     uint64_t chunk_serial;
@@ -315,6 +326,15 @@ int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void 
                                    void *rbuf, int count, struct ompi_datatype_t *dtype,
                                    struct ompi_op_t *op, struct ompi_communicator_t *comm,
                                    const char *kinds);
+
+/* coll_strata_node_device.c: the node area of device data.  reduces: a
+ * kernel exists for the op and type; setup: collective over comm (agreed,
+ * warns once); node_device: the area, NULL before a successful set-up. */
+bool mca_coll_strata_node_device_reduces(struct ompi_op_t *op, struct ompi_datatype_t *dtype);
+int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
+                                      struct ompi_communicator_t *comm, int ordinal);
+mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *module);
+void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module);
 
 /* coll_strata_pipeline.c: the pipeline's resources (shared-memory slots,
  * one ring and its scratch per slot), made once per communicator */

@@ -16,6 +16,9 @@
  */
 #include "coll_strata.h"
 
+#include <common/strata_cuda.h>
+#include <common/kernels/strata_reduce.h>
+
 #include "ompi/constants.h"
 
 static int mca_coll_strata_allreduce_fallback(mca_coll_strata_module_t *module,
@@ -108,6 +111,78 @@ static int mca_coll_strata_allreduce_piece(mca_coll_strata_module_t *module,
                                           a->kinds);
 }
 
+/*
+ * The native path: the pipeline on the GPUs, inside one node.  Every rank
+ * comes here for the same calls (the tests before the agreement use only
+ * what is the same everywhere) and the ranks agree whether all of them can
+ * run it: device buffers on every rank, a kernel for the op and type, at
+ * most STRATA_REDUCE_MAX_SRCS local ranks.  *ran says whether it ran.
+ */
+static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, const void *sbuf,
+                                            void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                            struct ompi_op_t *op,
+                                            struct ompi_communicator_t *comm, bool *ran)
+{
+    mca_coll_strata_component_t *c = &mca_coll_strata_component;
+    mca_coll_strata_decision_input_t in = {0};
+    mca_coll_strata_decision_t decision;
+    int mine, all, ordinal = -1, rc;
+    size_t size;
+    CUcontext saved;
+
+    *ran = false;
+    ompi_datatype_type_size(dtype, &size);
+    /* any_driver is set by a successful set-up, so the topology is known */
+    if (!module->any_driver || MCA_COLL_STRATA_SETUP_READY != module->setup ||
+        NULL != mca_coll_strata_allreduce_unsupported(dtype, op) ||
+        MCA_COLL_STRATA_SETUP_FAILED == module->device_setup ||
+        !mca_coll_strata_decide_try_native(c->device_algorithm, c->device_native_min,
+                                           (size_t)count * size, module->topo.nnodes)) {
+        return OMPI_SUCCESS;
+    }
+    mine = (STRATA_MEM_DEVICE == mca_coll_strata_kind(rbuf, &ordinal)) &&
+           (MPI_IN_PLACE == sbuf || STRATA_MEM_DEVICE == mca_coll_strata_kind(sbuf, NULL)) &&
+           module->topo.local_size <= STRATA_REDUCE_MAX_SRCS &&
+           mca_coll_strata_node_device_reduces(op, dtype);
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &mine, &all, 1, MPI_INT, MPI_MIN);
+    if (OMPI_SUCCESS != rc || !all) {
+        return rc;
+    }
+    if (MCA_COLL_STRATA_SETUP_NONE == module->device_setup) {
+        module->device_ordinal = ordinal;
+        module->device_setup =
+            (OMPI_SUCCESS == mca_coll_strata_node_device_setup(module, comm, ordinal))
+                ? MCA_COLL_STRATA_SETUP_READY
+                : MCA_COLL_STRATA_SETUP_FAILED;
+    }
+    if (MCA_COLL_STRATA_SETUP_READY != module->device_setup) {
+        return OMPI_SUCCESS; /* agreed inside the set-up: staged from now on */
+    }
+    in.bytes = (size_t)count * size;
+    in.nnodes = module->topo.nnodes;
+    in.ppn_min = module->topo.ppn_min;
+    in.ppn_max = module->topo.ppn_max;
+    in.device = true;
+    mca_coll_strata_decide(&c->decision, &in, &decision);
+    if (MCA_COLL_STRATA_ALG_FALLBACK == decision.algorithm) {
+        /* one rank per node: nothing for the node phase to do; staged */
+        return OMPI_SUCCESS;
+    }
+    MCA_COLL_STRATA_VERBOSE(20, "allreduce %s count=%d %s %s device->device: native, %s, "
+                            "%d slice(s) (%s)", comm->c_name, count, dtype->name,
+                            mca_coll_strata_op_name(op),
+                            mca_coll_strata_alg_name(decision.algorithm), decision.nslices,
+                            decision.reason);
+    *ran = true;
+    if (0 != strata_cuda_ctx_push(module->device_ordinal, &saved)) {
+        return MPI_ERR_OTHER;
+    }
+    rc = mca_coll_strata_pipeline_allreduce(module, sbuf, rbuf, (size_t)count, dtype, op,
+                                            &decision, mca_coll_strata_node_device(module));
+    strata_cuda_ctx_pop(saved);
+    return rc;
+}
+
 int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               struct ompi_communicator_t *comm,
@@ -119,6 +194,17 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
 
     if (0 == count) {
         return OMPI_SUCCESS;
+    }
+    /* Every rank asks, whatever its buffers (only where some rank has a
+     * CUDA driver: a host-only job pays this one branch). */
+    if (OPAL_UNLIKELY(module->any_driver)) {
+        bool ran;
+        int rc = mca_coll_strata_allreduce_native(module, sbuf, rbuf, count, dtype, op, comm,
+                                                  &ran);
+
+        if (ran || OMPI_SUCCESS != rc) {
+            return rc;
+        }
     }
     device = mca_coll_strata_any_device(sbuf, rbuf);
     if (OPAL_LIKELY(!device && !mca_coll_strata_elem_big(count, dtype))) {

@@ -162,6 +162,30 @@ static void mca_coll_strata_register_stage(void)
         &mca_coll_strata_component.stage_max);
 }
 
+/* The device allreduce: native (on the GPUs) or staged. */
+static void mca_coll_strata_register_device(void)
+{
+    mca_coll_strata_component.device_algorithm = MCA_COLL_STRATA_DEVICE_ALG_AUTO;
+    mca_coll_strata_register_enum(
+        "allreduce_device_algorithm",
+        "MPI_Allreduce on device buffers: auto (on the GPUs from allreduce_device_native_min "
+        "bytes, staged through host memory below), staged (always through host memory), native "
+        "(on the GPUs wherever it can run). The native path needs device buffers on every rank, "
+        "one node (across nodes device data is staged for now), at most 16 ranks per node, a "
+        "predefined commutative op and type a GPU reduces, and the CUDA driver loaded before the "
+        "communicator's first allreduce; otherwise the call is staged",
+        mca_coll_strata_device_alg_table, -1, &mca_coll_strata_component.device_algorithm);
+
+    /* Until measured on a GPU: where a node phase through IPC clearly beats
+     * two PCIe copies plus CPU reductions. */
+    mca_coll_strata_component.device_native_min = 65536;
+    mca_coll_strata_register_size(
+        "allreduce_device_native_min",
+        "Bytes from which a device allreduce runs on the GPUs when "
+        "allreduce_device_algorithm is auto (a default not yet measured on a GPU)",
+        &mca_coll_strata_component.device_native_min);
+}
+
 static int mca_coll_strata_component_register(void)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
@@ -189,6 +213,7 @@ static int mca_coll_strata_component_register(void)
     mca_coll_strata_register_decision();
     mca_coll_strata_register_shm();
     mca_coll_strata_register_stage();
+    mca_coll_strata_register_device();
     return OMPI_SUCCESS;
 }
 

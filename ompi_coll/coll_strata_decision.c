@@ -63,9 +63,29 @@ const char *mca_coll_strata_inter_name(mca_coll_strata_inter_t inter)
     return mca_coll_strata_name_of(mca_coll_strata_inter_table, (int)inter);
 }
 
+const mca_coll_strata_name_t mca_coll_strata_device_alg_table[] = {
+    {MCA_COLL_STRATA_DEVICE_ALG_AUTO, "auto"},
+    {MCA_COLL_STRATA_DEVICE_ALG_STAGED, "staged"},
+    {MCA_COLL_STRATA_DEVICE_ALG_NATIVE, "native"},
+    {0, NULL},
+};
+
 const char *mca_coll_strata_device_path_name(mca_coll_strata_device_path_t path)
 {
-    return (MCA_COLL_STRATA_DEVICE_STAGED == path) ? "staged" : "direct";
+    return (MCA_COLL_STRATA_DEVICE_STAGED == path)   ? "staged"
+           : (MCA_COLL_STRATA_DEVICE_NATIVE == path) ? "native"
+                                                     : "direct";
+}
+
+/* The native pipeline runs inside one node for now (its inter-node phase
+ * on device data is not built yet); across nodes device data is staged. */
+bool mca_coll_strata_decide_try_native(int device_algorithm, size_t native_min, size_t bytes,
+                                       int nnodes)
+{
+    if (MCA_COLL_STRATA_DEVICE_ALG_STAGED == device_algorithm || nnodes != 1) {
+        return false;
+    }
+    return MCA_COLL_STRATA_DEVICE_ALG_NATIVE == device_algorithm || bytes >= native_min;
 }
 
 static mca_coll_strata_inter_t

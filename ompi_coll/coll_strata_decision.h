@@ -33,18 +33,36 @@ typedef enum {
     MCA_COLL_STRATA_INTER_RING = 3  /* strata's ring, overlapping the chunks */
 } mca_coll_strata_inter_t;
 
-/* How a rank with device buffers feeds the algorithm. */
-typedef enum {
-    MCA_COLL_STRATA_DEVICE_NONE = 0, /* host (or managed) buffers: used directly */
-    MCA_COLL_STRATA_DEVICE_STAGED = 1 /* copied to pinned host memory and back */
-} mca_coll_strata_device_path_t;
-
 /* One name per value, in value order: the MCA enums, verbose output and
  * ompi_info all read these tables. */
 typedef struct mca_coll_strata_name_t {
     int value;
     const char *name;
 } mca_coll_strata_name_t;
+
+/* How a rank with device buffers feeds the algorithm. */
+typedef enum {
+    MCA_COLL_STRATA_DEVICE_NONE = 0,   /* host (or managed) buffers: used directly */
+    MCA_COLL_STRATA_DEVICE_STAGED = 1, /* copied to pinned host memory and back */
+    MCA_COLL_STRATA_DEVICE_NATIVE = 2  /* the pipeline on the GPUs (agreed by all ranks) */
+} mca_coll_strata_device_path_t;
+
+/* coll_strata_allreduce_device_algorithm */
+typedef enum {
+    MCA_COLL_STRATA_DEVICE_ALG_AUTO = 0,   /* native from device_native_min bytes */
+    MCA_COLL_STRATA_DEVICE_ALG_STAGED = 1, /* always staged */
+    MCA_COLL_STRATA_DEVICE_ALG_NATIVE = 2  /* native wherever it can run */
+} mca_coll_strata_device_alg_t;
+
+extern const mca_coll_strata_name_t mca_coll_strata_device_alg_table[];
+
+/*
+ * Whether a device allreduce of `bytes` should try the native path: a rule
+ * on rank-independent inputs (the ranks then agree whether all of them can).
+ */
+bool mca_coll_strata_decide_try_native(int device_algorithm, size_t native_min, size_t bytes,
+                                       int nnodes);
+
 
 extern const mca_coll_strata_name_t mca_coll_strata_alg_table[];
 extern const mca_coll_strata_name_t mca_coll_strata_inter_table[];

@@ -23,6 +23,10 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     memset(&module->fallback, 0, sizeof(module->fallback));
     memset(&module->bounce, 0, sizeof(module->bounce));
     module->setup = MCA_COLL_STRATA_SETUP_NONE;
+    module->node_device = NULL;
+    module->device_setup = MCA_COLL_STRATA_SETUP_NONE;
+    module->any_driver = false;
+    module->device_ordinal = -1;
     memset(&module->topo, 0, sizeof(module->topo));
     memset(&module->shm, 0, sizeof(module->shm));
     module->chunk_serial = 0;
@@ -39,6 +43,7 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
 
 static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *module)
 {
+    mca_coll_strata_node_device_release(module);
     mca_coll_strata_pipeline_release(module);
     mca_coll_strata_topo_release(&module->topo);
     mca_coll_strata_stage_release(module);
@@ -110,7 +115,7 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
                                         struct ompi_communicator_t *comm)
 {
     char why[PATH_MAX + 128] = "";
-    int ok, all_ok, rc;
+    int mine[2], all[2], all_ok, rc;
 
     module->setup = MCA_COLL_STRATA_SETUP_BUSY;
     rc = mca_coll_strata_topo_setup(module, comm, why, sizeof(why));
@@ -119,9 +124,16 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
         rc = mca_coll_strata_pipeline_setup(module, why, sizeof(why));
     }
 
-    ok = (OMPI_SUCCESS == rc) ? 1 : 0;
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
-    if (OMPI_SUCCESS != rc || !all_ok) {
+    /* One agreement for two facts: whether every rank is set up, and whether
+     * any rank has a CUDA driver (only then do device allreduces ask the
+     * ranks whether all of them can run on the GPUs: host-only jobs never
+     * pay for that question). */
+    mine[0] = (OMPI_SUCCESS == rc) ? 0 : 1;
+    mine[1] = strata_mem_driver_present() ? 1 : 0;
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 2, MPI_INT, MPI_MAX);
+    all_ok = (OMPI_SUCCESS == rc) && !all[0];
+    module->any_driver = all_ok && all[1];
+    if (!all_ok) {
         mca_coll_strata_module_warn(comm, why);
         mca_coll_strata_pipeline_release(module);
         mca_coll_strata_topo_release(&module->topo);

@@ -22,6 +22,8 @@ gpu_coll_device_ob1_np2()  { T="$STRATA_BUILDDIR/test" coll_device 2 ob1 --quiet
 gpu_coll_device_deadlock() { T="$STRATA_BUILDDIR/test" coll_device_deadlock; }
 # Every reduction kernel's machine code (sm_75/80/90, or PTX) on the GPU.
 gpu_reduce_kernels()       { T="$STRATA_BUILDDIR/test" reduce_kernels --device; }
+# Every op and type on device buffers, the native path on the real GPU.
+gpu_allreduce_ops_native() { T="$STRATA_BUILDDIR/test" allreduce_ops_device 4 native; }
 
 if [ -n "$STRATA_CUDA_LIBDIR" ]; then
     strata_skip gpu_layer "run through 'make check-gpu' (STRATA_TEST_DRIVER=real) on a GPU machine"
@@ -39,5 +41,6 @@ else
         strata_test gpu_coll_device_ob1_np2 600 gpu_coll_device_ob1_np2
         strata_test gpu_coll_device_deadlock 300 gpu_coll_device_deadlock
         strata_test gpu_reduce_kernels 300 gpu_reduce_kernels
+        strata_test gpu_allreduce_ops_native 600 gpu_allreduce_ops_native
     fi
 fi

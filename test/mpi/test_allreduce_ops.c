@@ -16,6 +16,12 @@
  *                      on MPI_COMM_WORLD
  *   --quiet            print only the closing OK lines
  *   --only-comm world  only MPI_COMM_WORLD (no dup, splits, interleaving)
+ *   --device           (test_allreduce_ops_device, built where CUDA is) the
+ *                      same calls on device buffers: each variant's memory,
+ *                      guards and poison included, is copied to a
+ *                      cuMemAlloc'ed twin, MPI_Allreduce runs on the twin,
+ *                      and the bytes come back for the same checks; exit 77
+ *                      when no CUDA device can be had
  *
  * What it checks, on each communicator (MPI_COMM_WORLD, a dup of it, its
  * even and odd halves, all ranks but the last, its ranks in reverse order):
@@ -58,6 +64,9 @@
  * make sense together.
  */
 #include <mpi.h>
+#ifdef STRATA_TEST_DEVICE
+#include <cuda.h>
+#endif
 
 #include <complex.h>
 #include <float.h>
@@ -87,7 +96,7 @@
 
 static struct {
     long max_bytes; /* -1: no cap */
-    bool large, quiet, only_world;
+    bool large, quiet, only_world, device;
 } opt = {.max_bytes = -1};
 
 static int world_rank, world_size;
@@ -1133,6 +1142,66 @@ static void verify_result(const comm_t *cm, const test_case_t *c, variant_t v, c
     }
 }
 
+#ifdef STRATA_TEST_DEVICE
+static void cu_ok(CUresult res, const char *call)
+{
+    if (res != CUDA_SUCCESS) {
+        fprintf(stderr, PROG ": rank %d: %s failed (%d)\n", world_rank, call, (int)res);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+/* The call on device twins of the variant's memory; the bytes come back. */
+static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v, char *block,
+                            size_t block_bytes, char *sbuf, char *rbuf, size_t bytes)
+{
+    CUdeviceptr dblock, dsbuf = 0;
+    char *drbuf, *dsb = NULL;
+    int rc;
+
+    cu_ok(cuMemAlloc(&dblock, block_bytes), "cuMemAlloc");
+    cu_ok(cuMemcpyHtoD(dblock, block, block_bytes), "cuMemcpyHtoD");
+    drbuf = (char *)(uintptr_t)dblock + (rbuf - block);
+    if (v == SEPARATE) {
+        cu_ok(cuMemAlloc(&dsbuf, bytes ? bytes : 1), "cuMemAlloc");
+        cu_ok(cuMemcpyHtoD(dsbuf, sbuf, bytes), "cuMemcpyHtoD");
+        dsb = (char *)(uintptr_t)dsbuf;
+    } else if (v == ADJACENT) {
+        dsb = (char *)(uintptr_t)dblock + (sbuf - block);
+    }
+    rc = MPI_Allreduce(v == INPLACE ? MPI_IN_PLACE : dsb, drbuf, (int)c->count, c->dt, c->mpi_op,
+                       cm->comm);
+    cu_ok(cuMemcpyDtoH(block, dblock, block_bytes), "cuMemcpyDtoH");
+    cu_ok(cuMemFree(dblock), "cuMemFree");
+    if (v == SEPARATE) {
+        cu_ok(cuMemcpyDtoH(sbuf, dsbuf, bytes), "cuMemcpyDtoH");
+        cu_ok(cuMemFree(dsbuf), "cuMemFree");
+    }
+    return rc;
+}
+
+/* 0 when a device is current, else the program skips (77). */
+static int device_init(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    int n = 0;
+
+    return (cuInit(0) == CUDA_SUCCESS && cuDeviceGetCount(&n) == CUDA_SUCCESS && n > 0 &&
+            cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
+            cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
+            cuCtxSetCurrent(ctx) == CUDA_SUCCESS)
+               ? 0
+               : -1;
+}
+#else
+static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v, char *block,
+                            size_t block_bytes, char *sbuf, char *rbuf, size_t bytes)
+{
+    return MPI_ERR_OTHER; /* not reached: --device is refused without CUDA */
+}
+#endif
+
 /* One call.  Memory: [guard][rbuf][guard], or [guard][sbuf][rbuf][guard] for
  * ADJACENT.  A result identical to an already verified one of the same case
  * needs no second reference computation: the check depends on the bytes
@@ -1156,8 +1225,12 @@ static void run_variant(const comm_t *cm, const test_case_t *c, variant_t v, con
         memcpy(before, rbuf, bytes);
     }
     t0 = MPI_Wtime();
-    rc = MPI_Allreduce(v == INPLACE ? MPI_IN_PLACE : sbuf, rbuf, (int)c->count, c->dt, c->mpi_op,
-                       cm->comm);
+    if (opt.device) {
+        rc = device_allreduce(cm, c, v, block, lead + bytes + GUARD_BYTES, sbuf, rbuf, bytes);
+    } else {
+        rc = MPI_Allreduce(v == INPLACE ? MPI_IN_PLACE : sbuf, rbuf, (int)c->count, c->dt,
+                           c->mpi_op, cm->comm);
+    }
     mpi_seconds += MPI_Wtime() - t0;
     if (rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];
@@ -1477,6 +1550,10 @@ static bool parse_options(int argc, char **argv)
             opt.large = true;
         } else if (!strcmp(argv[i], "--quiet")) {
             opt.quiet = true;
+#ifdef STRATA_TEST_DEVICE
+        } else if (!strcmp(argv[i], "--device")) {
+            opt.device = true;
+#endif
         } else if (!strcmp(argv[i], "--only-comm") && i + 1 < argc &&
                    !strcmp(argv[i + 1], "world")) {
             opt.only_world = true;
@@ -1504,6 +1581,18 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+#ifdef STRATA_TEST_DEVICE
+    {
+        int ok = !opt.device || device_init() == 0, all_ok = 0;
+
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (!all_ok) {
+            if (world_rank == 0) printf(PROG ": skip: no CUDA device\n");
+            MPI_Finalize();
+            return 77;
+        }
+    }
+#endif
     /* Errors come back as return codes, so a failing call names its case. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     check_type_extents();

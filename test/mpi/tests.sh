@@ -197,19 +197,22 @@ coll_device() {
 # The MPI_I* deadlock pattern of DESIGN.md on device buffers completes.
 coll_device_deadlock() { coll_device 3 ucx --mode deadlock; }
 
-# A 256 MiB device allreduce with a 4 MiB staging bound: correct, in pieces.
+# A 256 MiB device allreduce with a 4 MiB staging bound: correct, in pieces
+# (staged forced: by default an allreduce that large runs on the GPUs).
 coll_device_bounded() {
-    coll_device 4 ob1 --mca coll_strata_stage_max 4194304 --mca coll_strata_verbose 20 -- \
-        --mode big >"$STRATA_TEST_LOG.out" 2>&1
+    coll_device 4 ob1 --mca coll_strata_stage_max 4194304 --mca coll_strata_verbose 20 \
+        --mca coll_strata_allreduce_device_algorithm staged -- --mode big >"$STRATA_TEST_LOG.out" 2>&1
     local rc=$?; grep -v "coll:strata: \(MPI_Allreduce\|allreduce\|MPI_Reduce\) MPI_COMM_WORLD" "$STRATA_TEST_LOG.out"
     [ $rc -eq 0 ] &&
         grep -q "MPI_Allreduce MPI_COMM_WORLD: 67108864 elements in pieces of 524288 (coll_strata_stage_max)" "$STRATA_TEST_LOG.out"
 }
 
-# A failing CUDA copy inside staging: an MPI error naming the call on the
-# ranks whose copies failed, no crash, no hang; the communicator still works.
+# A failing CUDA copy inside staging (staged forced for the allreduce): an
+# MPI error naming the call on the ranks whose copies failed, no crash, no
+# hang; the communicator still works.
 coll_device_fault() {
-    CUDA_STANDIN_FAIL=$1 coll_device 4 ob1 -x CUDA_STANDIN_FAIL -- --mode fault >"$STRATA_TEST_LOG.out" 2>&1
+    CUDA_STANDIN_FAIL=$1 coll_device 4 ob1 -x CUDA_STANDIN_FAIL \
+        --mca coll_strata_allreduce_device_algorithm staged -- --mode fault >"$STRATA_TEST_LOG.out" 2>&1
     local rc=$?; cat "$STRATA_TEST_LOG.out"
     [ $rc -eq 0 ] && grep -q "coll:strata: MPI_Allreduce on device->device: copying .* failed: CUDA_ERROR_UNKNOWN" "$STRATA_TEST_LOG.out"
 }
@@ -247,6 +250,40 @@ coll_device_forced() {
 reduce_kernels() {
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 1 -x LD_LIBRARY_PATH \
         "$T/mpi/test_reduce_kernels" "$@"
+}
+
+# Every predefined op and datatype (and user ops, derived types) of
+# test_allreduce_ops on device buffers, the native path forced where it can
+# run (the rest staged); MODE: native or auto.
+allreduce_ops_device() {
+    local np=$1 mode=$2; shift 2
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local "$np" -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm "$mode" \
+        "$T/mpi/test_allreduce_ops_device" --device --quiet "$@"
+}
+
+# Auto: device allreduces from 64 KiB run on the GPUs (verbosity names it),
+# smaller ones are staged.
+coll_device_native_auto() {
+    coll_device 4 ob1 --mca coll_strata_verbose 20 -- --only allreduce --kinds dd --counts 7,300000 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata: \(MPI_Allreduce\|allreduce\)" "$STRATA_TEST_LOG.out"
+    grep -m1 "device->device: native" "$STRATA_TEST_LOG.out"
+    grep -m1 "count=7 MPI_INT MPI_SUM device->device: staged" "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_INT MPI_SUM device->device: native, rail, 4 slice(s)" "$STRATA_TEST_LOG.out" &&
+        grep -q "allreduce MPI_COMM_WORLD count=7 MPI_INT MPI_SUM device->device: staged" "$STRATA_TEST_LOG.out"
+}
+
+# The device set-up fails on some rank (CUDA_STANDIN_FAIL=ENTRY): one
+# warning, every device allreduce staged, results right.
+coll_device_native_setup_fails() {
+    CUDA_STANDIN_FAIL=$1 coll_device 3 ob1 -x CUDA_STANDIN_FAIL \
+        --mca coll_strata_allreduce_device_algorithm native -- --only allreduce,iallreduce --kinds dd,dh \
+        --quiet >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "coll:strata: warning: MPI_COMM_WORLD: .*; device allreduce on this communicator is staged through host memory" "$STRATA_TEST_LOG.out"
 }
 
 # Verbosity 20 names the memory kinds and the path of every call.
@@ -313,6 +350,14 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_mixed_np4 180 coll_device_mixed 4
         strata_test mpi_coll_device_forced_rail 300 coll_device_forced rail
         strata_test mpi_coll_device_forced_leader 300 coll_device_forced leader
+        strata_test mpi_allreduce_ops_device_native_np4 300 allreduce_ops_device 4 native
+        strata_test mpi_allreduce_ops_device_native_np3 300 allreduce_ops_device 3 native --only-comm world
+        strata_test mpi_allreduce_ops_device_staged_np3 300 allreduce_ops_device 3 staged --only-comm world
+        strata_test mpi_coll_device_native_auto 120 coll_device_native_auto
+        strata_test mpi_coll_device_native_ucx 300 coll_device 4 ucx --mca coll_strata_allreduce_device_algorithm native -- \
+            --quiet --only allreduce,iallreduce,reduce
+        strata_test mpi_coll_device_native_ipc_refused 120 coll_device_native_setup_fails cuIpcOpenMemHandle
+        strata_test mpi_coll_device_native_export_refused 120 coll_device_native_setup_fails cuIpcGetMemHandle
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
         strata_test mpi_reduce_kernels_device 300 reduce_kernels --device
     fi

@@ -1,0 +1,390 @@
+/*
+ * coll/strata node area of device data: the allreduce pipeline on the GPUs.
+ *
+ * Every local rank allocates one device scratch area, nslots x (an input
+ * chunk, a result chunk), exports it with CUDA IPC and maps every peer's.
+ * Slot s's input of local rank r lives in r's scratch; the slot's result
+ * area is local rank 0's (the slice owners write their slices into it
+ * through their mappings, everybody copies the chunk out of it).  Copies
+ * and reductions are queued on this rank's stream (a blocking one: it waits
+ * for work the application left on the legacy default stream); complete()
+ * waits for the stream, and only then does the pipeline store the progress
+ * flag (in host shared memory) that lets a peer read what was written.
+ * Reductions are Strata's kernels (common/kernels): one pass over all k
+ * inputs, in the order the host path reduces in.
+ *
+ * Set up once per communicator, the first time a device allreduce takes
+ * this path; the outcome is agreed over the communicator, and a failure on
+ * any rank leaves the communicator on the staged path, with one warning.
+ */
+#include "coll_strata.h"
+
+#ifndef STRATA_MEM_NO_CUDA
+
+#include <common/strata_cuda.h>
+#include <common/strata_kernels.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ompi/constants.h"
+
+struct mca_coll_strata_node_device_t {
+    mca_coll_strata_node_t super;
+    int ordinal;
+    CUstream stream;
+    size_t slot_bytes;
+    int nslots, nranks;
+    CUdeviceptr scratch;  /* this rank's */
+    CUdeviceptr *peer;    /* every local rank's, as this process maps it */
+    /* the kernel of the call in progress (MPI requires one op and type) */
+    struct ompi_op_t *op;
+    struct ompi_datatype_t *dtype;
+    CUfunction fn;
+};
+
+/* ---- which kernel reduces an op on a datatype ---- */
+
+static const char *mca_coll_strata_node_device_type_name(struct ompi_datatype_t *dtype)
+{
+    static const struct {
+        MPI_Datatype type;
+        const char *name;
+    } types[] = {
+        {MPI_CHAR, "int8"},           {MPI_SIGNED_CHAR, "int8"},      {MPI_INT8_T, "int8"},
+        {MPI_UNSIGNED_CHAR, "uint8"}, {MPI_UINT8_T, "uint8"},         {MPI_BYTE, "uint8"},
+        {MPI_SHORT, "int16"},         {MPI_INT16_T, "int16"},         {MPI_UNSIGNED_SHORT, "uint16"},
+        {MPI_UINT16_T, "uint16"},     {MPI_INT, "int32"},             {MPI_INT32_T, "int32"},
+        {MPI_UNSIGNED, "uint32"},     {MPI_UINT32_T, "uint32"},       {MPI_LONG, "int64"},
+        {MPI_LONG_LONG, "int64"},     {MPI_INT64_T, "int64"},         {MPI_AINT, "int64"},
+        {MPI_OFFSET, "int64"},        {MPI_COUNT, "int64"},           {MPI_UNSIGNED_LONG, "uint64"},
+        {MPI_UNSIGNED_LONG_LONG, "uint64"}, {MPI_UINT64_T, "uint64"}, {MPI_FLOAT, "float"},
+        {MPI_DOUBLE, "double"},       {MPI_C_FLOAT_COMPLEX, "cfloat"}, {MPI_C_COMPLEX, "cfloat"},
+        {MPI_C_DOUBLE_COMPLEX, "cdouble"}, {MPI_C_BOOL, "bool"},      {MPI_FLOAT_INT, "float_int"},
+        {MPI_DOUBLE_INT, "double_int"}, {MPI_LONG_INT, "long_int"},   {MPI_2INT, "2int"},
+        {MPI_SHORT_INT, "short_int"},
+    };
+
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); ++i) {
+        if (types[i].type == dtype) {
+            return types[i].name;
+        }
+    }
+    return NULL;
+}
+
+/* The kernels' name of a predefined op: MPI's name in lower case without
+ * "MPI_" (MPI_MAXLOC: "maxloc"); NULL for the ops no kernel applies. */
+static const char *mca_coll_strata_node_device_op_name(struct ompi_op_t *op, char *buf,
+                                                       size_t len)
+{
+    static const char *const kernel_ops[] = {"sum",  "prod", "min", "max",  "land",   "lor",
+                                             "lxor", "band", "bor", "bxor", "maxloc", "minloc"};
+    const char *name = mca_coll_strata_op_name(op);
+    size_t i;
+
+    if (0 != strncmp(name, "MPI_", 4) || strlen(name + 4) >= len) {
+        return NULL;
+    }
+    for (i = 0; name[4 + i] != '\0'; ++i) {
+        buf[i] = (char)(name[4 + i] - 'A' + 'a');
+    }
+    buf[i] = '\0';
+    for (i = 0; i < sizeof(kernel_ops) / sizeof(kernel_ops[0]); ++i) {
+        if (0 == strcmp(buf, kernel_ops[i])) {
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* The op x type matrix of common/kernels/strata_reduce_kernels.cu. */
+bool mca_coll_strata_node_device_reduces(struct ompi_op_t *op, struct ompi_datatype_t *dtype)
+{
+    char obuf[16];
+    const char *o = mca_coll_strata_node_device_op_name(op, obuf, sizeof(obuf));
+    const char *t = mca_coll_strata_node_device_type_name(dtype);
+    bool loc, logical, arith;
+
+    if (NULL == o || NULL == t || !strata_kernels_available()) {
+        return false;
+    }
+    loc = (0 == strcmp(o, "maxloc") || 0 == strcmp(o, "minloc"));
+    logical = ('l' == o[0]);
+    arith = (0 == strcmp(o, "sum") || 0 == strcmp(o, "prod"));
+    if (NULL != strstr(t, "_int") || 0 == strcmp(t, "2int")) {
+        return loc; /* the pair types */
+    }
+    if (loc) {
+        return false;
+    }
+    if (0 == strcmp(t, "bool")) {
+        return logical;
+    }
+    if ('c' == t[0]) {
+        return arith; /* complex */
+    }
+    if (0 == strcmp(t, "float") || 0 == strcmp(t, "double")) {
+        return arith || 0 == strcmp(o, "min") || 0 == strcmp(o, "max");
+    }
+    /* MPI_BYTE takes only the bitwise ops */
+    return (MPI_BYTE != dtype) || ('b' == o[0]);
+}
+
+/* ---- the primitives ---- */
+
+#define MCA_COLL_STRATA_DEV(_node) ((mca_coll_strata_node_device_t *)(_node))
+
+static int mca_coll_strata_node_device_status(mca_coll_strata_node_device_t *d, CUresult res,
+                                              const char *what)
+{
+    char str[160];
+
+    if (CUDA_SUCCESS == res) {
+        return OMPI_SUCCESS;
+    }
+    opal_output(0, "coll:strata: MPI_Allreduce on device buffers: %s failed: %s", what,
+                strata_cuda_result_str(res, str, sizeof(str)));
+    return MPI_ERR_OTHER;
+}
+
+static char *mca_coll_strata_node_device_input(const mca_coll_strata_node_t *node, int slot,
+                                               int r)
+{
+    const mca_coll_strata_node_device_t *d = (const mca_coll_strata_node_device_t *)node;
+
+    return (char *)(uintptr_t)(d->peer[r] + (CUdeviceptr)slot * d->slot_bytes);
+}
+
+static char *mca_coll_strata_node_device_result(const mca_coll_strata_node_t *node, int slot)
+{
+    const mca_coll_strata_node_device_t *d = (const mca_coll_strata_node_device_t *)node;
+
+    return (char *)(uintptr_t)(d->peer[0] + (CUdeviceptr)(d->nslots + slot) * d->slot_bytes);
+}
+
+static int mca_coll_strata_node_device_copy(mca_coll_strata_node_t *node, void *dst,
+                                            const void *src, size_t bytes)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+
+    return mca_coll_strata_node_device_status(
+        d, strata_cuda.cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, d->stream),
+        "cuMemcpyDtoDAsync");
+}
+
+static int mca_coll_strata_node_device_reduce(mca_coll_strata_node_t *node, struct ompi_op_t *op,
+                                              struct ompi_datatype_t *dtype,
+                                              const void *const *srcs, int k, void *dst,
+                                              size_t count)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+    strata_reduce_args_t args;
+
+    if (k > STRATA_REDUCE_MAX_SRCS) {
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    if (op != d->op || dtype != d->dtype) {
+        char obuf[16];
+        CUresult res = strata_kernels_function(
+            d->ordinal, mca_coll_strata_node_device_op_name(op, obuf, sizeof(obuf)),
+            mca_coll_strata_node_device_type_name(dtype), &d->fn);
+
+        if (CUDA_SUCCESS != res) {
+            return mca_coll_strata_node_device_status(d, res, "finding the reduction kernel");
+        }
+        d->op = op;
+        d->dtype = dtype;
+    }
+    memset(&args, 0, sizeof(args));
+    for (int i = 0; i < k; ++i) {
+        args.src[i] = srcs[i];
+    }
+    args.dst = dst;
+    args.count = count;
+    args.nsrc = k;
+    return mca_coll_strata_node_device_status(d, strata_kernels_reduce(d->fn, &args, d->stream),
+                                              "cuLaunchKernel");
+}
+
+static int mca_coll_strata_node_device_complete(mca_coll_strata_node_t *node)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+
+    return mca_coll_strata_node_device_status(d, strata_cuda.cuStreamSynchronize(d->stream),
+                                              "cuStreamSynchronize");
+}
+
+static const mca_coll_strata_node_ops_t mca_coll_strata_node_device_ops = {
+    .name = "device",
+    .input = mca_coll_strata_node_device_input,
+    .result = mca_coll_strata_node_device_result,
+    .copy = mca_coll_strata_node_device_copy,
+    .reduce = mca_coll_strata_node_device_reduce,
+    .complete = mca_coll_strata_node_device_complete,
+};
+
+/* ---- set-up ---- */
+
+static void mca_coll_strata_node_device_free(mca_coll_strata_node_device_t *d)
+{
+    CUcontext saved;
+
+    if (NULL == d) {
+        return;
+    }
+    if (0 == strata_cuda_ctx_push(d->ordinal, &saved)) {
+        for (int r = 0; NULL != d->peer && r < d->nranks; ++r) {
+            if (0 != d->peer[r] && d->peer[r] != d->scratch) {
+                (void)strata_cuda.cuIpcCloseMemHandle(d->peer[r]);
+            }
+        }
+        if (0 != d->scratch) {
+            (void)strata_cuda.cuMemFree(d->scratch);
+        }
+        if (NULL != d->stream) {
+            (void)strata_cuda.cuStreamDestroy(d->stream);
+        }
+        strata_cuda_ctx_pop(saved);
+    }
+    free(d->peer);
+    free(d);
+}
+
+/* This rank's part: scratch, stream, handle; `why` says what failed. */
+static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
+                                             CUipcMemHandle *handle, char *why, size_t why_len)
+{
+    char str[160];
+    CUresult res;
+
+    res = strata_cuda.cuStreamCreate(&d->stream, CU_STREAM_DEFAULT);
+    if (CUDA_SUCCESS == res) {
+        res = strata_cuda.cuMemAlloc(&d->scratch, 2 * (size_t)d->nslots * d->slot_bytes);
+    }
+    if (CUDA_SUCCESS == res) {
+        res = strata_cuda.cuIpcGetMemHandle(handle, d->scratch);
+    }
+    if (CUDA_SUCCESS != res) {
+        snprintf(why, why_len, "device scratch of %zu bytes: %s",
+                 2 * (size_t)d->nslots * d->slot_bytes,
+                 strata_cuda_result_str(res, str, sizeof(str)));
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Map every peer's scratch from the node's handles. */
+static int mca_coll_strata_node_device_map(mca_coll_strata_node_device_t *d, int me,
+                                           CUipcMemHandle *handles, char *why, size_t why_len)
+{
+    char str[160];
+
+    for (int r = 0; r < d->nranks; ++r) {
+        CUresult res;
+
+        if (r == me) {
+            d->peer[r] = d->scratch;
+            continue;
+        }
+        res = strata_cuda.cuIpcOpenMemHandle(&d->peer[r], handles[r],
+                                             CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        if (CUDA_SUCCESS != res) {
+            d->peer[r] = 0;
+            snprintf(why, why_len, "cannot map local rank %d's device scratch: %s", r,
+                     strata_cuda_result_str(res, str, sizeof(str)));
+            return OMPI_ERROR;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
+                                      struct ompi_communicator_t *comm, int ordinal)
+{
+    struct ompi_communicator_t *node_comm = module->topo.node_comm;
+    mca_coll_strata_node_device_t *d = calloc(1, sizeof(*d));
+    int k = module->topo.local_size, me = module->topo.local_rank, ok = 0, all_ok = 0, rc;
+    CUipcMemHandle mine, *handles = calloc((size_t)k, sizeof(*handles));
+    char why[256] = "";
+    CUcontext saved;
+
+    memset(&mine, 0, sizeof(mine));
+    if (NULL == d || NULL == handles || 0 != strata_cuda_ctx_push(ordinal, &saved)) {
+        snprintf(why, sizeof(why), "out of memory, or no CUDA context for device %d", ordinal);
+    } else {
+        d->super.ops = &mca_coll_strata_node_device_ops;
+        d->super.shm = &module->shm;
+        d->ordinal = ordinal;
+        d->slot_bytes = module->shm.slot_bytes;
+        d->nslots = module->shm.nslots;
+        d->nranks = k;
+        d->peer = calloc((size_t)k, sizeof(*d->peer));
+        ok = (NULL != d->peer) &&
+             (OMPI_SUCCESS == mca_coll_strata_node_device_alloc(d, &mine, why, sizeof(why)));
+        strata_cuda_ctx_pop(saved);
+    }
+    /* Every local rank reaches the exchange, whatever failed. */
+    rc = node_comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, handles, sizeof(mine),
+                                           MPI_BYTE, node_comm,
+                                           node_comm->c_coll->coll_allgather_module);
+    if (ok && OMPI_SUCCESS == rc && 0 == strata_cuda_ctx_push(ordinal, &saved)) {
+        ok = (OMPI_SUCCESS == mca_coll_strata_node_device_map(d, me, handles, why, sizeof(why)));
+        strata_cuda_ctx_pop(saved);
+    } else {
+        ok = 0;
+    }
+    free(handles);
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    if (OMPI_SUCCESS != rc || !all_ok) {
+        static bool warned = false;
+
+        if ('\0' != why[0] && !warned) {
+            warned = true;
+            opal_output(0, "coll:strata: warning: %s: %s; device allreduce on this communicator "
+                        "is staged through host memory", comm->c_name, why);
+        }
+        mca_coll_strata_node_device_free(d);
+        return OMPI_ERROR;
+    }
+    module->node_device = d;
+    MCA_COLL_STRATA_VERBOSE(10, "%s: device scratch of %zu bytes on device %d, mapped by %d "
+                            "local rank(s)", comm->c_name, 2 * (size_t)d->nslots * d->slot_bytes,
+                            ordinal, k);
+    return OMPI_SUCCESS;
+}
+
+mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *module)
+{
+    return (NULL != module->node_device) ? &module->node_device->super : NULL;
+}
+
+void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)
+{
+    mca_coll_strata_node_device_free(module->node_device);
+    module->node_device = NULL;
+}
+
+#else /* no CUDA headers: no device path */
+
+bool mca_coll_strata_node_device_reduces(struct ompi_op_t *op, struct ompi_datatype_t *dtype)
+{
+    return false;
+}
+
+int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
+                                      struct ompi_communicator_t *comm, int ordinal)
+{
+    return OMPI_ERR_NOT_SUPPORTED;
+}
+
+mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *module)
+{
+    return NULL;
+}
+
+void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)
+{
+}
+
+#endif
