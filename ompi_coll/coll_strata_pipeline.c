@@ -64,6 +64,10 @@ typedef struct mca_coll_strata_pipeline_t {
     bool replicated;     /* owners take whole chunks (see above) */
     bool private_result; /* this rank's result lands in its rbuf, not the result area */
     int result_owners;   /* owners whose published results copy-out waits for */
+    /* first failure of this rank's copies or reductions (device work can
+     * fail): recorded, and the stages still advance their flags, so that
+     * the other local ranks finish the call instead of waiting forever */
+    int node_error;
     /* next chunk (0..nchunks) for each stage of this rank */
     uint64_t next_in, next_reduce, next_publish, next_out;
 } mca_coll_strata_pipeline_t;
@@ -113,6 +117,15 @@ static int mca_coll_strata_pipeline_slot(const mca_coll_strata_pipeline_t *p, ui
     return (int)((p->base + c) % (uint64_t)p->shm->nslots);
 }
 
+/* A node operation's status: a failure is kept for the end of the call and
+ * the stage goes on as if the data had moved. */
+static void mca_coll_strata_pipeline_note(mca_coll_strata_pipeline_t *p, int rc)
+{
+    if (OMPI_SUCCESS != rc && OMPI_SUCCESS == p->node_error) {
+        p->node_error = rc;
+    }
+}
+
 static int mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_in, g = p->base + c;
@@ -133,9 +146,7 @@ static int mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool 
     if (OMPI_SUCCESS == rc) {
         rc = node->ops->complete(node);
     }
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
+    mca_coll_strata_pipeline_note(p, rc);
     mca_coll_strata_flag_store(&mine->copied_in, g + 1);
     if (!p->owner) {
         mca_coll_strata_flag_store(&mine->reduced, g + 1);
@@ -218,9 +229,7 @@ static int mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *
     if (OMPI_SUCCESS == rc) {
         rc = node->ops->complete(node);
     }
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
+    mca_coll_strata_pipeline_note(p, rc);
     mca_coll_strata_flag_store(&shm->flags[p->me].reduced, g + 1);
     p->next_reduce++;
     *moved = true;
@@ -276,9 +285,7 @@ static int mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, bool
         if (OMPI_SUCCESS == rc) {
             rc = node->ops->complete(node);
         }
-        if (OMPI_SUCCESS != rc) {
-            return rc;
-        }
+        mca_coll_strata_pipeline_note(p, rc);
     }
     mca_coll_strata_flag_store(&p->shm->flags[p->me].copied_out, g + 1);
     p->next_out++;
@@ -346,7 +353,7 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
             sched_yield();
         }
     }
-    return rc;
+    return (OMPI_SUCCESS != rc) ? rc : p.node_error;
 }
 
 /* Shared-memory slots, and per slot a ring and its scratch, sized by

@@ -70,7 +70,8 @@
  * that writes one (all but MPI_Bcast's root); with any other entry point,
  * at least one rank per call.  A rank whose copies worked may see
  * MPI_SUCCESS with undefined results, as after any error in an MPI
- * collective.  Then a host-buffer MPI_Allreduce on MPI_COMM_WORLD
+ * collective.  --only narrows the four calls.  Then a host-buffer
+ * MPI_Allreduce on MPI_COMM_WORLD
  * must still be right.  The program fills and reads its own buffers with
  * the synchronous cuMemcpyHtoD/cuMemcpyDtoH, so only those two must not be
  * failed.  Buffers of failed calls are not freed: the library may still
@@ -1107,6 +1108,8 @@ static void run_fault(void)
     if (g.rank == 0) printf("CUDA_STANDIN_FAIL=%s\n", failing ? failing : "(not set)");
     for (int i = 0; i < 4; i++) {
         size_t n = (size_t)c.count;
+
+        if (!selected(names[i])) continue; /* --only narrows the calls */
         buf_t sb = {0}, rb = {0};
         MPI_Request req;
         char err[MPI_MAX_ERROR_STRING];

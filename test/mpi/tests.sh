@@ -286,6 +286,23 @@ coll_device_native_setup_fails() {
         grep -q "coll:strata: warning: MPI_COMM_WORLD: .*; device allreduce on this communicator is staged through host memory" "$STRATA_TEST_LOG.out"
 }
 
+# One rank's kernels fail (CUDA_STANDIN_FAIL=cuLaunchKernel on rank 1 only)
+# in native allreduces, blocking and nonblocking, with MPI_ERRORS_RETURN:
+# that rank gets the MPI error naming the driver call, the others finish the
+# call instead of waiting for it (a hang is the test's timeout), and a host
+# allreduce afterwards is right.
+coll_device_native_kernel_fails() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export CUDA_STANDIN_FAIL=cuLaunchKernel; exec "$@"' _ \
+        "$T/mpi/test_coll_device" --mode fault --only allreduce --timeout 30 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "coll:strata: MPI_Allreduce on device buffers: cuLaunchKernel failed" "$STRATA_TEST_LOG.out" &&
+        grep -q "rank 1: fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out" &&
+        grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out"
+}
+
 # Verbosity 20 names the memory kinds and the path of every call.
 coll_device_verbose() {
     coll_device 2 ob1 --mca coll_strata_verbose 20 -- --kinds dd,hh --counts 7 --only allreduce,allgather,ibcast \
@@ -358,6 +375,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
             --quiet --only allreduce,iallreduce,reduce
         strata_test mpi_coll_device_native_ipc_refused 120 coll_device_native_setup_fails cuIpcOpenMemHandle
         strata_test mpi_coll_device_native_export_refused 120 coll_device_native_setup_fails cuIpcGetMemHandle
+        strata_test mpi_coll_device_native_kernel_fails 120 coll_device_native_kernel_fails
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
         strata_test mpi_reduce_kernels_device 300 reduce_kernels --device
     fi
