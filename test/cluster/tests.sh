@@ -45,15 +45,18 @@ cluster_allreduce() {
 # Every collective on device buffers across nodes, through the README's
 # CUDA-aware settings with TCP between nodes (pml/ucx; device data between
 # nodes is staged by coll/strata before it reaches the network).
-# cluster_coll_device PLACEMENT: 2x2 or 3+1
+# cluster_coll_device PLACEMENT [MPIRUN_ARGS...]: 2x2, 3+1 or bynode
+# (ranks dealt round-robin over the nodes)
 cluster_coll_device() {
     local map
     case "$1" in
     2x2) map=(-np 4 --map-by ppr:2:node) ;;
     3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
+    bynode) map=(-np 4 --map-by node) ;;
     esac
+    shift
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" "$STRATA_CLUSTER_SH" mpirun -- --bind-to none \
-        "${strata_mca_gpu[@]}" $(strata_coll_mca strata) "${map[@]}" \
+        "${strata_mca_gpu[@]}" $(strata_coll_mca strata) "${map[@]}" "$@" \
         -x LD_LIBRARY_PATH -x UCX_TLS=self,sm,tcp,gpu_copy,gpu_ipc -x UCX_NET_DEVICES=eth0 \
         "$T/mpi/test_coll_device" --quiet --counts 0,1,7,1021,65537
 }
@@ -154,6 +157,9 @@ else
         strata_test cluster_coll_device_2x2 300 cluster_job 2 "" cluster_coll_device 2x2
         strata_test cluster_coll_device_3+1 300 cluster_job 2 "" cluster_coll_device 3+1
         strata_test cluster_strata_over_han_3+1 300 cluster_job 2 "" cluster_strata_over_han
+        # the GPU allreduce asked for across nodes: staged there (correct)
+        strata_test cluster_coll_device_native_bynode 300 cluster_job 2 "" cluster_coll_device bynode \
+            --mca coll_strata_allreduce_device_algorithm native
     fi
     strata_test cluster_bytes_counted 180 cluster_job 2 "" cluster_bytes_counted
     strata_test cluster_links_shaped 60 cluster_job 2 100mbit cluster_links_shaped
