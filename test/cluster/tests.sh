@@ -61,6 +61,14 @@ cluster_coll_device() {
         "$T/mpi/test_coll_device" --quiet --counts 0,1,7,1021,65537
 }
 
+# The same under Debian's default pml (ob1, TCP between nodes): coll/strata
+# alone keeps device pointers away from it.
+cluster_coll_device_ob1() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_cluster -np 4 --map-by ppr:2:node \
+        $(strata_coll_mca strata) -x LD_LIBRARY_PATH \
+        "$T/mpi/test_coll_device" --quiet --counts 0,1,7,1021,65537
+}
+
 # coll/han below strata (Open MPI 5 runs han by default): han declines an
 # uneven communicator (3+1) by calling the communicator's own function,
 # which is strata's; strata must not call han again forever.  Host and
@@ -157,6 +165,7 @@ else
         strata_test cluster_coll_device_2x2 300 cluster_job 2 "" cluster_coll_device 2x2
         strata_test cluster_coll_device_3+1 300 cluster_job 2 "" cluster_coll_device 3+1
         strata_test cluster_strata_over_han_3+1 300 cluster_job 2 "" cluster_strata_over_han
+        strata_test cluster_coll_device_ob1_2x2 300 cluster_job 2 "" cluster_coll_device_ob1
         # the GPU allreduce asked for across nodes: staged there (correct)
         strata_test cluster_coll_device_native_bynode 300 cluster_job 2 "" cluster_coll_device bynode \
             --mca coll_strata_allreduce_device_algorithm native
