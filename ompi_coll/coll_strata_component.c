@@ -121,13 +121,13 @@ static void mca_coll_strata_register_shm(void)
     mca_coll_strata_register_size(
         "segment_size",
         "Bytes of one pipeline chunk: messages move through shared memory and across nodes "
-        "in chunks of this size (rounded up to 64, at least 4096)",
+        "in chunks of this size (rounded up to 64; 4096 to 16 MiB)",
         &mca_coll_strata_component.segment_size);
 
     mca_coll_strata_component.shm_slots = 4;
     (void)mca_base_component_var_register(
         c, "shm_slots",
-        "Chunks in flight per communicator. Each node's segment holds shm_slots x "
+        "Chunks in flight per communicator (1 to 64). Each node's segment holds shm_slots x "
         "(ranks on the node + 1) x segment_size bytes",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL,
         &mca_coll_strata_component.shm_slots);
@@ -217,15 +217,46 @@ static int mca_coll_strata_component_register(void)
     return OMPI_SUCCESS;
 }
 
-/* Values registration cannot bound: said once, then replaced. */
+/* A size parameter outside [min, max]: said once, naming the parameter and
+ * its range, then replaced by the nearest bound. */
+static void mca_coll_strata_component_bound_size(const char *name, size_t *value, size_t min,
+                                                 size_t max)
+{
+    size_t was = *value;
+
+    if (was >= min && was <= max) {
+        return;
+    }
+    *value = (was < min) ? min : max;
+    opal_output(0, "coll:strata: coll_strata_%s = %zu is outside its range [%zu, %zu]; using %zu",
+                name, was, min, max, *value);
+}
+
+static void mca_coll_strata_component_bound_int(const char *name, int *value, int min, int max)
+{
+    int was = *value;
+
+    if (was >= min && was <= max) {
+        return;
+    }
+    *value = (was < min) ? min : max;
+    opal_output(0, "coll:strata: coll_strata_%s = %d is outside its range [%d, %d]; using %d",
+                name, was, min, max, *value);
+}
+
+/* The ranges registration cannot express (MCA sizes take any value): the
+ * shared-memory layout and the staging arithmetic multiply these. */
 static void mca_coll_strata_component_check(void)
 {
-    if (mca_coll_strata_component.stage_max < MCA_COLL_STRATA_STAGE_MAX_MIN) {
-        opal_output(0, "coll:strata: coll_strata_stage_max %zu is below its minimum of %d bytes; "
-                    "using %d", mca_coll_strata_component.stage_max, MCA_COLL_STRATA_STAGE_MAX_MIN,
-                    MCA_COLL_STRATA_STAGE_MAX_MIN);
-        mca_coll_strata_component.stage_max = MCA_COLL_STRATA_STAGE_MAX_MIN;
-    }
+    mca_coll_strata_component_t *c = &mca_coll_strata_component;
+
+    /* a chunk is a pipeline unit: beyond 16 MiB it only costs shared memory */
+    mca_coll_strata_component_bound_size("segment_size", &c->segment_size, 4096, (size_t)16 << 20);
+    mca_coll_strata_component_bound_int("shm_slots", &c->shm_slots, 1, 64);
+    mca_coll_strata_component_bound_size("stage_max", &c->stage_max,
+                                         MCA_COLL_STRATA_STAGE_MAX_MIN, (size_t)1 << 40);
+    mca_coll_strata_component_bound_size("allreduce_small_max", &c->decision.small_max, 0,
+                                         (size_t)1 << 30);
 }
 
 static int mca_coll_strata_component_open(void)

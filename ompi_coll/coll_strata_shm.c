@@ -42,10 +42,17 @@ static size_t mca_coll_strata_shm_flags_bytes(const mca_coll_strata_shm_t *shm)
     return (bytes + MCA_COLL_STRATA_SHM_ALIGN - 1) & ~(size_t)(MCA_COLL_STRATA_SHM_ALIGN - 1);
 }
 
+/* The segment's size, or 0 when it does not fit a size_t. */
 static size_t mca_coll_strata_shm_layout(const mca_coll_strata_shm_t *shm)
 {
-    return mca_coll_strata_shm_flags_bytes(shm) +
-           (size_t)shm->nslots * (shm->nranks + 1) * shm->slot_bytes;
+    size_t areas, bytes, total;
+
+    if (__builtin_mul_overflow((size_t)shm->nslots, (size_t)shm->nranks + 1, &areas) ||
+        __builtin_mul_overflow(areas, shm->slot_bytes, &bytes) ||
+        __builtin_add_overflow(bytes, mca_coll_strata_shm_flags_bytes(shm), &total)) {
+        return 0;
+    }
+    return total;
 }
 
 static void mca_coll_strata_shm_set_pointers(mca_coll_strata_shm_t *shm)
@@ -193,6 +200,12 @@ int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm,
     shm->nslots = nslots;
     shm->slot_bytes = slot_bytes;
     shm->size = mca_coll_strata_shm_layout(shm);
+    if (0 == shm->size) {
+        /* the same on every local rank: all leave here, none waits below */
+        snprintf(why, why_len, "a segment of %d slots x %d areas x %zu bytes does not fit in "
+                 "memory's address range", nslots, shm->nranks + 1, slot_bytes);
+        return OMPI_ERR_BAD_PARAM;
+    }
 
     announce = calloc(1, sizeof(*announce));
     if (NULL == announce) {

@@ -121,6 +121,18 @@ mpi_strata_verbose_says_why() {
         grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_DOUBLE MPI_SUM host->host: rail, 4 slice(s), inter-node none" "$STRATA_TEST_LOG.out"
 }
 
+# Sizes that overflow the segment arithmetic (2^62 and 2^64-1 bytes per
+# chunk, 0 slots): a message naming the parameter and its range, the nearest
+# bound used, right answers; no SIGSEGV, no SIGFPE.
+mpi_strata_bad_sizes() {
+    local seg=$1 slots=$2
+    strata_mpirun_local 3 $(strata_coll_mca strata) --mca coll_strata_segment_size "$seg" \
+        --mca coll_strata_shm_slots "$slots" "$T/mpi/test_allreduce_basic" --max-count 4096 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "coll:strata: coll_strata_\(segment_size\|shm_slots\) = .* is outside its range" "$STRATA_TEST_LOG.out"
+}
+
 # Every algorithm, forced, gives right answers (the decision never matters
 # for correctness).
 mpi_strata_forced() {
@@ -338,6 +350,9 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_strata_forced_replicated 300 mpi_strata_forced replicated
     strata_test mpi_strata_forced_rail_1slot 300 mpi_strata_forced rail 1
     strata_test mpi_strata_forced_fallback 300 mpi_strata_forced fallback
+    strata_test mpi_strata_segment_2e62 120 mpi_strata_bad_sizes 4611686018427387904 4
+    strata_test mpi_strata_segment_2e64_1 120 mpi_strata_bad_sizes 18446744073709551615 4
+    strata_test mpi_strata_shm_slots_0 120 mpi_strata_bad_sizes 131072 0
     if command -v valgrind >/dev/null; then
         strata_test mpi_strata_valgrind 600 mpi_strata_valgrind
     else
