@@ -51,15 +51,31 @@ static const char *mca_coll_strata_allreduce_unsupported(struct ompi_datatype_t 
     return NULL;
 }
 
+/* The algorithm for count x dtype on this communicator's topology (set up).
+ * `device`: this rank's buffers are device memory (its device path only). */
+static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *module, int count,
+                                             struct ompi_datatype_t *dtype, bool device,
+                                             mca_coll_strata_decision_t *decision)
+{
+    mca_coll_strata_decision_input_t in;
+    ptrdiff_t extent;
+
+    ompi_datatype_type_extent(dtype, &extent);
+    in.bytes = (size_t)count * (size_t)extent;
+    in.nnodes = module->topo.nnodes;
+    in.ppn_min = module->topo.ppn_min;
+    in.ppn_max = module->topo.ppn_max;
+    in.device = device;
+    mca_coll_strata_decide(&mca_coll_strata_component.decision, &in, decision);
+}
+
 int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void *sbuf,
                                    void *rbuf, int count, struct ompi_datatype_t *dtype,
                                    struct ompi_op_t *op, struct ompi_communicator_t *comm,
                                    const char *kinds)
 {
-    mca_coll_strata_decision_input_t in;
     mca_coll_strata_decision_t decision;
     const char *why;
-    ptrdiff_t extent;
 
     why = mca_coll_strata_allreduce_unsupported(dtype, op);
     if (NULL == why && ompi_comm_size(comm) < 2) {
@@ -73,13 +89,8 @@ int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void 
                                                   kinds, why);
     }
 
-    ompi_datatype_type_extent(dtype, &extent);
-    in.bytes = (size_t)count * (size_t)extent;
-    in.nnodes = module->topo.nnodes;
-    in.ppn_min = module->topo.ppn_min;
-    in.ppn_max = module->topo.ppn_max;
-    in.device = false; /* the host path: staging, if any, happened around it */
-    mca_coll_strata_decide(&mca_coll_strata_component.decision, &in, &decision);
+    /* the host path: staging, if any, happened around it */
+    mca_coll_strata_allreduce_decide(module, count, dtype, false, &decision);
     if (MCA_COLL_STRATA_ALG_FALLBACK == decision.algorithm) {
         return mca_coll_strata_allreduce_fallback(module, sbuf, rbuf, count, dtype, op, comm,
                                                   kinds, decision.reason);
@@ -89,7 +100,7 @@ int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void 
                             "%d node(s) (%s)", comm->c_name, count, dtype->name,
                             mca_coll_strata_op_name(op), kinds,
                             mca_coll_strata_alg_name(decision.algorithm), decision.nslices,
-                            mca_coll_strata_inter_name(decision.inter), in.nnodes,
+                            mca_coll_strata_inter_name(decision.inter), module->topo.nnodes,
                             decision.reason);
     return mca_coll_strata_pipeline_allreduce(module, sbuf, rbuf, (size_t)count, dtype, op,
                                               &decision, &module->node_host);
@@ -124,7 +135,6 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
                                             struct ompi_communicator_t *comm, bool *ran)
 {
     mca_coll_strata_component_t *c = &mca_coll_strata_component;
-    mca_coll_strata_decision_input_t in = {0};
     mca_coll_strata_decision_t decision;
     int mine, all, ordinal = -1, rc;
     size_t size;
@@ -158,12 +168,7 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
     if (MCA_COLL_STRATA_SETUP_READY != module->device_setup) {
         return OMPI_SUCCESS; /* agreed inside the set-up: staged from now on */
     }
-    in.bytes = (size_t)count * size;
-    in.nnodes = module->topo.nnodes;
-    in.ppn_min = module->topo.ppn_min;
-    in.ppn_max = module->topo.ppn_max;
-    in.device = true;
-    mca_coll_strata_decide(&c->decision, &in, &decision);
+    mca_coll_strata_allreduce_decide(module, count, dtype, true, &decision);
     if (MCA_COLL_STRATA_ALG_FALLBACK == decision.algorithm) {
         /* one rank per node: nothing for the node phase to do; staged */
         return OMPI_SUCCESS;

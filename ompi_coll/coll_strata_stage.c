@@ -48,11 +48,10 @@ const char *mca_coll_strata_kinds_name(strata_mem_kind_t send, strata_mem_kind_t
 
 const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf)
 {
-    strata_mem_kind_t s, r;
+    strata_mem_kind_t s = mca_coll_strata_kind(sbuf, NULL);
+    strata_mem_kind_t r = (NULL == rbuf) ? s : mca_coll_strata_kind(rbuf, NULL);
 
     /* one buffer (bcast: rbuf NULL) or in place: it is both ends */
-    s = (MPI_IN_PLACE == sbuf) ? STRATA_MEM_HOST : mca_coll_strata_kind(sbuf, NULL);
-    r = (NULL == rbuf) ? s : mca_coll_strata_kind(rbuf, NULL);
     return mca_coll_strata_kinds_name((MPI_IN_PLACE == sbuf) ? r : s, r);
 }
 
@@ -457,12 +456,12 @@ int mca_coll_strata_stage_pieces(mca_coll_strata_module_t *module,
     int rc;
 
     *piece = count;
-    ompi_datatype_type_size(dtype, &size);
-    ompi_datatype_get_extent(dtype, &lb, &extent);
     /* The type signature's size is the same on every rank, so is this test. */
-    if ((long)((size_t)count * size) <= limit) {
+    if (!mca_coll_strata_elem_big(count, dtype)) {
         return OMPI_SUCCESS;
     }
+    ompi_datatype_type_size(dtype, &size);
+    ompi_datatype_get_extent(dtype, &lb, &extent);
     /* Cut only if some rank stages, every rank can cut at element
      * boundaries, and every rank's elements are the same bytes (ranks may
      * describe a broadcast with different datatypes); the smallest bound

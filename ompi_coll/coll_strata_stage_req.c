@@ -89,7 +89,8 @@ static int mca_coll_strata_stage_req_progress(void)
         }
     }
     OPAL_THREAD_UNLOCK(&mca_coll_strata_stage_reqs_lock);
-    /* Outside the lock: copying out and completing may call back into MPI. */
+    /* Outside the list lock: copying out waits for the device, completing
+     * runs the callbacks MPI_I* chained (finish takes the lock for that). */
     while (NULL != done) {
         req = done;
         done = req->next;

@@ -80,9 +80,7 @@ static void *mca_hook_strata_dt_ucp_symbol(const char *name)
 
 static int mca_hook_strata_dt_is_device(const void *buffer)
 {
-    strata_mem_info_t info;
-
-    return (strata_mem_query(buffer, &info) == 0) && (info.kind == STRATA_MEM_DEVICE);
+    return strata_mem_kind(buffer, NULL) == STRATA_MEM_DEVICE;
 }
 
 /* The bytes `count` elements of the datatype touch: [buffer + true_lb,
