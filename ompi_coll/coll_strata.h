@@ -72,6 +72,8 @@ typedef struct mca_coll_strata_component_t {
      * which `auto` runs it on the GPUs */
     int device_algorithm;
     size_t device_native_min;
+    /* native device allreduce between nodes: MCA_COLL_STRATA_DEVICE_NET_* */
+    int device_network;
     /* opal_output stream the verbose messages go to */
     int output;
 } mca_coll_strata_component_t;
@@ -235,6 +237,13 @@ typedef enum {
 typedef struct mca_coll_strata_node_t {
     const mca_coll_strata_node_ops_t *ops;
     mca_coll_strata_shm_t *shm;
+    /* The inter-node phase, per slot (ring_slot_bytes each): where the ring
+     * receives blocks (NULL without a rail), and, where the pml cannot carry
+     * this area's memory, pinned host memory the ring stages the blocks it
+     * sends and receives through (two per slot; NULL: the pml carries it). */
+    char *ring_recv;
+    char *ring_stage;
+    size_t ring_slot_bytes;
 } mca_coll_strata_node_t;
 
 typedef struct mca_coll_strata_node_device_t mca_coll_strata_node_device_t;
@@ -255,11 +264,8 @@ typedef struct mca_coll_strata_module_t {
     /* chunks this communicator has pushed through the segment, all calls;
      * identical on every local rank since collectives are ordered */
     uint64_t chunk_serial;
-    /* per slot: the inter-node phase of the chunk in it, and the ring's
-     * receive space */
+    /* per slot: the inter-node phase of the chunk in it */
     struct mca_coll_strata_ring_t *rings;
-    char *scratch;
-    size_t scratch_slot_bytes;
 } mca_coll_strata_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);
@@ -358,10 +364,15 @@ typedef struct mca_coll_strata_ring_t {
     struct ompi_datatype_t *dtype;
     struct ompi_op_t *op;
     mca_coll_strata_node_t *node; /* reduces the received blocks */
+    /* pinned host blocks the messages go through when the pml cannot carry
+     * the node area's memory; NULL: sent and received in place */
+    char *stage_send;
+    char *stage_recv;
     int tag;
     int step;    /* 0 .. 2(size-1); size-1 first steps reduce-scatter */
     bool posted; /* the requests of `step` are in flight */
     bool done;   /* this chunk's inter-node phase is complete */
+    int node_error; /* first failed copy or reduction (the ring went on) */
     ompi_request_t *reqs[2];
 } mca_coll_strata_ring_t;
 

@@ -52,10 +52,11 @@ static const char *mca_coll_strata_allreduce_unsupported(struct ompi_datatype_t 
 }
 
 /* The algorithm for count x dtype on this communicator's topology (set up).
- * `device`: this rank's buffers are device memory (its device path only). */
+ * `device`: this rank's buffers are device memory (its device path only);
+ * `native`: the pipeline runs on the GPUs. */
 static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *module, int count,
                                              struct ompi_datatype_t *dtype, bool device,
-                                             mca_coll_strata_decision_t *decision)
+                                             bool native, mca_coll_strata_decision_t *decision)
 {
     mca_coll_strata_decision_input_t in;
     ptrdiff_t extent;
@@ -66,6 +67,7 @@ static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *mod
     in.ppn_min = module->topo.ppn_min;
     in.ppn_max = module->topo.ppn_max;
     in.device = device;
+    in.native = native;
     mca_coll_strata_decide(&mca_coll_strata_component.decision, &in, decision);
 }
 
@@ -90,7 +92,7 @@ int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void 
     }
 
     /* the host path: staging, if any, happened around it */
-    mca_coll_strata_allreduce_decide(module, count, dtype, false, &decision);
+    mca_coll_strata_allreduce_decide(module, count, dtype, false, false, &decision);
     if (MCA_COLL_STRATA_ALG_FALLBACK == decision.algorithm) {
         return mca_coll_strata_allreduce_fallback(module, sbuf, rbuf, count, dtype, op, comm,
                                                   kinds, decision.reason);
@@ -122,12 +124,26 @@ static int mca_coll_strata_allreduce_piece(mca_coll_strata_module_t *module,
                                           a->kinds);
 }
 
+/* For the verbose line: how this rank's device blocks cross nodes. */
+static const char *mca_coll_strata_allreduce_network(mca_coll_strata_module_t *module,
+                                                     const mca_coll_strata_decision_t *decision)
+{
+    const mca_coll_strata_node_t *node = mca_coll_strata_node_device(module);
+
+    if (MCA_COLL_STRATA_INTER_NONE == decision->inter || NULL == node->ring_recv) {
+        return "";
+    }
+    return (NULL != node->ring_stage) ? " (staged through host memory)"
+                                      : " (device buffers through the pml)";
+}
+
 /*
- * The native path: the pipeline on the GPUs, inside one node.  Every rank
- * comes here for the same calls (the tests before the agreement use only
- * what is the same everywhere) and the ranks agree whether all of them can
- * run it: device buffers on every rank, a kernel for the op and type, at
- * most STRATA_REDUCE_MAX_SRCS local ranks.  *ran says whether it ran.
+ * The native path: the pipeline on the GPUs, its inter-node phase strata's
+ * ring on device data.  Every rank comes here for the same calls (the tests
+ * before the agreement use only what is the same everywhere) and the ranks
+ * agree whether all of them can run it: device buffers on every rank, a
+ * kernel for the op and type, at most STRATA_REDUCE_MAX_SRCS local ranks.
+ * *ran says whether it ran.
  */
 static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, const void *sbuf,
                                             void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -147,7 +163,12 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
         NULL != mca_coll_strata_allreduce_unsupported(dtype, op) ||
         MCA_COLL_STRATA_SETUP_FAILED == module->device_setup ||
         !mca_coll_strata_decide_try_native(c->device_algorithm, c->device_native_min,
-                                           (size_t)count * size, module->topo.nnodes)) {
+                                           (size_t)count * size)) {
+        return OMPI_SUCCESS;
+    }
+    mca_coll_strata_allreduce_decide(module, count, dtype, true, true, &decision);
+    if (MCA_COLL_STRATA_ALG_FALLBACK == decision.algorithm) {
+        /* one rank per node: nothing for the node phase to do; staged */
         return OMPI_SUCCESS;
     }
     mine = (STRATA_MEM_DEVICE == mca_coll_strata_kind(rbuf, &ordinal)) &&
@@ -168,16 +189,13 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
     if (MCA_COLL_STRATA_SETUP_READY != module->device_setup) {
         return OMPI_SUCCESS; /* agreed inside the set-up: staged from now on */
     }
-    mca_coll_strata_allreduce_decide(module, count, dtype, true, &decision);
-    if (MCA_COLL_STRATA_ALG_FALLBACK == decision.algorithm) {
-        /* one rank per node: nothing for the node phase to do; staged */
-        return OMPI_SUCCESS;
-    }
     MCA_COLL_STRATA_VERBOSE(20, "allreduce %s count=%d %s %s device->device: native, %s, "
-                            "%d slice(s) (%s)", comm->c_name, count, dtype->name,
-                            mca_coll_strata_op_name(op),
+                            "%d slice(s), inter-node %s%s, %d node(s) (%s)", comm->c_name, count,
+                            dtype->name, mca_coll_strata_op_name(op),
                             mca_coll_strata_alg_name(decision.algorithm), decision.nslices,
-                            decision.reason);
+                            mca_coll_strata_inter_name(decision.inter),
+                            mca_coll_strata_allreduce_network(module, &decision),
+                            module->topo.nnodes, decision.reason);
     *ran = true;
     if (0 != strata_cuda_ctx_push(module->device_ordinal, &saved)) {
         return MPI_ERR_OTHER;

@@ -171,10 +171,21 @@ static void mca_coll_strata_register_device(void)
         "MPI_Allreduce on device buffers: auto (on the GPUs from allreduce_device_native_min "
         "bytes, staged through host memory below), staged (always through host memory), native "
         "(on the GPUs wherever it can run). The native path needs device buffers on every rank, "
-        "one node (across nodes device data is staged for now), at most 16 ranks per node, a "
-        "predefined commutative op and type a GPU reduces, and the CUDA driver loaded before the "
-        "communicator's first allreduce; otherwise the call is staged",
+        "more than one rank on some node, at most 16 ranks per node, a predefined commutative "
+        "op and type a GPU reduces, and the CUDA driver loaded before the communicator's first "
+        "allreduce; otherwise the call is staged",
         mca_coll_strata_device_alg_table, -1, &mca_coll_strata_component.device_algorithm);
+
+    mca_coll_strata_component.device_network = MCA_COLL_STRATA_DEVICE_NET_AUTO;
+    mca_coll_strata_register_enum(
+        "allreduce_device_network",
+        "How the native device allreduce moves device data between nodes: direct (device "
+        "buffers to the pml: pml/ucx with Strata's gpu_copy transport in UCX_TLS; GPUDirect "
+        "RDMA where UCX can register GPU memory), staged (each message through pinned host "
+        "memory, the reductions still on the GPU), auto (direct when the pml can carry device "
+        "memory, else staged). A direct request the pml cannot honour is staged, with a "
+        "warning",
+        mca_coll_strata_device_net_table, -1, &mca_coll_strata_component.device_network);
 
     /* Until measured on a GPU: where a node phase through IPC clearly beats
      * two PCIe copies plus CPU reductions. */

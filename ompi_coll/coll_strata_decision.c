@@ -2,7 +2,9 @@
  * coll/strata decision function (see coll_strata_decision.h).
  *
  * Device buffers (in->device) are staged through host memory and then run
- * the algorithm these rules choose for the host copies.
+ * the algorithm these rules choose for the host copies.  On the native path
+ * (in->native: the pipeline on the GPUs, agreed by every rank) the same
+ * rules choose, except that the inter-node phase is always strata's ring.
  *
  * The rules, in order:
  *   1. A forced algorithm (coll_strata_allreduce_algorithm) wins, as far as
@@ -77,15 +79,25 @@ const char *mca_coll_strata_device_path_name(mca_coll_strata_device_path_t path)
                                                      : "direct";
 }
 
-/* The native pipeline runs inside one node for now (its inter-node phase
- * on device data is not built yet); across nodes device data is staged. */
-bool mca_coll_strata_decide_try_native(int device_algorithm, size_t native_min, size_t bytes,
-                                       int nnodes)
+bool mca_coll_strata_decide_try_native(int device_algorithm, size_t native_min, size_t bytes)
 {
-    if (MCA_COLL_STRATA_DEVICE_ALG_STAGED == device_algorithm || nnodes != 1) {
+    if (MCA_COLL_STRATA_DEVICE_ALG_STAGED == device_algorithm) {
         return false;
     }
     return MCA_COLL_STRATA_DEVICE_ALG_NATIVE == device_algorithm || bytes >= native_min;
+}
+
+const mca_coll_strata_name_t mca_coll_strata_device_net_table[] = {
+    {MCA_COLL_STRATA_DEVICE_NET_AUTO, "auto"},
+    {MCA_COLL_STRATA_DEVICE_NET_DIRECT, "direct"},
+    {MCA_COLL_STRATA_DEVICE_NET_STAGED, "staged"},
+    {0, NULL},
+};
+
+bool mca_coll_strata_decide_device_direct(int device_net, bool pml_carries, bool *warn)
+{
+    *warn = (MCA_COLL_STRATA_DEVICE_NET_DIRECT == device_net) && !pml_carries;
+    return (MCA_COLL_STRATA_DEVICE_NET_STAGED != device_net) && pml_carries;
 }
 
 static mca_coll_strata_inter_t
@@ -97,6 +109,13 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
 
     if (in->nnodes == 1) {
         return MCA_COLL_STRATA_INTER_NONE;
+    }
+    if (in->native) {
+        /* The rail's own allreduce is a host module's: it would read device
+         * memory with the CPU.  Strata's ring moves device data (through
+         * the pml or staged) and reduces it on the GPU.  (The reason stays
+         * the algorithm's: nothing else is possible here.) */
+        return MCA_COLL_STRATA_INTER_RING;
     }
     if (params->inter_algorithm == MCA_COLL_STRATA_INTER_COLL ||
         params->inter_algorithm == MCA_COLL_STRATA_INTER_RING) {

@@ -60,8 +60,26 @@ extern const mca_coll_strata_name_t mca_coll_strata_device_alg_table[];
  * Whether a device allreduce of `bytes` should try the native path: a rule
  * on rank-independent inputs (the ranks then agree whether all of them can).
  */
-bool mca_coll_strata_decide_try_native(int device_algorithm, size_t native_min, size_t bytes,
-                                       int nnodes);
+bool mca_coll_strata_decide_try_native(int device_algorithm, size_t native_min, size_t bytes);
+
+/* coll_strata_allreduce_device_network: how the native path's device data
+ * crosses between nodes */
+typedef enum {
+    MCA_COLL_STRATA_DEVICE_NET_AUTO = 0,   /* through the pml if it carries device memory */
+    MCA_COLL_STRATA_DEVICE_NET_DIRECT = 1, /* through the pml (staged, with a warning, if it cannot) */
+    MCA_COLL_STRATA_DEVICE_NET_STAGED = 2  /* through pinned host memory */
+} mca_coll_strata_device_net_t;
+
+extern const mca_coll_strata_name_t mca_coll_strata_device_net_table[];
+
+/*
+ * Whether this rank hands its device blocks to the pml itself (true) or
+ * stages them through pinned host memory.  Rank-local: a message's bytes are
+ * the same either way, so ranks may differ.  `pml_carries`: the pml in use
+ * can take device buffers.  *warn is set when what was asked for cannot be
+ * done (`direct` without a pml that can).
+ */
+bool mca_coll_strata_decide_device_direct(int device_net, bool pml_carries, bool *warn);
 
 
 extern const mca_coll_strata_name_t mca_coll_strata_alg_table[];
@@ -80,6 +98,7 @@ typedef struct mca_coll_strata_decision_input_t {
     int ppn_min;
     int ppn_max;
     bool device;      /* this rank's buffers include device memory (rank-local) */
+    bool native;      /* every rank's data is on its GPU: the native path (agreed) */
 } mca_coll_strata_decision_input_t;
 
 typedef struct mca_coll_strata_decision_t {

@@ -31,8 +31,7 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     memset(&module->shm, 0, sizeof(module->shm));
     module->chunk_serial = 0;
     module->rings = NULL;
-    module->scratch = NULL;
-    module->scratch_slot_bytes = 0;
+    memset(&module->node_host, 0, sizeof(module->node_host));
 }
 
 #define MCA_COLL_STRATA_FALLBACK_RELEASE(_coll) \

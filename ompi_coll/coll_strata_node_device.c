@@ -13,6 +13,13 @@
  * Reductions are Strata's kernels (common/kernels): one pass over all k
  * inputs, in the order the host path reduces in.
  *
+ * Between nodes (ranks with a rail) the scratch has a third region, where
+ * the ring receives blocks; the ring hands device blocks to the pml when
+ * the pml carries device memory (pml/ucx with Strata's transports), else it
+ * stages each message through pinned host blocks allocated here
+ * (coll_strata_allreduce_device_network).  Copies use cuMemcpyAsync, which
+ * takes device and pinned host addresses alike (unified addressing).
+ *
  * Set up once per communicator, the first time a device allreduce takes
  * this path; the outcome is agreed over the communicator, and a failure on
  * any rank leaves the communicator on the staged path, with one warning.
@@ -23,11 +30,13 @@
 
 #include <common/strata_cuda.h>
 #include <common/strata_kernels.h>
+#include <common/strata_uct_probe.h>
 
 #include <stdio.h>
 #include <string.h>
 
 #include "ompi/constants.h"
+#include "ompi/mca/pml/base/base.h"
 
 struct mca_coll_strata_node_device_t {
     mca_coll_strata_node_t super;
@@ -36,7 +45,9 @@ struct mca_coll_strata_node_device_t {
     size_t slot_bytes;
     int nslots, nranks;
     CUdeviceptr scratch;  /* this rank's */
+    size_t scratch_bytes;
     CUdeviceptr *peer;    /* every local rank's, as this process maps it */
+    void *stage;          /* pinned host blocks of the ring, or NULL */
     /* the kernel of the call in progress (MPI requires one op and type) */
     struct ompi_op_t *op;
     struct ompi_datatype_t *dtype;
@@ -169,8 +180,8 @@ static int mca_coll_strata_node_device_copy(mca_coll_strata_node_t *node, void *
     mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
 
     return mca_coll_strata_node_device_status(
-        d, strata_cuda.cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, d->stream),
-        "cuMemcpyDtoDAsync");
+        d, strata_cuda.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, d->stream),
+        "cuMemcpyAsync");
 }
 
 static int mca_coll_strata_node_device_reduce(mca_coll_strata_node_t *node, struct ompi_op_t *op,
@@ -242,6 +253,9 @@ static void mca_coll_strata_node_device_free(mca_coll_strata_node_device_t *d)
         if (0 != d->scratch) {
             (void)strata_cuda.cuMemFree(d->scratch);
         }
+        if (NULL != d->stage) {
+            (void)strata_cuda.cuMemFreeHost(d->stage);
+        }
         if (NULL != d->stream) {
             (void)strata_cuda.cuStreamDestroy(d->stream);
         }
@@ -251,25 +265,82 @@ static void mca_coll_strata_node_device_free(mca_coll_strata_node_device_t *d)
     free(d);
 }
 
-/* This rank's part: scratch, stream, handle; `why` says what failed. */
+/* Can the pml in use take device buffers?  pml/ucx, with a UCP context
+ * that kept Strata's gpu_copy domain (so it tells device memory from host
+ * memory and copies it); ob1 and its BTLs read every buffer with the CPU. */
+static bool mca_coll_strata_node_device_pml_carries(void)
+{
+    return 0 == strcmp(mca_pml_base_selected_component.pmlm_version.mca_component_name, "ucx") &&
+           strata_uct_gpu_copy_domains() > 0;
+}
+
+/* Whether this rank's ring stages device blocks through pinned host memory
+ * between nodes (else the pml takes them as they are).  Rank-local: a
+ * message's bytes are the same either way. */
+static bool mca_coll_strata_node_device_stages(struct ompi_communicator_t *comm)
+{
+    bool warn, direct;
+
+    direct = mca_coll_strata_decide_device_direct(mca_coll_strata_component.device_network,
+                                                  mca_coll_strata_node_device_pml_carries(),
+                                                  &warn);
+    if (warn) {
+        static bool warned = false;
+
+        if (!warned) {
+            warned = true;
+            opal_output(0, "coll:strata: warning: %s: coll_strata_allreduce_device_network is "
+                        "direct, but pml/%s cannot carry device memory (it needs pml/ucx with "
+                        "Strata's gpu_copy transport in UCX_TLS); device data between nodes is "
+                        "staged through pinned host memory", comm->c_name,
+                        mca_pml_base_selected_component.pmlm_version.mca_component_name);
+        }
+    }
+    MCA_COLL_STRATA_VERBOSE(10, "%s: native device allreduce between nodes: %s", comm->c_name,
+                            direct ? "device buffers through the pml"
+                                   : "staged through pinned host memory");
+    return !direct;
+}
+
+/* This rank's part: scratch, stream, handle, and with a rail the ring's
+ * receive region (and its staging blocks); `why` says what failed. */
 static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
+                                             mca_coll_strata_module_t *module,
+                                             struct ompi_communicator_t *comm,
                                              CUipcMemHandle *handle, char *why, size_t why_len)
 {
+    bool rail = NULL != module->topo.rail_comm;
+    size_t region = (size_t)d->nslots * d->slot_bytes;
     char str[160];
     CUresult res;
 
+    d->scratch_bytes = (rail ? 3 : 2) * region;
     res = strata_cuda.cuStreamCreate(&d->stream, CU_STREAM_DEFAULT);
     if (CUDA_SUCCESS == res) {
-        res = strata_cuda.cuMemAlloc(&d->scratch, 2 * (size_t)d->nslots * d->slot_bytes);
+        res = strata_cuda.cuMemAlloc(&d->scratch, d->scratch_bytes);
     }
     if (CUDA_SUCCESS == res) {
         res = strata_cuda.cuIpcGetMemHandle(handle, d->scratch);
     }
     if (CUDA_SUCCESS != res) {
-        snprintf(why, why_len, "device scratch of %zu bytes: %s",
-                 2 * (size_t)d->nslots * d->slot_bytes,
+        snprintf(why, why_len, "device scratch of %zu bytes: %s", d->scratch_bytes,
                  strata_cuda_result_str(res, str, sizeof(str)));
         return OMPI_ERROR;
+    }
+    if (!rail) {
+        return OMPI_SUCCESS;
+    }
+    d->super.ring_recv = (char *)(uintptr_t)(d->scratch + 2 * region);
+    d->super.ring_slot_bytes = d->slot_bytes;
+    if (mca_coll_strata_node_device_stages(comm)) {
+        res = strata_cuda.cuMemHostAlloc(&d->stage, 2 * region, 0);
+        if (CUDA_SUCCESS != res) {
+            d->stage = NULL;
+            snprintf(why, why_len, "pinned host memory of %zu bytes for the inter-node phase: %s",
+                     2 * region, strata_cuda_result_str(res, str, sizeof(str)));
+            return OMPI_ERROR;
+        }
+        d->super.ring_stage = d->stage;
     }
     return OMPI_SUCCESS;
 }
@@ -321,7 +392,8 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
         d->nranks = k;
         d->peer = calloc((size_t)k, sizeof(*d->peer));
         ok = (NULL != d->peer) &&
-             (OMPI_SUCCESS == mca_coll_strata_node_device_alloc(d, &mine, why, sizeof(why)));
+             (OMPI_SUCCESS ==
+              mca_coll_strata_node_device_alloc(d, module, comm, &mine, why, sizeof(why)));
         strata_cuda_ctx_pop(saved);
     }
     /* Every local rank reaches the exchange, whatever failed. */
@@ -349,8 +421,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
     }
     module->node_device = d;
     MCA_COLL_STRATA_VERBOSE(10, "%s: device scratch of %zu bytes on device %d, mapped by %d "
-                            "local rank(s)", comm->c_name, 2 * (size_t)d->nslots * d->slot_bytes,
-                            ordinal, k);
+                            "local rank(s)", comm->c_name, d->scratch_bytes, ordinal, k);
     return OMPI_SUCCESS;
 }
 

@@ -167,11 +167,17 @@ static int mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, u
     int rc = OMPI_SUCCESS;
 
     ring->done = true;
+    ring->node_error = OMPI_SUCCESS;
     switch (p->decision->inter) {
     case MCA_COLL_STRATA_INTER_RING:
         ring->comm = rail;
         ring->buf = slice;
-        ring->scratch = p->module->scratch + (size_t)slot * p->module->scratch_slot_bytes;
+        ring->scratch = p->node->ring_recv + (size_t)slot * p->node->ring_slot_bytes;
+        ring->stage_send = ring->stage_recv = NULL;
+        if (NULL != p->node->ring_stage) {
+            ring->stage_send = p->node->ring_stage + 2 * (size_t)slot * p->node->ring_slot_bytes;
+            ring->stage_recv = ring->stage_send + p->node->ring_slot_bytes;
+        }
         ring->count = slice_elems;
         ring->dtype = p->dtype;
         ring->op = p->op;
@@ -252,6 +258,8 @@ static int mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool 
     }
     while (p->next_publish < p->next_reduce &&
            p->module->rings[mca_coll_strata_pipeline_slot(p, p->next_publish)].done) {
+        mca_coll_strata_pipeline_note(
+            p, p->module->rings[mca_coll_strata_pipeline_slot(p, p->next_publish)].node_error);
         mca_coll_strata_flag_store(&p->shm->flags[p->me].published,
                                    p->base + p->next_publish + 1);
         p->next_publish++;
@@ -373,6 +381,7 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, 
     }
     module->node_host.ops = &mca_coll_strata_node_host_ops;
     module->node_host.shm = &module->shm;
+    module->node_host.ring_slot_bytes = slot_bytes;
     module->rings = calloc((size_t)nslots, sizeof(*module->rings));
     if (NULL == module->rings) {
         snprintf(why, why_len, "out of memory");
@@ -380,9 +389,8 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, 
     }
     /* A ring block is at most one chunk: one slot's bytes per chunk in flight. */
     if (NULL != module->topo.rail_comm) {
-        module->scratch_slot_bytes = slot_bytes;
-        module->scratch = malloc(slot_bytes * (size_t)nslots);
-        if (NULL == module->scratch) {
+        module->node_host.ring_recv = malloc(slot_bytes * (size_t)nslots);
+        if (NULL == module->node_host.ring_recv) {
             snprintf(why, why_len, "cannot allocate %zu bytes of ring scratch",
                      slot_bytes * (size_t)nslots);
             return OMPI_ERR_OUT_OF_RESOURCE;
@@ -394,8 +402,8 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, 
 void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module)
 {
     mca_coll_strata_shm_detach(&module->shm);
-    free(module->scratch);
-    module->scratch = NULL;
+    free(module->node_host.ring_recv);
+    module->node_host.ring_recv = NULL;
     free(module->rings);
     module->rings = NULL;
 }

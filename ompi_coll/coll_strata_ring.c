@@ -14,6 +14,13 @@
  * different chunks use different tags (one per shared-memory slot): a rail
  * member may post chunk c+1 before its neighbour finished chunk c, and the
  * tag keeps those messages apart.
+ *
+ * The blocks live in the node area (host shared memory, or device memory
+ * on the GPU path).  Where the pml cannot carry device memory (ob1, or
+ * pml/ucx without Strata's transports) the ring stages each message
+ * through pinned host blocks of its slot: the block it sends is copied
+ * out before the send is posted, a received block copied in before it is
+ * reduced; the reduction itself stays with the node area (on the GPU).
  */
 #include "coll_strata.h"
 
@@ -29,6 +36,28 @@ static void mca_coll_strata_ring_block(const mca_coll_strata_ring_t *ring, int b
     block = ((block % n) + n) % n;
     mca_coll_strata_partition(ring->count, n, block, &offset, count);
     *ptr = ring->buf + offset * (size_t)ring->extent;
+}
+
+/* A node-area failure (a copy or a reduction on the GPU) is kept for the
+ * end of the call and the ring goes on, so that the rail's other members
+ * are not left waiting for this member's messages; only the pml's own
+ * failures end the ring. */
+static void mca_coll_strata_ring_note(mca_coll_strata_ring_t *ring, int rc)
+{
+    if (OMPI_SUCCESS != rc && OMPI_SUCCESS == ring->node_error) {
+        ring->node_error = rc;
+    }
+}
+
+/* Copy `count` elements between the node area and a staging block, and
+ * wait for the copy: a message may be sent (a block reduced) only after. */
+static void mca_coll_strata_ring_stage(mca_coll_strata_ring_t *ring, void *dst, const void *src,
+                                       size_t count)
+{
+    mca_coll_strata_node_t *node = ring->node;
+    int rc = node->ops->copy(node, dst, src, count * (size_t)ring->extent);
+
+    mca_coll_strata_ring_note(ring, (OMPI_SUCCESS == rc) ? node->ops->complete(node) : rc);
 }
 
 /* Post the send and receive of ring->step. */
@@ -49,6 +78,11 @@ static int mca_coll_strata_ring_post(mca_coll_strata_ring_t *ring)
     if (scatter) {
         recv_ptr = ring->scratch;
     }
+    if (NULL != ring->stage_send) {
+        mca_coll_strata_ring_stage(ring, ring->stage_send, send_ptr, send_count);
+        send_ptr = ring->stage_send;
+        recv_ptr = ring->stage_recv;
+    }
     rc = MCA_PML_CALL(irecv(recv_ptr, recv_count, ring->dtype, left, ring->tag, ring->comm,
                             &ring->reqs[0]));
     if (OMPI_SUCCESS != rc) {
@@ -65,9 +99,9 @@ static int mca_coll_strata_ring_post(mca_coll_strata_ring_t *ring)
 
 /* The step's messages are done: fold the received block in (scatter steps):
  * block = received op block, as every member of the rail reduces it. */
-static int mca_coll_strata_ring_finish_step(mca_coll_strata_ring_t *ring)
+static void mca_coll_strata_ring_finish_step(mca_coll_strata_ring_t *ring)
 {
-    int n = ompi_comm_size(ring->comm), r = ompi_comm_rank(ring->comm), rc = OMPI_SUCCESS;
+    int n = ompi_comm_size(ring->comm), r = ompi_comm_rank(ring->comm), rc;
     mca_coll_strata_node_t *node = ring->node;
     char *block;
     size_t count;
@@ -76,16 +110,19 @@ static int mca_coll_strata_ring_finish_step(mca_coll_strata_ring_t *ring)
         const void *srcs[2];
 
         mca_coll_strata_ring_block(ring, r - ring->step - 1, &block, &count);
+        if (NULL != ring->stage_recv) {
+            mca_coll_strata_ring_stage(ring, ring->scratch, ring->stage_recv, count);
+        }
         srcs[0] = ring->scratch;
         srcs[1] = block;
         rc = node->ops->reduce(node, ring->op, ring->dtype, srcs, 2, block, count);
-        if (OMPI_SUCCESS == rc) {
-            rc = node->ops->complete(node);
-        }
+        mca_coll_strata_ring_note(ring, (OMPI_SUCCESS == rc) ? node->ops->complete(node) : rc);
+    } else if (NULL != ring->stage_recv) {
+        mca_coll_strata_ring_block(ring, r - (ring->step - (n - 1)), &block, &count);
+        mca_coll_strata_ring_stage(ring, block, ring->stage_recv, count);
     }
     ring->posted = false;
     ring->step++;
-    return rc;
 }
 
 int mca_coll_strata_ring_start(mca_coll_strata_ring_t *ring)
@@ -93,6 +130,7 @@ int mca_coll_strata_ring_start(mca_coll_strata_ring_t *ring)
     ompi_datatype_type_extent(ring->dtype, &ring->extent);
     ring->step = 0;
     ring->posted = false;
+    ring->node_error = OMPI_SUCCESS;
     ring->reqs[0] = ring->reqs[1] = MPI_REQUEST_NULL;
     return (ompi_comm_size(ring->comm) > 1) ? mca_coll_strata_ring_post(ring) : OMPI_SUCCESS;
 }
@@ -111,10 +149,8 @@ int mca_coll_strata_ring_progress(mca_coll_strata_ring_t *ring, bool *done)
         if (!completed) {
             break;
         }
-        rc = mca_coll_strata_ring_finish_step(ring);
-        if (OMPI_SUCCESS == rc && ring->step < last) {
-            rc = mca_coll_strata_ring_post(ring);
-        }
+        mca_coll_strata_ring_finish_step(ring);
+        rc = (ring->step < last) ? mca_coll_strata_ring_post(ring) : OMPI_SUCCESS;
         if (OMPI_SUCCESS != rc) {
             return rc;
         }

@@ -155,8 +155,21 @@ ucs_status_t uct_strata_iface_device(const uct_iface_params_t *params, const cha
 
 /* ---- the gpu_copy domain ---- */
 
+/* Open gpu_copy domains: UCP closes a domain none of whose transports it
+ * selected, so a nonzero count means some UCP context in the process
+ * detects CUDA memory (common/strata_uct_probe.h). */
+static int uct_strata_copy_domains_open;
+
+__attribute__((visibility("default"))) int uct_strata_gpu_copy_domains_open(void)
+{
+    return __atomic_load_n(&uct_strata_copy_domains_open, __ATOMIC_ACQUIRE);
+}
+
 static void uct_strata_md_close(uct_md_h uct_md)
 {
+    if (ucs_derived_of(uct_md, uct_strata_md_t)->kind == UCT_STRATA_MD_COPY) {
+        __atomic_sub_fetch(&uct_strata_copy_domains_open, 1, __ATOMIC_RELEASE);
+    }
     ucs_free(uct_md);
 }
 
@@ -306,6 +319,7 @@ ucs_status_t uct_strata_md_open(uct_component_t *component, const char *md_name,
             ucs_free(md);
             return status;
         }
+        __atomic_add_fetch(&uct_strata_copy_domains_open, 1, __ATOMIC_RELEASE);
     } else if (!strcmp(md_name, UCT_STRATA_MD_NAME_IPC)) {
         md->kind      = UCT_STRATA_MD_IPC;
         md->super.ops = &uct_gpu_ipc_md_ops;

@@ -69,6 +69,77 @@ cluster_coll_device_ob1() {
         "$T/mpi/test_coll_device" --quiet --counts 0,1,7,1021,65537
 }
 
+# The GPU allreduce across nodes: every predefined op and type (and the
+# user ops and derived types, staged) of test_allreduce_ops on device
+# buffers, the native path forced.  The inter-node phase is strata's ring on
+# device data, reduced on the GPU: under pml/ucx with Strata's transports
+# the device blocks go to UCX as they are (direct); under ob1 they are
+# staged through pinned host memory.  Verbosity 10 says which, per rank.
+# cluster_allreduce_native PLACEMENT PML EXPECT [MPIRUN_ARGS...]: PML ucx or
+# ob1; EXPECT "direct", "staged", or "warned" (staged after a warning).
+# STRATA_NATIVE_TLS replaces pml/ucx's UCX_TLS.
+cluster_allreduce_native() {
+    local placement=$1 pml=$2 expect=$3 map launch out="$STRATA_TEST_TMP/native.out"
+    shift 3
+    case "$placement" in
+    2x2) map=(-np 4 --map-by ppr:2:node) ;;
+    3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
+    2+2+1) map=(-np 5 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:2,$STRATA_CLUSTER-n3:1") ;;
+    bynode) map=(-np 4 --map-by node) ;;
+    esac
+    if [ "$pml" = ucx ]; then
+        launch=("$STRATA_CLUSTER_SH" mpirun -- --bind-to none "${strata_mca_gpu[@]}"
+                -x UCX_TLS="${STRATA_NATIVE_TLS:-self,sm,tcp,gpu_copy,gpu_ipc}" -x UCX_NET_DEVICES=eth0)
+    else
+        launch=(strata_mpirun_cluster)
+    fi
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" "${launch[@]}" \
+        $(strata_coll_mca strata) "${map[@]}" -x LD_LIBRARY_PATH \
+        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 "$@" \
+        "$T/mpi/test_allreduce_ops_device" --device --quiet --max-bytes 256K >"$out" 2>&1
+    local rc=$?; grep -v "coll:strata: " "$out"
+    grep "between nodes\|warning" "$out"
+    [ $rc -eq 0 ] || return 1
+    case "$expect" in
+    direct) grep -q "MPI_COMM_WORLD: native device allreduce between nodes: device buffers through the pml" "$out" &&
+            ! grep -q "between nodes: staged" "$out" ;;
+    staged|warned)
+        grep -q "MPI_COMM_WORLD: native device allreduce between nodes: staged through pinned host memory" "$out" &&
+            ! grep -q "between nodes: device buffers" "$out" || return 1 ;;
+    esac
+    # every rank's first call on MPI_COMM_WORLD ran on the GPUs, across nodes
+    grep -q "allreduce MPI_COMM_WORLD count=.* device->device: native, .*inter-node ring" "$out" || return 1
+    # `direct` asked of a pml that cannot: one warning per rank, then staged
+    if [ "$expect" = warned ]; then
+        grep -q "warning: MPI_COMM_WORLD: coll_strata_allreduce_device_network is direct, but pml/ob1 cannot carry device memory" "$out"
+    fi
+}
+
+# cluster_allreduce_native_tls UCX_TLS ARGS...: the same with pml/ucx's UCX_TLS
+cluster_allreduce_native_tls() {
+    local tls=$1; shift
+    STRATA_NATIVE_TLS=$tls cluster_allreduce_native "$@"
+}
+
+# One rank's device copies fail (CUDA_STANDIN_FAIL=cuMemcpyAsync on rank 1,
+# a rail member) in native allreduces across nodes, the ring staged (ob1):
+# that rank gets the MPI error naming the driver call, its rail partner on
+# the other node and its local peers finish the call instead of waiting for
+# it (a hang is the watchdog's), and a host allreduce afterwards is right.
+cluster_allreduce_native_fault() {
+    local out="$STRATA_TEST_TMP/fault.out"
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_cluster -np 4 --map-by ppr:2:node \
+        $(strata_coll_mca strata) -x LD_LIBRARY_PATH \
+        --mca coll_strata_allreduce_device_algorithm native \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export CUDA_STANDIN_FAIL=cuMemcpyAsync; exec "$@"' _ \
+        "$T/mpi/test_coll_device" --mode fault --only allreduce --timeout 60 >"$out" 2>&1
+    local rc=$?; cat "$out"
+    [ $rc -eq 0 ] &&
+        grep -q "coll:strata: MPI_Allreduce on device buffers: cuMemcpyAsync failed" "$out" &&
+        grep -q "rank 1: fault allreduce dd .*: error as expected" "$out" &&
+        grep -q "host-buffer MPI_Allreduce after the errors: ok" "$out"
+}
+
 # coll/han below strata (Open MPI 5 runs han by default): han declines an
 # uneven communicator (3+1) by calling the communicator's own function,
 # which is strata's; strata must not call han again forever.  Host and
@@ -166,9 +237,22 @@ else
         strata_test cluster_coll_device_3+1 300 cluster_job 2 "" cluster_coll_device 3+1
         strata_test cluster_strata_over_han_3+1 300 cluster_job 2 "" cluster_strata_over_han
         strata_test cluster_coll_device_ob1_2x2 300 cluster_job 2 "" cluster_coll_device_ob1
-        # the GPU allreduce asked for across nodes: staged there (correct)
+        # the GPU allreduce asked for across nodes, with every other collective
         strata_test cluster_coll_device_native_bynode 300 cluster_job 2 "" cluster_coll_device bynode \
             --mca coll_strata_allreduce_device_algorithm native
+        # the GPU allreduce across nodes, every op and type: device data
+        # through UCX, staged under ob1, each forced the other way
+        strata_test cluster_allreduce_native_2x2_ucx 300 cluster_job 2 "" cluster_allreduce_native 2x2 ucx direct
+        strata_test cluster_allreduce_native_3+1_ob1 300 cluster_job 2 "" cluster_allreduce_native 3+1 ob1 staged
+        strata_test cluster_allreduce_native_2+2+1_ucx 300 cluster_job 3 "" cluster_allreduce_native 2+2+1 ucx direct
+        strata_test cluster_allreduce_native_bynode_ucx_staged 300 cluster_job 2 "" cluster_allreduce_native bynode ucx staged \
+            --mca coll_strata_allreduce_device_network staged
+        # pml/ucx without Strata's gpu_copy: UCX cannot tell device memory, so staged
+        strata_test cluster_allreduce_native_2x2_ucx_no_gpu_copy 300 cluster_job 2 "" \
+            cluster_allreduce_native_tls self,sm,tcp 2x2 ucx staged
+        strata_test cluster_allreduce_native_fault 300 cluster_job 2 "" cluster_allreduce_native_fault
+        strata_test cluster_allreduce_native_2x2_ob1_direct 300 cluster_job 2 "" cluster_allreduce_native 2x2 ob1 warned \
+            --mca coll_strata_allreduce_device_network direct
     fi
     strata_test cluster_bytes_counted 180 cluster_job 2 "" cluster_bytes_counted
     strata_test cluster_links_shaped 60 cluster_job 2 100mbit cluster_links_shaped

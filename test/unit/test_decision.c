@@ -4,6 +4,7 @@
  *   test_decision
  * Prints each rule it checks; exits non-zero on the first wrong answer.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -140,6 +141,78 @@ static void test_device_path(void)
     }
 }
 
+/* The native path (device data on every rank's GPU) across nodes always
+ * runs strata's ring between nodes: the rail's own allreduce is a host
+ * module's and would read device memory with the CPU.  The algorithm and
+ * slices are the host path's; inside one node there is no inter-node phase. */
+static void test_native(void)
+{
+    static const size_t sizes[] = {8, 4096, 65535, 65536, 2 << 20};
+    static const int inters[] = {MCA_COLL_STRATA_INTER_AUTO, MCA_COLL_STRATA_INTER_COLL,
+                                 MCA_COLL_STRATA_INTER_RING};
+    static const int tops[][3] = {{2, 2, 2}, {2, 1, 3}, {5, 4, 4}, {1, 4, 4}};
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        for (size_t f = 0; f < sizeof(inters) / sizeof(inters[0]); ++f) {
+            for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); ++t) {
+                mca_coll_strata_decision_params_t p = defaults;
+                mca_coll_strata_decision_input_t in = {
+                    .bytes = sizes[i], .nnodes = tops[t][0],
+                    .ppn_min = tops[t][1], .ppn_max = tops[t][2],
+                };
+                mca_coll_strata_decision_t host, native;
+
+                p.inter_algorithm = inters[f];
+                mca_coll_strata_decide(&p, &in, &host);
+                in.native = in.device = true;
+                mca_coll_strata_decide(&p, &in, &native);
+                CHECK(native.inter == (tops[t][0] > 1 ? MCA_COLL_STRATA_INTER_RING
+                                                      : MCA_COLL_STRATA_INTER_NONE),
+                      "native %zu B on %d node(s), inter forced %s: %s between nodes\n", sizes[i],
+                      tops[t][0], mca_coll_strata_inter_name(inters[f]),
+                      mca_coll_strata_inter_name(native.inter));
+                CHECK(native.algorithm == host.algorithm && native.nslices == host.nslices,
+                      "native %zu B on %d node(s): the host path's algorithm and slices\n",
+                      sizes[i], tops[t][0]);
+            }
+        }
+    }
+}
+
+/* Whether a rank hands device blocks to the pml: only where it can carry
+ * them, never when staging is forced; `direct` that cannot be honoured
+ * warns. */
+static void test_device_network(void)
+{
+    static const struct {
+        int net;
+        bool carries, direct, warn;
+    } cases[] = {
+        {MCA_COLL_STRATA_DEVICE_NET_AUTO, true, true, false},
+        {MCA_COLL_STRATA_DEVICE_NET_AUTO, false, false, false},
+        {MCA_COLL_STRATA_DEVICE_NET_DIRECT, true, true, false},
+        {MCA_COLL_STRATA_DEVICE_NET_DIRECT, false, false, true},
+        {MCA_COLL_STRATA_DEVICE_NET_STAGED, true, false, false},
+        {MCA_COLL_STRATA_DEVICE_NET_STAGED, false, false, false},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        bool warn = !cases[i].warn;
+        bool direct = mca_coll_strata_decide_device_direct(cases[i].net, cases[i].carries, &warn);
+
+        CHECK(direct == cases[i].direct && warn == cases[i].warn,
+              "device network %d, pml %s device memory: direct %d warn %d\n", cases[i].net,
+              cases[i].carries ? "carries" : "cannot carry", direct, warn);
+    }
+    CHECK(!mca_coll_strata_decide_try_native(MCA_COLL_STRATA_DEVICE_ALG_STAGED, 0, 1 << 30),
+          "staged forced: never native\n");
+    CHECK(mca_coll_strata_decide_try_native(MCA_COLL_STRATA_DEVICE_ALG_NATIVE, 1 << 20, 8),
+          "native forced: native below the threshold\n");
+    CHECK(!mca_coll_strata_decide_try_native(MCA_COLL_STRATA_DEVICE_ALG_AUTO, 65536, 65535) &&
+              mca_coll_strata_decide_try_native(MCA_COLL_STRATA_DEVICE_ALG_AUTO, 65536, 65536),
+          "auto: native from the threshold\n");
+}
+
 /* An input without a topology (every count zero) never divides by zero,
  * whatever is forced. */
 static void test_empty_topology(void)
@@ -187,6 +260,8 @@ int main(void)
     test_auto_rules();
     test_overrides();
     test_device_path();
+    test_native();
+    test_device_network();
     test_empty_topology();
     test_partition();
     printf("test_decision: %s: decision rules, overrides, device paths, partitions of 0..300 "
