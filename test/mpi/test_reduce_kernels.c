@@ -1,7 +1,9 @@
 /*
  * Strata's reduction kernels, compiled for the host, against Open MPI's own
  * op functions: every kernel of common/kernels/strata_reduce_kernels.cu,
- * 1 to 6 inputs, counts 1, 7 and 1021, inputs that hit ties, zero and
+ * 1 to 6 inputs, counts 1, 7 and 1021, every pointer 16-byte aligned (the
+ * kernels' vector loads) and every pointer one element off it (element by
+ * element), in place (dst = the last input) too, inputs that hit ties, zero and
  * nonzero truth values, random bits for the bitwise ops (no overflow: see
  * fill()).  The reference applies
  * MPI_Reduce_local in the kernels' documented order,
@@ -207,7 +209,7 @@ static struct {
     CUdeviceptr src[6], dst;
 } dev;
 
-#define DEV_BYTES (16 * 1021)
+#define DEV_BYTES (16 * 1022) /* the largest case, one element off */
 
 static int device_setup(void)
 {
@@ -231,7 +233,7 @@ static int device_setup(void)
 
 /* The kernel `op`/`type` on the GPU over the host inputs; result in `out`. */
 static int device_run(const char *op, const char *type, unsigned char *const *src, int nsrc,
-                      size_t count, size_t size, unsigned char *out)
+                      size_t count, size_t size, size_t shift, int in_place, unsigned char *out)
 {
     strata_reduce_args_t a;
     CUfunction fn;
@@ -240,15 +242,15 @@ static int device_run(const char *op, const char *type, unsigned char *const *sr
     memset(&a, 0, sizeof(a));
     res = strata_kernels_function(0, op, type, &fn);
     for (int j = 0; j < nsrc && res == CUDA_SUCCESS; ++j) {
-        res = cuMemcpyHtoD(dev.src[j], src[j], size * count);
-        a.src[j] = (const void *)(uintptr_t)dev.src[j];
+        res = cuMemcpyHtoD(dev.src[j] + shift, src[j], size * count);
+        a.src[j] = (const void *)(uintptr_t)(dev.src[j] + shift);
     }
-    a.dst = (void *)(uintptr_t)dev.dst;
+    a.dst = in_place ? (void *)a.src[nsrc - 1] : (void *)(uintptr_t)(dev.dst + shift);
     a.count = count;
     a.nsrc = nsrc;
     if (res == CUDA_SUCCESS) res = strata_kernels_reduce(fn, &a, dev.stream);
     if (res == CUDA_SUCCESS) res = cuStreamSynchronize(dev.stream);
-    if (res == CUDA_SUCCESS) res = cuMemcpyDtoH(out, dev.dst, size * count);
+    if (res == CUDA_SUCCESS) res = cuMemcpyDtoH(out, (CUdeviceptr)(uintptr_t)a.dst, size * count);
     if (res != CUDA_SUCCESS) {
         const char *name = "?";
 
@@ -269,7 +271,7 @@ int main(int argc, char **argv)
 {
     static const size_t counts[] = {1, 7, 1021};
     size_t checked_kernels = 0, checks = 0, table = 0;
-    unsigned char *src[6], *ref, *out;
+    unsigned char *src_base[6], *src[6], *ref, *saved, *out_base, *out;
 
     MPI_Init(&argc, &argv);
     set_types();
@@ -279,9 +281,11 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    for (int i = 0; i < 6; ++i) src[i] = malloc(16 * 1021);
+    /* 16-byte aligned (malloc's), so that base + one element is not */
+    for (int i = 0; i < 6; ++i) src_base[i] = aligned_alloc(16, 16 * 1022);
     ref = malloc(16 * 1021);
-    out = malloc(16 * 1021);
+    saved = malloc(16 * 1021);
+    out_base = aligned_alloc(16, 16 * 1022);
     for (const strata_reduce_host_kernel_t *k = strata_reduce_host_kernels; k->name; ++k) ++table;
 
     for (size_t ti = 0; ti < NTYPES; ++ti) {
@@ -295,30 +299,47 @@ int main(int argc, char **argv)
                        t->size);
                 return 1;
             }
+            /* variant: bit 0 every pointer one element off 16-byte
+             * alignment, bit 1 in place (dst = the last input) */
+            for (int variant = 0; variant < 4; ++variant)
             for (int nsrc = 1; nsrc <= 6; ++nsrc) {
                 for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ++ci) {
-                    size_t count = counts[ci];
+                    size_t count = counts[ci], shift = (variant & 1) ? t->size : 0;
+                    int in_place = (variant & 2) != 0;
                     strata_reduce_args_t a;
 
                     memset(&a, 0, sizeof(a));
                     for (int j = 0; j < nsrc; ++j) {
+                        src[j] = src_base[j] + shift;
                         fill(t, *op, src[j], count);
                         a.src[j] = src[j];
                     }
-                    a.dst = out;
-                    a.count = count;
-                    a.nsrc = nsrc;
-                    memset(out, 0, t->size * count);
-                    k->fn(a);
+                    out = out_base + shift;
                     memcpy(ref, src[nsrc - 1], t->size * count);
                     for (int j = nsrc - 2; j >= 0; --j) {
                         MPI_Reduce_local(src[j], ref, (int)count, t->type, op_of(*op));
                     }
+                    memcpy(saved, src[nsrc - 1], t->size * count);
+                    if (in_place) {
+                        out = src[nsrc - 1];
+                    } else {
+                        memset(out, 0, t->size * count);
+                    }
+                    a.dst = out;
+                    a.count = count;
+                    a.nsrc = nsrc;
+                    k->fn(a);
                     for (int side = 0; side < (dev.on ? 2 : 1); ++side) {
                         if (side == 1) {
                             /* the GPU against the host-compiled kernel */
                             memcpy(ref, out, t->size * count);
-                            if (device_run(*op, t->name, src, nsrc, count, t->size, out) != 0) {
+                            if (in_place) {
+                                /* the host run overwrote the last input */
+                                memcpy(src[nsrc - 1], saved, t->size * count);
+                            }
+                            out = out_base + shift;
+                            if (device_run(*op, t->name, src, nsrc, count, t->size, shift,
+                                           in_place, out) != 0) {
                                 return 1;
                             }
                         }
