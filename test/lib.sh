@@ -27,6 +27,9 @@ strata_coll_mca() {
     tuned) echo "--mca coll_han_priority 0 --mca coll_strata_priority 0" ;;
     han) echo "--mca coll_han_priority 100 --mca coll_strata_priority 0" ;;
     strata) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90" ;;
+    # strata with its device allreduce forced on the GPUs, or staged
+    strata-native) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_device_algorithm native" ;;
+    strata-staged) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_device_algorithm staged" ;;
     *) echo "strata_coll_mca: unknown coll configuration '$1'" >&2; return 1 ;;
     esac
 }

@@ -14,6 +14,15 @@ state does not favour one of them.  A size's figure for a configuration is the
 median over rounds of the per-round median.  On a cluster, the bytes each node
 sent per allreduce are read from the nodes' eth0 counters and compared with the
 optimum 2(N-1)/N * n.
+
+With --buffer device on one node the benchmark also measures the GPU's own
+limit (strata_allreduce_bench's LIMIT lines: a device-to-device copy of the
+message, which moves 2n bytes through HBM): k ranks sharing one GPU must move
+(3k+1)n bytes through HBM per allreduce (each rank reads its input and writes
+its result, and the node phases read k inputs and write the result once
+more per slice), so the limit is (3k+1)/2 copy times; the table gives each
+configuration's fraction of it.  The configurations strata-native and
+strata-staged force coll/strata's two device paths.
 """
 
 import argparse
@@ -88,6 +97,7 @@ def mpirun_command(args, config):
 
 def run_rounds(args, configs):
     records = []
+    args.copy_us = {}
     for rnd in range(args.rounds):
         order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
         for config in order:
@@ -98,6 +108,10 @@ def run_rounds(args, configs):
                 sys.stderr.write(proc.stdout)
                 raise SystemExit("allreduce_bench: the %s run failed (exit %d)" % (config, proc.returncode))
             for line in proc.stdout.splitlines():
+                if line.startswith("LIMIT,"):
+                    _, _, nbytes, copy_us = line.split(",")
+                    args.copy_us.setdefault(int(nbytes), []).append(float(copy_us))
+                    continue
                 if not line.startswith("RESULT,"):
                     continue
                 _, label, nbytes, iters, tmin, tmed, tmax, tx, rx = line.split(",")
@@ -142,7 +156,19 @@ def describe_setup(args):
     return where
 
 
+def hbm_limits(args):
+    """Per size, the least time k ranks sharing one GPU need: (3k+1)n bytes
+    through HBM at the rate a device-to-device copy reaches (2n bytes per
+    copy).  Only on one node with device buffers."""
+    if args.nodes or args.buffer != "device":
+        return {}
+    k = args.np
+    return {nbytes: (3 * k + 1) / 2.0 * statistics.median(times)
+            for nbytes, times in getattr(args, "copy_us", {}).items()}
+
+
 def write_outputs(args, configs, table, command_line):
+    limits = hbm_limits(args)
     os.makedirs(args.out, exist_ok=True)
     sizes = sorted({nbytes for (_, nbytes) in table})
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
@@ -172,6 +198,8 @@ def write_outputs(args, configs, table, command_line):
     head = ["size"] + ["%s median (us)" % c for c in configs] + ["%s / %s" % (c, base) for c in configs[1:]]
     if args.nodes:
         head += ["%s tx/node/call vs optimum" % c for c in configs]
+    if limits:
+        head += ["HBM limit (us)"] + ["%s / limit" % c for c in configs]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for nbytes in sizes:
@@ -187,19 +215,30 @@ def write_outputs(args, configs, table, command_line):
             for c in configs:
                 e = table.get((c, nbytes))
                 row.append("%.2f" % (e["tx"] / optimum) if e and e["tx"] >= 0 and optimum > 0 else "-")
+        if limits:
+            lim = limits.get(nbytes)
+            row.append("%.1f" % lim if lim else "-")
+            for c in configs:
+                e = table.get((c, nbytes))
+                row.append("%.2f" % (lim / e["median_us"]) if lim and e else "-")
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     lines.append("Ratios below 1 mean faster than %s. tx/node/call is the most any node sent per allreduce "
                  "(barrier traffic included) over the optimum 2(N-1)/N * n." % base if args.nodes else
                  "Ratios below 1 mean faster than %s." % base)
+    if limits:
+        lines.append("")
+        lines.append("HBM limit: (3k+1)/2 times the median device-to-device copy of the message on "
+                     "rank 0 (k = %d ranks sharing the GPU); `/ limit` is the fraction of it a "
+                     "configuration reaches (1 = at the limit)." % args.np)
     lines.append("")
     lines.append("![plot](plot.png)")
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    write_plot(args, configs, table, sizes)
+    write_plot(args, configs, table, sizes, limits)
 
 
-def write_plot(args, configs, table, sizes):
+def write_plot(args, configs, table, sizes, limits):
     data = os.path.join(args.out, "plot.dat")
     with open(data, "w") as f:
         for c in configs:
@@ -208,7 +247,15 @@ def write_plot(args, configs, table, sizes):
                 if (c, nbytes) in table:
                     f.write("%d %.3f\n" % (nbytes, table[(c, nbytes)]["median_us"]))
             f.write("\n\n")
+        if limits:
+            f.write("# HBM limit\n")
+            for nbytes in sizes:
+                if nbytes in limits:
+                    f.write("%d %.3f\n" % (nbytes, limits[nbytes]))
+            f.write("\n\n")
     plots = ", ".join("'%s' index %d with linespoints title '%s'" % (data, i, c) for i, c in enumerate(configs))
+    if limits:
+        plots += ", '%s' index %d with lines dashtype 2 title 'HBM limit'" % (data, len(configs))
     script = "\n".join([
         "set terminal pngcairo size 900,600" if has_pngcairo() else "set terminal png size 900,600",
         "set output '%s'" % os.path.join(args.out, "plot.png"),

@@ -19,7 +19,15 @@
  *
  * --buffer device allocates with the CUDA driver API, opened with dlopen so
  * that the benchmark builds and runs without CUDA; it fails with a clear
- * message where no driver is present.
+ * message where no driver is present.  Per size it also measures the
+ * device's own limit: rank 0 copies the message device to device
+ * (cuMemcpyDtoD, --iters times, the other ranks wait in a barrier) and
+ * prints the median time of one copy,
+ *   LIMIT,<label>,<bytes>,<copy_us>
+ * A copy reads and writes every byte, so HBM moves 2n bytes in copy_us; an
+ * allreduce that must move m bytes through HBM needs at least
+ * m / (2n / copy_us) (test/bench/allreduce_bench.py turns it into the limit
+ * of k ranks sharing one GPU, m = (3k+1)n).
  */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -42,11 +50,15 @@ typedef int (*cu_ctx_set_fn)(void *);
 typedef int (*cu_mem_alloc_fn)(uint64_t *, size_t);
 typedef int (*cu_mem_free_fn)(uint64_t);
 typedef int (*cu_memcpy_htod_fn)(uint64_t, const void *, size_t);
+typedef int (*cu_memcpy_dtod_fn)(uint64_t, uint64_t, size_t);
+typedef int (*cu_ctx_synchronize_fn)(void);
 
 static struct {
     cu_mem_alloc_fn mem_alloc;
     cu_mem_free_fn mem_free;
     cu_memcpy_htod_fn memcpy_htod;
+    cu_memcpy_dtod_fn memcpy_dtod;
+    cu_ctx_synchronize_fn ctx_synchronize;
 } bench_cuda;
 
 static int bench_cuda_open(void)
@@ -70,8 +82,11 @@ static int bench_cuda_open(void)
     bench_cuda.mem_alloc = (cu_mem_alloc_fn)dlsym(lib, "cuMemAlloc_v2");
     bench_cuda.mem_free = (cu_mem_free_fn)dlsym(lib, "cuMemFree_v2");
     bench_cuda.memcpy_htod = (cu_memcpy_htod_fn)dlsym(lib, "cuMemcpyHtoD_v2");
+    bench_cuda.memcpy_dtod = (cu_memcpy_dtod_fn)dlsym(lib, "cuMemcpyDtoD_v2");
+    bench_cuda.ctx_synchronize = (cu_ctx_synchronize_fn)dlsym(lib, "cuCtxSynchronize");
     if (!init || !device_get || !ctx_retain || !ctx_set || !bench_cuda.mem_alloc ||
-        !bench_cuda.mem_free || !bench_cuda.memcpy_htod) {
+        !bench_cuda.mem_free || !bench_cuda.memcpy_htod || !bench_cuda.memcpy_dtod ||
+        !bench_cuda.ctx_synchronize) {
         fprintf(stderr, "strata_allreduce_bench: libcuda.so.1 lacks a driver entry point it needs\n");
         return -1;
     }
@@ -121,6 +136,35 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The device's limit (see the top): rank 0 times device-to-device copies
+ * of the message while the other ranks wait. */
+static void bench_copy_limit(const bench_opts_t *o, size_t bytes, void *src, void *dst, int rank,
+                             int iters)
+{
+    double *times = malloc(sizeof(double) * (size_t)iters);
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && times != NULL) {
+        int i, failed = 0;
+
+        for (i = 0; i < iters && !failed; i++) {
+            double t0 = MPI_Wtime();
+
+            failed = bench_cuda.memcpy_dtod((uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src,
+                                            bytes) ||
+                     bench_cuda.ctx_synchronize();
+            times[i] = MPI_Wtime() - t0;
+        }
+        if (!failed) {
+            qsort(times, (size_t)iters, sizeof(double), cmp_double);
+            printf("LIMIT,%s,%zu,%.3f\n", o->label, bytes, times[iters / 2] * 1e6);
+            fflush(stdout);
+        }
+    }
+    free(times);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void bench_size(const bench_opts_t *o, size_t bytes, MPI_Comm node_comm, int rank)
 {
     int count = (int)(bytes / sizeof(float)), node_rank, i;
@@ -137,6 +181,7 @@ static void bench_size(const bench_opts_t *o, size_t bytes, MPI_Comm node_comm, 
         fprintf(stderr, "strata_allreduce_bench: rank %d: cannot allocate 2 x %zu bytes\n", rank, bytes);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    if (o->device) bench_copy_limit(o, bytes, sbuf, rbuf, rank, iters);
     for (i = 0; i < o->warmup; i++) MPI_Allreduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 
     MPI_Comm_rank(node_comm, &node_rank);

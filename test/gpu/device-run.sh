@@ -13,12 +13,15 @@
 #                    bash test/gpu/device-run.sh collectives [BUILDDIR]
 #                    (only the device-buffer collectives part of `run`, for a
 #                    second call when one call's time is short)
+#                    bash test/gpu/device-run.sh native [BUILDDIR]
+#                    (only the GPU allreduce benchmark: native against staged
+#                    and the HBM limit, 2, 4 and 8 ranks sharing the GPU)
 #
 # `run` unpacks the packages with dpkg-deb and copies only files the machine
 # lacks into / (it never replaces one), links this checkout to the absolute
 # path the build was configured in, then runs `make check-gpu`'s tests,
-# test/bench/p2p_suite.py, the staged-allreduce benchmark and mpi4py + CuPy
-# collectives on the real driver.
+# test/bench/p2p_suite.py, the staged-allreduce benchmark, mpi4py + CuPy
+# collectives and the GPU allreduce benchmark (native) on the real driver.
 set -uo pipefail
 
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -95,6 +98,20 @@ run() {
     run_collectives "$build" "$out"
 }
 
+# coll/strata's device allreduce on the GPUs (native) against staging
+# through host memory, alternating in one run, with the GPU's HBM limit
+# ((3k+1)n bytes through HBM at the measured copy rate), k = 2, 4, 8 ranks
+# sharing the GPU, 8 B to 1 GiB.
+run_native() {
+    local build=$1 out=$2 np
+    for np in 2 4 8; do
+        python3 "$SRCDIR/test/bench/allreduce_bench.py" --builddir "$build" \
+            --configs strata-staged,strata-native --np "$np" --buffer device --min 8 --max 1G \
+            --iters 20 --iters-large 5 --rounds 2 --title "device MPI_Allreduce, $np ranks on one GPU" \
+            --out "$out/native-np$np" 2>&1 | tee "$out/native-np$np.txt"
+    done
+}
+
 # Collectives on device buffers: coll/strata's staged allreduce against the
 # same calls on host buffers (the cost of staging), 2 and 4 ranks sharing the
 # GPU; then a real client, mpi4py with CuPy arrays, through the one-argument
@@ -116,6 +133,7 @@ run_collectives() {
               --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1 \
               python3 "$SRCDIR/test/gpu/mpi4py_coll.py" --times ) 2>&1 | tee "$out/mpi4py-np$np.txt"
     done
+    run_native "$build" "$out"
 }
 
 collectives() {
@@ -127,9 +145,19 @@ collectives() {
     run_collectives "$build" "$out"
 }
 
+native() {
+    local build=${1:-build} out=${OUT:-$DEVDIR/out}
+    build=$(cd "$SRCDIR" && cd "$build" && pwd) || die "no build directory $1"
+    mkdir -p "$out"
+    install_debs
+    link_checkout "$build"
+    run_native "$build" "$out"
+}
+
 case "${1:-}" in
 prepare) shift; prepare "$@" ;;
 run) shift; run "$@" ;;
 collectives) shift; collectives "$@" ;;
-*) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+native) shift; native "$@" ;;
+*) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

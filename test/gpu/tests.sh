@@ -24,6 +24,8 @@ gpu_coll_device_deadlock() { T="$STRATA_BUILDDIR/test" coll_device_deadlock; }
 gpu_reduce_kernels()       { T="$STRATA_BUILDDIR/test" reduce_kernels --device; }
 # Every op and type on device buffers, the native path on the real GPU.
 gpu_allreduce_ops_native() { T="$STRATA_BUILDDIR/test" allreduce_ops_device 4 native; }
+# 8 ranks sharing the GPU (8 inputs per kernel), MPI_COMM_WORLD only.
+gpu_allreduce_ops_native_np8() { T="$STRATA_BUILDDIR/test" allreduce_ops_device 8 native --only-comm world; }
 
 if [ -n "$STRATA_CUDA_LIBDIR" ]; then
     strata_skip gpu_layer "run through 'make check-gpu' (STRATA_TEST_DRIVER=real) on a GPU machine"
@@ -42,5 +44,6 @@ else
         strata_test gpu_coll_device_deadlock 300 gpu_coll_device_deadlock
         strata_test gpu_reduce_kernels 300 gpu_reduce_kernels
         strata_test gpu_allreduce_ops_native 600 gpu_allreduce_ops_native
+        strata_test gpu_allreduce_ops_native_np8 600 gpu_allreduce_ops_native_np8
     fi
 fi
