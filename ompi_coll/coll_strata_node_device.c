@@ -345,9 +345,17 @@ static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
     return OMPI_SUCCESS;
 }
 
-/* Map every peer's scratch from the node's handles. */
+/* What each local rank tells its peers: its scratch's handle, and whether
+ * it has one (a rank whose allocation failed sends ok = 0). */
+typedef struct mca_coll_strata_node_device_card_t {
+    CUipcMemHandle handle;
+    int ok;
+} mca_coll_strata_node_device_card_t;
+
+/* Map every peer's scratch from the node's cards. */
 static int mca_coll_strata_node_device_map(mca_coll_strata_node_device_t *d, int me,
-                                           CUipcMemHandle *handles, char *why, size_t why_len)
+                                           const mca_coll_strata_node_device_card_t *cards,
+                                           char *why, size_t why_len)
 {
     char str[160];
 
@@ -358,7 +366,11 @@ static int mca_coll_strata_node_device_map(mca_coll_strata_node_device_t *d, int
             d->peer[r] = d->scratch;
             continue;
         }
-        res = strata_cuda.cuIpcOpenMemHandle(&d->peer[r], handles[r],
+        if (!cards[r].ok) {
+            snprintf(why, why_len, "local rank %d could not set up its device scratch", r);
+            return OMPI_ERROR;
+        }
+        res = strata_cuda.cuIpcOpenMemHandle(&d->peer[r], cards[r].handle,
                                              CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
         if (CUDA_SUCCESS != res) {
             d->peer[r] = 0;
@@ -376,12 +388,13 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
     struct ompi_communicator_t *node_comm = module->topo.node_comm;
     mca_coll_strata_node_device_t *d = calloc(1, sizeof(*d));
     int k = module->topo.local_size, me = module->topo.local_rank, ok = 0, all_ok = 0, rc;
-    CUipcMemHandle mine, *handles = calloc((size_t)k, sizeof(*handles));
+    /* k <= STRATA_REDUCE_MAX_SRCS: the native path was agreed for it */
+    mca_coll_strata_node_device_card_t mine, cards[k];
     char why[256] = "";
     CUcontext saved;
 
     memset(&mine, 0, sizeof(mine));
-    if (NULL == d || NULL == handles || 0 != strata_cuda_ctx_push(ordinal, &saved)) {
+    if (NULL == d || 0 != strata_cuda_ctx_push(ordinal, &saved)) {
         snprintf(why, sizeof(why), "out of memory, or no CUDA context for device %d", ordinal);
     } else {
         d->super.ops = &mca_coll_strata_node_device_ops;
@@ -393,20 +406,21 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
         d->peer = calloc((size_t)k, sizeof(*d->peer));
         ok = (NULL != d->peer) &&
              (OMPI_SUCCESS ==
-              mca_coll_strata_node_device_alloc(d, module, comm, &mine, why, sizeof(why)));
+              mca_coll_strata_node_device_alloc(d, module, comm, &mine.handle, why,
+                                                sizeof(why)));
         strata_cuda_ctx_pop(saved);
     }
+    mine.ok = ok;
     /* Every local rank reaches the exchange, whatever failed. */
-    rc = node_comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, handles, sizeof(mine),
+    rc = node_comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, cards, sizeof(mine),
                                            MPI_BYTE, node_comm,
                                            node_comm->c_coll->coll_allgather_module);
     if (ok && OMPI_SUCCESS == rc && 0 == strata_cuda_ctx_push(ordinal, &saved)) {
-        ok = (OMPI_SUCCESS == mca_coll_strata_node_device_map(d, me, handles, why, sizeof(why)));
+        ok = (OMPI_SUCCESS == mca_coll_strata_node_device_map(d, me, cards, why, sizeof(why)));
         strata_cuda_ctx_pop(saved);
     } else {
         ok = 0;
     }
-    free(handles);
     rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (OMPI_SUCCESS != rc || !all_ok) {
         static bool warned = false;

@@ -49,7 +49,8 @@
 /* cuMemGetAllocationGranularity, for both minimum and recommended. */
 #define CUDA_STANDIN_VMM_GRANULARITY CUDA_STANDIN_MIB(2)
 /* What cuDeviceTotalMem reports; allocations beyond it fail. */
-#define CUDA_STANDIN_DEVICE_MEMORY CUDA_STANDIN_GIB(16)
+/* bytes of memory each device has (CUDA_STANDIN_DEVICE_MEMORY, in MiB) */
+#define CUDA_STANDIN_DEVICE_MEMORY ((size_t)cuda_standin_config.device_memory_mib << 20)
 
 #define CUDA_STANDIN_ALIGN_UP(_x, _a) ((((_x) + (_a) - 1) / (_a)) * (_a))
 #define CUDA_STANDIN_IS_ALIGNED(_x, _a) (((_x) % (_a)) == 0)
@@ -176,6 +177,7 @@ typedef struct cuda_standin_config {
     int devices;       /* CUDA_STANDIN_DEVICES */
     int query_delay;   /* CUDA_STANDIN_QUERY_DELAY */
     int trace;         /* CUDA_STANDIN_TRACE */
+    int device_memory_mib; /* CUDA_STANDIN_DEVICE_MEMORY */
     /* CUDA_STANDIN_FAIL: the result forced on each entry point, or
      * CUDA_SUCCESS where the call runs normally. */
     CUresult fail[CUDA_STANDIN_API_COUNT];

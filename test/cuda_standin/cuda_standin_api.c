@@ -80,6 +80,12 @@ static int cuda_standin_parse_query_delay(const char *value, const char **why)
     return cuda_standin_parse_int(value, 0, 1000000, &cuda_standin_config.query_delay);
 }
 
+static int cuda_standin_parse_device_memory(const char *value, const char **why)
+{
+    *why = "expected MiB from 1 to 1048576";
+    return cuda_standin_parse_int(value, 1, 1 << 20, &cuda_standin_config.device_memory_mib);
+}
+
 static int cuda_standin_parse_trace(const char *value, const char **why)
 {
     *why = "expected 0 or 1";
@@ -157,6 +163,10 @@ static const cuda_standin_setting_t cuda_standin_settings[] = {
      "cuStreamQuery/cuEventQuery answer CUDA_ERROR_NOT_READY this many times after each "
      "enqueue or record before running the queued work",
      cuda_standin_parse_query_delay},
+    {"CUDA_STANDIN_DEVICE_MEMORY", "16384",
+     "MiB of memory each device has (per process); allocations beyond it fail with "
+     "CUDA_ERROR_OUT_OF_MEMORY",
+     cuda_standin_parse_device_memory},
     {"CUDA_STANDIN_TRACE", "0", "1: print every call and its result to stderr",
      cuda_standin_parse_trace},
     {"CUDA_STANDIN_FAIL", "",

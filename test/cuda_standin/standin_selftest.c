@@ -297,9 +297,11 @@ static void st_test_settings(void)
     static const char *const nodev_env[]     = {"CUDA_STANDIN_DEVICES", "0", NULL};
     static const char *const bad_env[]       = {"CUDA_STANDIN_FAIL", "cuNoSuchCall", NULL};
     static const char *const trace_env[]     = {"CUDA_STANDIN_TRACE", "1", NULL};
+    static const char *const memory_env[]    = {"CUDA_STANDIN_DEVICE_MEMORY", "2", NULL};
     int devnull;
 
-    st_group_begin("settings: CUDA_STANDIN_FAIL, _DEVICES=0, _TRACE");
+    st_group_begin("settings: CUDA_STANDIN_FAIL, _DEVICES=0, _TRACE, _DEVICE_MEMORY");
+    st_expect_child_ok("CUDA_STANDIN_DEVICE_MEMORY=2", st_spawn_sub("memory", memory_env, -1));
     st_expect_child_ok("CUDA_STANDIN_FAIL", st_spawn_sub("fail", fail_env, -1));
     st_expect_child_ok("CUDA_STANDIN_FAIL=cuInit", st_spawn_sub("fail-init", fail_init_env, -1));
     st_expect_child_ok("CUDA_STANDIN_DEVICES=0", st_spawn_sub("no-device", nodev_env, -1));
@@ -356,6 +358,24 @@ static int st_sub_trace(void)
     return 0;
 }
 
+/* 2 MiB of device memory: reported, and allocations beyond it refused. */
+static int st_sub_memory(void)
+{
+    CUdeviceptr a = 0, b = 0;
+    size_t free_bytes, total;
+
+    st_ctx_setup(0);
+    ST_OK(cuMemGetInfo(&free_bytes, &total));
+    ST_EQ("cuMemGetInfo total is the setting", total, (size_t)2 << 20);
+    ST_OK(cuMemAlloc(&a, (size_t)3 << 19));
+    ST_CU(cuMemAlloc(&b, (size_t)1 << 20), CUDA_ERROR_OUT_OF_MEMORY);
+    ST_EQ("a refused cuMemAlloc leaves *dptr alone", b, 0);
+    ST_OK(cuMemFree(a));
+    ST_OK(cuMemAlloc(&b, (size_t)1 << 20));
+    ST_OK(cuMemFree(b));
+    return 0;
+}
+
 static int st_run_sub(const char *mode)
 {
     st_group = mode;
@@ -367,6 +387,8 @@ static int st_run_sub(const char *mode)
         return st_sub_no_device();
     } else if (strcmp(mode, "trace") == 0) {
         return st_sub_trace();
+    } else if (strcmp(mode, "memory") == 0) {
+        return st_sub_memory();
     }
     fprintf(stderr, "unknown sub-mode %s\n", mode);
     return 2;

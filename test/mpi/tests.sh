@@ -298,6 +298,25 @@ coll_device_native_setup_fails() {
         grep -q "coll:strata: warning: MPI_COMM_WORLD: .*; device allreduce on this communicator is staged through host memory" "$STRATA_TEST_LOG.out"
 }
 
+# Rank 1's GPU has too little memory left for strata's device scratch
+# (CUDA_STANDIN_DEVICE_MEMORY=1 MiB there; the scratch is 4 slots x 2 x
+# 128 KiB): rank 1 warns naming the allocation, its peers naming rank 1, and
+# every rank stages; results right.
+coll_device_native_no_device_memory() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
+        --mca coll_strata_verbose 20 \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export CUDA_STANDIN_DEVICE_MEMORY=1; exec "$@"' _ \
+        "$T/mpi/test_coll_device" --only allreduce,iallreduce --kinds dd --counts 7,1021,30011 \
+        --quiet >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata: allreduce" "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "coll:strata: warning: MPI_COMM_WORLD: device scratch of [0-9]* bytes: CUDA_ERROR_OUT_OF_MEMORY.*; device allreduce on this communicator is staged through host memory" "$STRATA_TEST_LOG.out" &&
+        [ "$(grep -c "coll:strata: warning: MPI_COMM_WORLD: local rank 1 could not set up its device scratch; device allreduce" "$STRATA_TEST_LOG.out")" = 2 ] &&
+        grep -q "allreduce MPI_COMM_WORLD count=30011 MPI_INT MPI_SUM device->device: staged" "$STRATA_TEST_LOG.out" &&
+        ! grep -q "allreduce MPI_COMM_WORLD .*device->device: native" "$STRATA_TEST_LOG.out"
+}
+
 # One rank's kernels fail (CUDA_STANDIN_FAIL=cuLaunchKernel on rank 1 only)
 # in native allreduces, blocking and nonblocking, with MPI_ERRORS_RETURN:
 # that rank gets the MPI error naming the driver call, the others finish the
@@ -391,6 +410,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_ipc_refused 120 coll_device_native_setup_fails cuIpcOpenMemHandle
         strata_test mpi_coll_device_native_export_refused 120 coll_device_native_setup_fails cuIpcGetMemHandle
         strata_test mpi_coll_device_native_kernel_fails 120 coll_device_native_kernel_fails
+        strata_test mpi_coll_device_native_no_device_memory 120 coll_device_native_no_device_memory
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
         strata_test mpi_reduce_kernels_device 300 reduce_kernels --device
     fi
