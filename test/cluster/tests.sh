@@ -115,6 +115,19 @@ cluster_allreduce_native() {
     fi
 }
 
+# 4 Mi elements (16 MiB of MPI_INT) on the GPUs across 2 nodes x 2 ranks,
+# separate and in place, the ring staged (ob1).
+cluster_allreduce_native_big() {
+    local out="$STRATA_TEST_TMP/big.out"
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_cluster -np 4 --map-by ppr:2:node \
+        $(strata_coll_mca strata) -x LD_LIBRARY_PATH --mca coll_strata_verbose 20 \
+        --mca coll_strata_allreduce_device_algorithm native \
+        "$T/mpi/test_coll_device" --mode big --count 4194304 >"$out" 2>&1
+    local rc=$?; grep -v "coll:strata: " "$out"
+    [ $rc -eq 0 ] &&
+        grep -q "allreduce MPI_COMM_WORLD count=4194304 MPI_INT MPI_SUM device->device: native, rail, 2 slice(s), inter-node ring (staged through host memory), 2 node(s)" "$out"
+}
+
 # cluster_allreduce_native_tls UCX_TLS ARGS...: the same with pml/ucx's UCX_TLS
 cluster_allreduce_native_tls() {
     local tls=$1; shift
@@ -244,6 +257,9 @@ else
         # through UCX, staged under ob1, each forced the other way
         strata_test cluster_allreduce_native_2x2_ucx 300 cluster_job 2 "" cluster_allreduce_native 2x2 ucx direct
         strata_test cluster_allreduce_native_3+1_ob1 300 cluster_job 2 "" cluster_allreduce_native 3+1 ob1 staged
+        strata_test cluster_allreduce_native_3+1_ucx 300 cluster_job 2 "" cluster_allreduce_native 3+1 ucx direct
+        strata_test cluster_allreduce_native_bynode_ob1 300 cluster_job 2 "" cluster_allreduce_native bynode ob1 staged
+        strata_test cluster_allreduce_native_big 300 cluster_job 2 "" cluster_allreduce_native_big
         strata_test cluster_allreduce_native_2+2+1_ucx 300 cluster_job 3 "" cluster_allreduce_native 2+2+1 ucx direct
         strata_test cluster_allreduce_native_bynode_ucx_staged 300 cluster_job 2 "" cluster_allreduce_native bynode ucx staged \
             --mca coll_strata_allreduce_device_network staged

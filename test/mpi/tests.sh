@@ -298,6 +298,16 @@ coll_device_native_setup_fails() {
         grep -q "coll:strata: warning: MPI_COMM_WORLD: .*; device allreduce on this communicator is staged through host memory" "$STRATA_TEST_LOG.out"
 }
 
+# 4 Mi elements (16 MiB of MPI_INT) on the GPUs, separate and in place:
+# 32 chunks through 4 slots, every slot reused many times.
+coll_device_native_big() {
+    coll_device 4 ob1 --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 \
+        -- --mode big --count 4194304 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata: " "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "allreduce MPI_COMM_WORLD count=4194304 MPI_INT MPI_SUM device->device: native, rail, 4 slice(s)" "$STRATA_TEST_LOG.out"
+}
+
 # Rank 1's GPU has too little memory left for strata's device scratch
 # (CUDA_STANDIN_DEVICE_MEMORY=1 MiB there; the scratch is 4 slots x 2 x
 # 128 KiB): rank 1 warns naming the allocation, its peers naming rank 1, and
@@ -411,6 +421,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_export_refused 120 coll_device_native_setup_fails cuIpcGetMemHandle
         strata_test mpi_coll_device_native_kernel_fails 120 coll_device_native_kernel_fails
         strata_test mpi_coll_device_native_no_device_memory 120 coll_device_native_no_device_memory
+        strata_test mpi_coll_device_native_big 300 coll_device_native_big
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
         strata_test mpi_reduce_kernels_device 300 reduce_kernels --device
     fi
