@@ -1,5 +1,5 @@
 /*
- * coll/strata pipelined hierarchical allreduce (DESIGN.md "The allreduce").
+ * coll/strata pipelined hierarchical allreduce (docs/design.md, "The allreduce").
  *
  * The vector moves through the node's shared-memory segment chunk by chunk.
  * For every chunk:
@@ -41,9 +41,6 @@
 #include "ompi/constants.h"
 #include "opal/runtime/opal_progress.h"
 
-/* Idle polls before each poll also yields the core: ranks often
- * oversubscribe cores, and a spinning rank would starve the one it waits for. */
-#define MCA_COLL_STRATA_PIPELINE_SPINS 0
 
 typedef struct mca_coll_strata_pipeline_t {
     mca_coll_strata_module_t *module;
@@ -321,7 +318,6 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
         .me = module->topo.local_rank,
         .owner = module->topo.local_rank < decision->nslices,
     };
-    unsigned idle = 0;
     int rc = OMPI_SUCCESS;
 
     p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm;
@@ -353,13 +349,13 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
             break;
         }
         if (moved) {
-            idle = 0;
             continue;
         }
+        /* Nothing moved: progress the pml, and give the core away, since
+         * ranks often oversubscribe cores and a spinning rank would starve
+         * the one it waits for. */
         opal_progress();
-        if (++idle > MCA_COLL_STRATA_PIPELINE_SPINS) {
-            sched_yield();
-        }
+        sched_yield();
     }
     return (OMPI_SUCCESS != rc) ? rc : p.node_error;
 }

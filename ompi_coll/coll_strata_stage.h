@@ -1,7 +1,7 @@
 /*
  * coll/strata staging: device buffers of a collective strata has no device
- * algorithm for run through pinned host copies (DESIGN.md, "Device buffers
- * in collectives").
+ * algorithm for run through pinned host copies (docs/design.md, "Collectives
+ * on device buffers").
  *
  * A call describes each of its (at most two) buffers by the bytes it
  * touches on this rank, relative to the caller's pointer, and whether the

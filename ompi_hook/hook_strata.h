@@ -1,8 +1,12 @@
 /*
- * hook/strata: makes a UCX without plugin discovery (UCX < 1.22, e.g. Debian's
- * 1.13.1) load Strata's UCT module.  Open MPI calls a dynamic hook component
- * early in MPI_Init (right after OPAL is up), before pml/ucx calls ucp_init:
- * the last moment a UCT component can still join UCX's component list.
+ * hook/strata, two jobs early in MPI_Init:
+ *   - makes a UCX without plugin discovery (UCX < 1.22, e.g. Debian's 1.13.1)
+ *     load Strata's UCT module.  Open MPI calls a dynamic hook component
+ *     right after OPAL is up, before pml/ucx calls ucp_init: the last moment
+ *     a UCT component can still join UCX's component list;
+ *   - (hook_strata_dt.c) lets pml/ucx send non-contiguous MPI datatypes on
+ *     device buffers, by staging them through host memory around the
+ *     datatype's own pack and unpack (hook_strata_device_datatypes).
  */
 #ifndef MCA_HOOK_STRATA_H
 #define MCA_HOOK_STRATA_H

@@ -35,8 +35,8 @@ step "2. MPI_Allreduce checked against a reference: coll/tuned"
 demo_job $(strata_coll_mca tuned) \
     "$T/mpi/test_allreduce_basic" --max-count 65536
 step "2. MPI_Allreduce checked against a reference: coll/strata (--mca coll_strata_priority 90, verbose)"
-echo "(this version's coll/strata has no algorithm of its own yet: it shows each call and hands it"
-echo " to the module below it; the hierarchical allreduce is the next step of the project)"
+echo "(coll/strata's hierarchical allreduce: verbosity 20 names the algorithm of each call and why;"
+echo " the smallest counts go to the module below strata while it builds its sub-communicators)"
 demo_job $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
     "$T/mpi/test_allreduce_basic" --max-count 16 >"$BUILDDIR/demo-strata-verbose.log" 2>&1
 grep -m 6 -E "coll:strata" "$BUILDDIR/demo-strata-verbose.log"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs Strata's GPU tests and point-to-point benchmarks on a machine that has
-# a GPU and its driver but no Open MPI or UCX (the lent H100 of
-# ../shared/docs/TESTING.md): Debian 12's runtime packages travel as .deb
+# Runs Strata's GPU tests and benchmarks on a machine that has a GPU and its
+# driver but no Open MPI or UCX (a GPU machine lent for a while, reached
+# with only this checkout): Debian 12's runtime packages travel as .deb
 # files and are unpacked there, beside what the machine has.
 #
 #   here, as root:   test/gpu/device-run.sh prepare [BUILDDIR]

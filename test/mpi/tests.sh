@@ -11,8 +11,8 @@ mpi_allreduce() {
     strata_mpirun_local "$2" $(strata_coll_mca "$1") "$T/mpi/test_allreduce_basic"
 }
 
-# With strata switched on, every allreduce passes through it (and, in this
-# version, on to the saved module); verbosity 20 says so per call.
+# With strata switched on, every allreduce passes through it (its own
+# algorithms, or the saved module below it); verbosity 20 says which per call.
 # mpi_allreduce_ops COLL NP [ARGS]: every op x datatype, user ops, derived
 # types, communicators (test_allreduce_ops.c)
 mpi_allreduce_ops() {
@@ -206,7 +206,8 @@ coll_device() {
     fi
 }
 
-# The MPI_I* deadlock pattern of DESIGN.md on device buffers completes.
+# The MPI_I* deadlock pattern (docs/design.md, "Collectives on device
+# buffers") on device buffers completes.
 coll_device_deadlock() { coll_device 3 ucx --mode deadlock; }
 
 # A 256 MiB device allreduce with a 4 MiB staging bound: correct, in pieces
