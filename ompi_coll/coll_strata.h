@@ -74,6 +74,10 @@ typedef struct mca_coll_strata_component_t {
     size_t device_native_min;
     /* native device allreduce between nodes: MCA_COLL_STRATA_DEVICE_NET_* */
     int device_network;
+    /* for tests: steps this process fails on purpose (coll_strata_test_fail,
+     * MCA_COLL_STRATA_TEST_FAIL_* bits) */
+    char *test_fail;
+    unsigned test_fail_steps;
     /* opal_output stream the verbose messages go to */
     int output;
 } mca_coll_strata_component_t;
@@ -185,6 +189,9 @@ typedef struct mca_coll_strata_node_ops_t {
 
 extern const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops;
 
+/* Most shared-memory slots (chunks in flight) a communicator may have. */
+#define MCA_COLL_STRATA_SLOTS_MAX 64
+
 /* One local rank's progress flags, each on its own cache line. */
 typedef struct mca_coll_strata_shm_flags_t {
     uint64_t copied_in;  /* chunks whose input this rank wrote to its slot */
@@ -195,6 +202,11 @@ typedef struct mca_coll_strata_shm_flags_t {
     char pad2[56];
     uint64_t copied_out; /* chunks this rank copied out of the result area */
     char pad3[56];
+    /* per slot: g + 1 when this rank's part of global chunk g in that slot
+     * (its input, or its result slice) is wrong; written before the
+     * progress flag that announces that part, so a rank that waited for the
+     * flag sees it (coll_strata_pipeline.c) */
+    uint64_t failed[MCA_COLL_STRATA_SLOTS_MAX];
 } mca_coll_strata_shm_flags_t;
 
 /*
@@ -281,6 +293,19 @@ OMPI_MODULE_DECLSPEC extern mca_coll_strata_component_t mca_coll_strata_componen
                                 "coll:strata: " __VA_ARGS__); \
         } \
     } while (0)
+
+/* coll_strata_component.c: fault injection for tests (coll_strata_test_fail):
+ * true when this process is to fail `step` now (INTER: once) */
+#define MCA_COLL_STRATA_TEST_FAIL_NODES    0x1u /* the topology's node exchange */
+#define MCA_COLL_STRATA_TEST_FAIL_PIPELINE 0x2u /* the pipeline's allocations */
+#define MCA_COLL_STRATA_TEST_FAIL_INTER    0x4u /* the next inter-node phase */
+bool mca_coll_strata_test_fail_now(unsigned step);
+
+static inline bool mca_coll_strata_test_fail(unsigned step)
+{
+    return OPAL_UNLIKELY(0 != (mca_coll_strata_component.test_fail_steps & step)) &&
+           mca_coll_strata_test_fail_now(step);
+}
 
 /* coll_strata_module.c */
 int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads);
@@ -370,14 +395,17 @@ typedef struct mca_coll_strata_ring_t {
     char *stage_recv;
     int tag;
     int step;    /* 0 .. 2(size-1); size-1 first steps reduce-scatter */
-    bool posted; /* the requests of `step` are in flight */
     bool done;   /* this chunk's inter-node phase is complete */
-    int node_error; /* first failed copy or reduction (the ring went on) */
+    /* this member's result is wrong (set before start when its input is);
+     * the ring goes on and tells its right neighbour (coll_strata_ring.c) */
+    bool failed;
+    size_t recv_count; /* elements the step's receive expects */
     ompi_request_t *reqs[2];
+    char signal[64]; /* what a failed member sends: one element at most */
 } mca_coll_strata_ring_t;
 
-int mca_coll_strata_ring_start(mca_coll_strata_ring_t *ring);
-int mca_coll_strata_ring_progress(mca_coll_strata_ring_t *ring, bool *done);
+void mca_coll_strata_ring_start(mca_coll_strata_ring_t *ring);
+void mca_coll_strata_ring_progress(mca_coll_strata_ring_t *ring, bool *done);
 
 /*
  * Entry points: coll_strata_allreduce.c, coll_strata_colls.c (blocking) and

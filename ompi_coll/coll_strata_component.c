@@ -6,6 +6,8 @@
  */
 #include "coll_strata.h"
 
+#include <string.h>
+
 #include "ompi/constants.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
@@ -225,7 +227,54 @@ static int mca_coll_strata_component_register(void)
     mca_coll_strata_register_shm();
     mca_coll_strata_register_stage();
     mca_coll_strata_register_device();
+
+    mca_coll_strata_component.test_fail = "";
+    (void)mca_base_component_var_register(
+        c, "test_fail",
+        "For Strata's own tests only: steps this process fails on purpose, comma-separated: "
+        "nodes (the topology's node exchange), pipeline (the pipeline's allocations), inter "
+        "(its next inter-node phase, once). Set for one rank to check that the others return "
+        "an error instead of hanging",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_coll_strata_component.test_fail);
     return OMPI_SUCCESS;
+}
+
+/* coll_strata_test_fail's names, as bits. */
+static void mca_coll_strata_component_parse_test_fail(void)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } steps[] = {{"nodes", MCA_COLL_STRATA_TEST_FAIL_NODES},
+                 {"pipeline", MCA_COLL_STRATA_TEST_FAIL_PIPELINE},
+                 {"inter", MCA_COLL_STRATA_TEST_FAIL_INTER}};
+    const char *list = mca_coll_strata_component.test_fail;
+
+    mca_coll_strata_component.test_fail_steps = 0;
+    for (size_t i = 0; NULL != list && i < sizeof(steps) / sizeof(steps[0]); ++i) {
+        size_t len = strlen(steps[i].name);
+
+        for (const char *at = strstr(list, steps[i].name); NULL != at;
+             at = strstr(at + 1, steps[i].name)) {
+            if ((at == list || ',' == at[-1]) && ('\0' == at[len] || ',' == at[len])) {
+                mca_coll_strata_component.test_fail_steps |= steps[i].bit;
+            }
+        }
+    }
+}
+
+bool mca_coll_strata_test_fail_now(unsigned step)
+{
+    if (MCA_COLL_STRATA_TEST_FAIL_INTER == step) {
+        /* once: later calls must work */
+        mca_coll_strata_component.test_fail_steps &= ~step;
+    }
+    opal_output(0, "coll:strata: coll_strata_test_fail: failing %s on purpose",
+                (MCA_COLL_STRATA_TEST_FAIL_NODES == step)      ? "the node exchange"
+                : (MCA_COLL_STRATA_TEST_FAIL_PIPELINE == step) ? "the pipeline's allocations"
+                                                               : "an inter-node phase");
+    return true;
 }
 
 /* A size parameter outside [min, max]: said once, naming the parameter and
@@ -263,7 +312,7 @@ static void mca_coll_strata_component_check(void)
 
     /* a chunk is a pipeline unit: beyond 16 MiB it only costs shared memory */
     mca_coll_strata_component_bound_size("segment_size", &c->segment_size, 4096, (size_t)16 << 20);
-    mca_coll_strata_component_bound_int("shm_slots", &c->shm_slots, 1, 64);
+    mca_coll_strata_component_bound_int("shm_slots", &c->shm_slots, 1, MCA_COLL_STRATA_SLOTS_MAX);
     mca_coll_strata_component_bound_size("stage_max", &c->stage_max,
                                          MCA_COLL_STRATA_STAGE_MAX_MIN, (size_t)1 << 40);
     mca_coll_strata_component_bound_size("allreduce_small_max", &c->decision.small_max, 0,
@@ -273,6 +322,7 @@ static void mca_coll_strata_component_check(void)
 static int mca_coll_strata_component_open(void)
 {
     mca_coll_strata_component_check();
+    mca_coll_strata_component_parse_test_fail();
     mca_coll_strata_component.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_coll_strata_component.output,
                               mca_coll_strata_component.verbose);

@@ -30,6 +30,16 @@
  * A rank that owns no slice of a chunk reads no inputs, so it advances its
  * `reduced` counter when it copies in; then the rule holds whichever ranks
  * owned slices in earlier calls.
+ *
+ * Failures never stop the flags: a rank whose copy or reduction fails
+ * (device work can), or whose ring learns that a member on another node
+ * failed, still advances every counter, so no local rank waits forever, and
+ * the counters stay equal on every rank for the next call.  It marks the
+ * chunk in its failure word for the slot before the counter that
+ * announces its part; a rank that waited for that counter reads the word
+ * and fails the call too.  So a failed part makes every rank whose result
+ * depends on it return an error (every rank, on the rail path), and the
+ * next call starts clean.
  */
 #include "coll_strata.h"
 
@@ -61,10 +71,10 @@ typedef struct mca_coll_strata_pipeline_t {
     bool replicated;     /* owners take whole chunks (see above) */
     bool private_result; /* this rank's result lands in its rbuf, not the result area */
     int result_owners;   /* owners whose published results copy-out waits for */
-    /* first failure of this rank's copies or reductions (device work can
-     * fail): recorded, and the stages still advance their flags, so that
-     * the other local ranks finish the call instead of waiting forever */
+    /* the call's outcome on this rank: its own first failure, or
+     * MPI_ERR_OTHER for a part another rank failed (see the top) */
     int node_error;
+    bool peer_failed; /* a failure this rank's own messages do not name */
     /* next chunk (0..nchunks) for each stage of this rank */
     uint64_t next_in, next_reduce, next_publish, next_out;
 } mca_coll_strata_pipeline_t;
@@ -114,16 +124,43 @@ static int mca_coll_strata_pipeline_slot(const mca_coll_strata_pipeline_t *p, ui
     return (int)((p->base + c) % (uint64_t)p->shm->nslots);
 }
 
-/* A node operation's status: a failure is kept for the end of the call and
- * the stage goes on as if the data had moved. */
-static void mca_coll_strata_pipeline_note(mca_coll_strata_pipeline_t *p, int rc)
+/* Chunk c's part of this rank is wrong: say so in the slot's failure word
+ * (the caller's next counter store, a release, publishes it). */
+static void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c, int rc)
 {
-    if (OMPI_SUCCESS != rc && OMPI_SUCCESS == p->node_error) {
+    __atomic_store_n(&p->shm->flags[p->me].failed[mca_coll_strata_pipeline_slot(p, c)],
+                     p->base + c + 1, __ATOMIC_RELAXED);
+    if (OMPI_SUCCESS == p->node_error) {
         p->node_error = rc;
     }
 }
 
-static int mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool *moved)
+/* A node operation's status for chunk c: a failure is kept for the end of
+ * the call, and the stage goes on as if the data had moved. */
+static void mca_coll_strata_pipeline_note(mca_coll_strata_pipeline_t *p, uint64_t c, int rc)
+{
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_strata_pipeline_fail(p, c, rc);
+    }
+}
+
+/* Did any of local ranks [0, nranks) mark chunk c failed?  Read after the
+ * counter that announced their part of it (acquire). */
+static bool mca_coll_strata_pipeline_peer_failed(mca_coll_strata_pipeline_t *p, int nranks,
+                                                 uint64_t c)
+{
+    int slot = mca_coll_strata_pipeline_slot(p, c);
+
+    for (int r = 0; r < nranks; ++r) {
+        if (__atomic_load_n(&p->shm->flags[r].failed[slot], __ATOMIC_RELAXED) ==
+            p->base + c + 1) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_in, g = p->base + c;
     mca_coll_strata_shm_flags_t *mine = &p->shm->flags[p->me];
@@ -135,7 +172,7 @@ static int mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool 
         !mca_coll_strata_pipeline_reached(p->shm, offsetof(mca_coll_strata_shm_flags_t, reduced),
                                           p->shm->nranks,
                                           mca_coll_strata_pipeline_reuse_mark(p, g))) {
-        return OMPI_SUCCESS;
+        return;
     }
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
     rc = node->ops->copy(node, node->ops->input(node, mca_coll_strata_pipeline_slot(p, c), p->me),
@@ -143,28 +180,28 @@ static int mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool 
     if (OMPI_SUCCESS == rc) {
         rc = node->ops->complete(node);
     }
-    mca_coll_strata_pipeline_note(p, rc);
+    mca_coll_strata_pipeline_note(p, c, rc);
     mca_coll_strata_flag_store(&mine->copied_in, g + 1);
     if (!p->owner) {
         mca_coll_strata_flag_store(&mine->reduced, g + 1);
     }
     p->next_in++;
     *moved = true;
-    return OMPI_SUCCESS;
 }
 
 /* Start the inter-node phase of this rank's slice of chunk c (in the slot's
- * result area); blocking algorithms complete here. */
-static int mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_t c,
-                                                char *slice, size_t slice_elems)
+ * result area); blocking algorithms complete here.  `failed`: the slice is
+ * already wrong (its ring tells the rail; the rail's own allreduce cannot,
+ * so there only this node learns it). */
+static void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_t c,
+                                                 char *slice, size_t slice_elems, bool failed)
 {
     int slot = mca_coll_strata_pipeline_slot(p, c);
     mca_coll_strata_ring_t *ring = &p->module->rings[slot];
     struct ompi_communicator_t *rail = p->module->topo.rail_comm;
-    int rc = OMPI_SUCCESS;
 
     ring->done = true;
-    ring->node_error = OMPI_SUCCESS;
+    ring->failed = failed || mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_INTER);
     switch (p->decision->inter) {
     case MCA_COLL_STRATA_INTER_RING:
         ring->comm = rail;
@@ -181,19 +218,21 @@ static int mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, u
         ring->node = p->node;
         ring->tag = 1 + slot;
         ring->done = false;
-        rc = mca_coll_strata_ring_start(ring);
+        mca_coll_strata_ring_start(ring);
         break;
     case MCA_COLL_STRATA_INTER_COLL:
-        rc = rail->c_coll->coll_allreduce(MPI_IN_PLACE, slice, (int)slice_elems, p->dtype, p->op,
-                                          rail, rail->c_coll->coll_allreduce_module);
+        if (OMPI_SUCCESS != rail->c_coll->coll_allreduce(MPI_IN_PLACE, slice, (int)slice_elems,
+                                                         p->dtype, p->op, rail,
+                                                         rail->c_coll->coll_allreduce_module)) {
+            ring->failed = true;
+        }
         break;
     default:
         break;
     }
-    return rc;
 }
 
-static int mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *moved)
+static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     mca_coll_strata_shm_t *shm = p->shm;
     mca_coll_strata_node_t *node = p->node;
@@ -201,6 +240,7 @@ static int mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *
     int slot = mca_coll_strata_pipeline_slot(p, c), k = shm->nranks, rc;
     size_t first, n, off, len, bytes_off;
     const void *srcs[shm->nranks]; /* k input areas of the slot */
+    bool inputs_failed;
     char *dst;
 
     if (c >= p->next_in ||
@@ -208,8 +248,9 @@ static int mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *
                                           k, g + 1) ||
         !mca_coll_strata_pipeline_reached(shm, offsetof(mca_coll_strata_shm_flags_t, copied_out),
                                           k, mca_coll_strata_pipeline_reuse_mark(p, g))) {
-        return OMPI_SUCCESS;
+        return;
     }
+    inputs_failed = mca_coll_strata_pipeline_peer_failed(p, k, c);
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
     if (p->replicated) {
         off = 0;
@@ -232,40 +273,42 @@ static int mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *
     if (OMPI_SUCCESS == rc) {
         rc = node->ops->complete(node);
     }
-    mca_coll_strata_pipeline_note(p, rc);
+    mca_coll_strata_pipeline_note(p, c, rc);
     mca_coll_strata_flag_store(&shm->flags[p->me].reduced, g + 1);
     p->next_reduce++;
     *moved = true;
-    return mca_coll_strata_pipeline_inter_start(p, c, dst, len);
+    mca_coll_strata_pipeline_inter_start(p, c, dst, len, inputs_failed || OMPI_SUCCESS != rc);
 }
 
-/* Advance in-flight rings; publish finished chunks in order. */
-static int mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool *moved)
+/* Advance in-flight rings; publish finished chunks in order, a failed one
+ * marked in the failure word before its counter. */
+static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     for (uint64_t c = p->next_publish; c < p->next_reduce; ++c) {
         mca_coll_strata_ring_t *ring = &p->module->rings[mca_coll_strata_pipeline_slot(p, c)];
 
         if (!ring->done) {
-            int rc = mca_coll_strata_ring_progress(ring, &ring->done);
-
-            if (OMPI_SUCCESS != rc) {
-                return rc;
-            }
+            mca_coll_strata_ring_progress(ring, &ring->done);
         }
     }
-    while (p->next_publish < p->next_reduce &&
-           p->module->rings[mca_coll_strata_pipeline_slot(p, p->next_publish)].done) {
-        mca_coll_strata_pipeline_note(
-            p, p->module->rings[mca_coll_strata_pipeline_slot(p, p->next_publish)].node_error);
-        mca_coll_strata_flag_store(&p->shm->flags[p->me].published,
-                                   p->base + p->next_publish + 1);
+    while (p->next_publish < p->next_reduce) {
+        uint64_t c = p->next_publish;
+        mca_coll_strata_ring_t *ring = &p->module->rings[mca_coll_strata_pipeline_slot(p, c)];
+
+        if (!ring->done) {
+            break;
+        }
+        if (ring->failed) {
+            p->peer_failed = true;
+            mca_coll_strata_pipeline_fail(p, c, MPI_ERR_OTHER);
+        }
+        mca_coll_strata_flag_store(&p->shm->flags[p->me].published, p->base + c + 1);
         p->next_publish++;
         *moved = true;
     }
-    return OMPI_SUCCESS;
 }
 
-static int mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, bool *moved)
+static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_out, g = p->base + c;
     mca_coll_strata_node_t *node = p->node;
@@ -275,14 +318,19 @@ static int mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, bool
     if (p->private_result) {
         /* The result is already in rbuf once this rank published it. */
         if (c >= p->next_publish) {
-            return OMPI_SUCCESS;
+            return;
         }
     } else if (c >= p->next_in ||
                !mca_coll_strata_pipeline_reached(p->shm,
                                                  offsetof(mca_coll_strata_shm_flags_t, published),
                                                  p->result_owners, g + 1)) {
-        return OMPI_SUCCESS;
+        return;
     } else {
+        if (mca_coll_strata_pipeline_peer_failed(p, p->result_owners, c) &&
+            OMPI_SUCCESS == p->node_error) {
+            p->peer_failed = true;
+            p->node_error = MPI_ERR_OTHER;
+        }
         mca_coll_strata_pipeline_chunk(p, c, &first, &n);
         rc = node->ops->copy(node, p->rbuf + first * (size_t)p->extent,
                              node->ops->result(node, mca_coll_strata_pipeline_slot(p, c)),
@@ -290,12 +338,11 @@ static int mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, bool
         if (OMPI_SUCCESS == rc) {
             rc = node->ops->complete(node);
         }
-        mca_coll_strata_pipeline_note(p, rc);
+        mca_coll_strata_pipeline_note(p, c, rc);
     }
     mca_coll_strata_flag_store(&p->shm->flags[p->me].copied_out, g + 1);
     p->next_out++;
     *moved = true;
-    return OMPI_SUCCESS;
 }
 
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
@@ -318,7 +365,6 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
         .me = module->topo.local_rank,
         .owner = module->topo.local_rank < decision->nslices,
     };
-    int rc = OMPI_SUCCESS;
 
     p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm;
     /* Local rank 0 keeps publishing to the result area while ranks without a
@@ -335,19 +381,12 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
     while (p.next_out < p.nchunks) {
         bool moved = false;
 
-        rc = mca_coll_strata_pipeline_copy_in(&p, &moved);
-        if (OMPI_SUCCESS == rc && p.owner) {
-            rc = mca_coll_strata_pipeline_reduce(&p, &moved);
-            if (OMPI_SUCCESS == rc) {
-                rc = mca_coll_strata_pipeline_publish(&p, &moved);
-            }
+        mca_coll_strata_pipeline_copy_in(&p, &moved);
+        if (p.owner) {
+            mca_coll_strata_pipeline_reduce(&p, &moved);
+            mca_coll_strata_pipeline_publish(&p, &moved);
         }
-        if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_strata_pipeline_copy_out(&p, &moved);
-        }
-        if (OMPI_SUCCESS != rc) {
-            break;
-        }
+        mca_coll_strata_pipeline_copy_out(&p, &moved);
         if (moved) {
             continue;
         }
@@ -357,7 +396,18 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
         opal_progress();
         sched_yield();
     }
-    return (OMPI_SUCCESS != rc) ? rc : p.node_error;
+    if (OMPI_SUCCESS != p.node_error && p.peer_failed) {
+        static bool warned = false;
+
+        if (!warned) {
+            warned = true;
+            opal_output(0, "coll:strata: MPI_Allreduce failed (%s): a part of the reduction "
+                        "failed on this rank's rail or on another rank of its node (see the "
+                        "messages of the ranks concerned); the result is undefined, later "
+                        "calls are not affected", module->topo.node_comm->c_name);
+        }
+    }
+    return p.node_error;
 }
 
 /* Shared-memory slots, and per slot a ring and its scratch, sized by
@@ -378,7 +428,11 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, 
     module->node_host.ops = &mca_coll_strata_node_host_ops;
     module->node_host.shm = &module->shm;
     module->node_host.ring_slot_bytes = slot_bytes;
-    module->rings = calloc((size_t)nslots, sizeof(*module->rings));
+    /* Local steps from here on: the set-up's closing agreement makes a
+     * failure on one rank a fallback on all of them. */
+    if (!mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_PIPELINE)) {
+        module->rings = calloc((size_t)nslots, sizeof(*module->rings));
+    }
     if (NULL == module->rings) {
         snprintf(why, why_len, "out of memory");
         return OMPI_ERR_OUT_OF_RESOURCE;

@@ -21,8 +21,21 @@
  * through pinned host blocks of its slot: the block it sends is copied
  * out before the send is posted, a received block copied in before it is
  * reduced; the reduction itself stays with the node area (on the GPU).
+ *
+ * Failures never stop the ring: a member that cannot compute its part (a
+ * failed copy or reduction, input a local rank could not provide, a
+ * failed send or receive) goes on through every step, so that no member
+ * on another node waits for a message that is not coming, but sends
+ * each remaining step's message with another length than the receiver
+ * expects (nothing where it expects elements, one element where it
+ * expects none: truncated, nothing written).  The receiver takes that as
+ * the news, marks its own result failed and passes the news on the same
+ * way: after the ring every member whose result depends on the failure
+ * knows, at no cost to rings that do not fail.
  */
 #include "coll_strata.h"
+
+#include <string.h>
 
 #include "ompi/constants.h"
 #include "ompi/mca/pml/pml.h"
@@ -38,15 +51,9 @@ static void mca_coll_strata_ring_block(const mca_coll_strata_ring_t *ring, int b
     *ptr = ring->buf + offset * (size_t)ring->extent;
 }
 
-/* A node-area failure (a copy or a reduction on the GPU) is kept for the
- * end of the call and the ring goes on, so that the rail's other members
- * are not left waiting for this member's messages; only the pml's own
- * failures end the ring. */
-static void mca_coll_strata_ring_note(mca_coll_strata_ring_t *ring, int rc)
+static void mca_coll_strata_ring_fail(mca_coll_strata_ring_t *ring)
 {
-    if (OMPI_SUCCESS != rc && OMPI_SUCCESS == ring->node_error) {
-        ring->node_error = rc;
-    }
+    ring->failed = true;
 }
 
 /* Copy `count` elements between the node area and a staging block, and
@@ -57,11 +64,17 @@ static void mca_coll_strata_ring_stage(mca_coll_strata_ring_t *ring, void *dst, 
     mca_coll_strata_node_t *node = ring->node;
     int rc = node->ops->copy(node, dst, src, count * (size_t)ring->extent);
 
-    mca_coll_strata_ring_note(ring, (OMPI_SUCCESS == rc) ? node->ops->complete(node) : rc);
+    if (OMPI_SUCCESS == rc) {
+        rc = node->ops->complete(node);
+    }
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_strata_ring_fail(ring);
+    }
 }
 
-/* Post the send and receive of ring->step. */
-static int mca_coll_strata_ring_post(mca_coll_strata_ring_t *ring)
+/* Post the send and receive of ring->step.  A request the pml refuses is
+ * left NULL (complete) and the ring marked failed. */
+static void mca_coll_strata_ring_post(mca_coll_strata_ring_t *ring)
 {
     int n = ompi_comm_size(ring->comm), r = ompi_comm_rank(ring->comm);
     int right = (r + 1) % n, left = (r + n - 1) % n;
@@ -70,31 +83,60 @@ static int mca_coll_strata_ring_post(mca_coll_strata_ring_t *ring)
     int send_block = scatter ? r - s : r + 1 - s;
     int recv_block = scatter ? r - s - 1 : r - s;
     char *send_ptr, *recv_ptr;
-    size_t send_count, recv_count;
-    int rc;
+    size_t send_count;
 
     mca_coll_strata_ring_block(ring, send_block, &send_ptr, &send_count);
-    mca_coll_strata_ring_block(ring, recv_block, &recv_ptr, &recv_count);
+    mca_coll_strata_ring_block(ring, recv_block, &recv_ptr, &ring->recv_count);
     if (scatter) {
         recv_ptr = ring->scratch;
     }
-    if (NULL != ring->stage_send) {
+    if (NULL != ring->stage_send && !ring->failed) {
         mca_coll_strata_ring_stage(ring, ring->stage_send, send_ptr, send_count);
         send_ptr = ring->stage_send;
+    }
+    if (NULL != ring->stage_recv) {
         recv_ptr = ring->stage_recv;
     }
-    rc = MCA_PML_CALL(irecv(recv_ptr, recv_count, ring->dtype, left, ring->tag, ring->comm,
-                            &ring->reqs[0]));
-    if (OMPI_SUCCESS != rc) {
-        return rc;
+    if (ring->failed) {
+        /* the news (see the top): host memory, whatever the node area */
+        send_count = (0 == send_count) ? 1 : 0;
+        send_ptr = ring->signal;
     }
-    rc = MCA_PML_CALL(isend(send_ptr, send_count, ring->dtype, right, ring->tag,
-                            MCA_PML_BASE_SEND_STANDARD, ring->comm, &ring->reqs[1]));
-    if (OMPI_SUCCESS != rc) {
-        return rc;
+    if (OMPI_SUCCESS != MCA_PML_CALL(irecv(recv_ptr, ring->recv_count, ring->dtype, left,
+                                           ring->tag, ring->comm, &ring->reqs[0]))) {
+        ring->reqs[0] = MPI_REQUEST_NULL;
+        mca_coll_strata_ring_fail(ring);
     }
-    ring->posted = true;
-    return OMPI_SUCCESS;
+    if (OMPI_SUCCESS != MCA_PML_CALL(isend(send_ptr, send_count, ring->dtype, right, ring->tag,
+                                           MCA_PML_BASE_SEND_STANDARD, ring->comm,
+                                           &ring->reqs[1]))) {
+        ring->reqs[1] = MPI_REQUEST_NULL;
+        mca_coll_strata_ring_fail(ring);
+    }
+}
+
+/* Both requests of the step are complete: did the left neighbour's message
+ * arrive whole?  A request that ended in error is not freed by the test
+ * (MPI's rule for MPI_ERR_IN_STATUS): free it here. */
+static void mca_coll_strata_ring_check(mca_coll_strata_ring_t *ring, int rc,
+                                       const ompi_status_public_t *status)
+{
+    size_t size;
+
+    if (OMPI_SUCCESS != rc) {
+        for (int i = 0; i < 2; ++i) {
+            if (MPI_REQUEST_NULL != ring->reqs[i]) {
+                (void)ompi_request_free(&ring->reqs[i]);
+            }
+        }
+        mca_coll_strata_ring_fail(ring);
+        return;
+    }
+    /* _ucount: the bytes received (what MPI_Get_count reads) */
+    ompi_datatype_type_size(ring->dtype, &size);
+    if (status->_ucount != ring->recv_count * size) {
+        mca_coll_strata_ring_fail(ring);
+    }
 }
 
 /* The step's messages are done: fold the received block in (scatter steps):
@@ -106,7 +148,9 @@ static void mca_coll_strata_ring_finish_step(mca_coll_strata_ring_t *ring)
     char *block;
     size_t count;
 
-    if (ring->step < n - 1) {
+    if (ring->failed) {
+        /* the result is wrong anyway: only the messages go on */
+    } else if (ring->step < n - 1) {
         const void *srcs[2];
 
         mca_coll_strata_ring_block(ring, r - ring->step - 1, &block, &count);
@@ -116,45 +160,49 @@ static void mca_coll_strata_ring_finish_step(mca_coll_strata_ring_t *ring)
         srcs[0] = ring->scratch;
         srcs[1] = block;
         rc = node->ops->reduce(node, ring->op, ring->dtype, srcs, 2, block, count);
-        mca_coll_strata_ring_note(ring, (OMPI_SUCCESS == rc) ? node->ops->complete(node) : rc);
+        if (OMPI_SUCCESS == rc) {
+            rc = node->ops->complete(node);
+        }
+        if (OMPI_SUCCESS != rc) {
+            mca_coll_strata_ring_fail(ring);
+        }
     } else if (NULL != ring->stage_recv) {
         mca_coll_strata_ring_block(ring, r - (ring->step - (n - 1)), &block, &count);
         mca_coll_strata_ring_stage(ring, block, ring->stage_recv, count);
     }
-    ring->posted = false;
     ring->step++;
 }
 
-int mca_coll_strata_ring_start(mca_coll_strata_ring_t *ring)
+void mca_coll_strata_ring_start(mca_coll_strata_ring_t *ring)
 {
     ompi_datatype_type_extent(ring->dtype, &ring->extent);
     ring->step = 0;
-    ring->posted = false;
-    ring->node_error = OMPI_SUCCESS;
     ring->reqs[0] = ring->reqs[1] = MPI_REQUEST_NULL;
-    return (ompi_comm_size(ring->comm) > 1) ? mca_coll_strata_ring_post(ring) : OMPI_SUCCESS;
+    memset(ring->signal, 0, sizeof(ring->signal));
+    if (ompi_comm_size(ring->comm) > 1) {
+        mca_coll_strata_ring_post(ring);
+    }
 }
 
-/* Advance as far as completed messages allow; never blocks. */
-int mca_coll_strata_ring_progress(mca_coll_strata_ring_t *ring, bool *done)
+/* Advance as far as completed messages allow; never blocks, never stops
+ * early: a failure is in ring->failed. */
+void mca_coll_strata_ring_progress(mca_coll_strata_ring_t *ring, bool *done)
 {
     int last = 2 * (ompi_comm_size(ring->comm) - 1);
-    int completed, rc;
 
     while (ring->step < last) {
-        rc = ompi_request_test_all(2, ring->reqs, &completed, MPI_STATUSES_IGNORE);
-        if (OMPI_SUCCESS != rc) {
-            return rc;
-        }
-        if (!completed) {
+        ompi_status_public_t status[2];
+        int completed = 0, rc;
+
+        rc = ompi_request_test_all(2, ring->reqs, &completed, status);
+        if (!completed && OMPI_SUCCESS == rc) {
             break;
         }
+        mca_coll_strata_ring_check(ring, rc, &status[0]);
         mca_coll_strata_ring_finish_step(ring);
-        rc = (ring->step < last) ? mca_coll_strata_ring_post(ring) : OMPI_SUCCESS;
-        if (OMPI_SUCCESS != rc) {
-            return rc;
+        if (ring->step < last) {
+            mca_coll_strata_ring_post(ring);
         }
     }
     *done = (ring->step >= last);
-    return OMPI_SUCCESS;
 }

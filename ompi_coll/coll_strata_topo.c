@@ -17,6 +17,7 @@
 #include "coll_strata.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ompi/constants.h"
 #include "opal/util/info.h"
@@ -30,91 +31,117 @@ static void mca_coll_strata_topo_name(struct ompi_communicator_t *sub,
     ompi_comm_set_name(sub, name);
 }
 
-/* Nodes from every rank's node leader (its node's lowest rank in comm). */
-static int mca_coll_strata_topo_nodes(mca_coll_strata_module_t *module,
-                                      struct ompi_communicator_t *comm)
+/* Nodes from every rank's node leader (its node's lowest rank in comm),
+ * given every rank's leader in `leaders`. */
+static void mca_coll_strata_topo_count(mca_coll_strata_topo_t *topo, const int *leaders, int size,
+                                       int leader)
 {
-    mca_coll_strata_topo_t *topo = &module->topo;
-    int size = ompi_comm_size(comm);
-    int me = ompi_comm_rank(comm);
-    int leader = me, rc, *leaders;
+    topo->nnodes = 0;
+    topo->node_index = 0;
+    topo->ppn_min = size;
+    topo->ppn_max = 0;
+    for (int r = 0; r < size; ++r) {
+        int ppn = 0;
 
-    rc = topo->node_comm->c_coll->coll_bcast(&leader, 1, MPI_INT, 0, topo->node_comm,
-                                             topo->node_comm->c_coll->coll_bcast_module);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    leaders = malloc(sizeof(int) * size);
-    if (NULL == leaders) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    rc = MCA_COLL_STRATA_FALLBACK(module, allgather, comm, &leader, 1, MPI_INT, leaders, 1, MPI_INT);
-    if (OMPI_SUCCESS == rc) {
-        topo->nnodes = 0;
-        topo->node_index = 0;
-        topo->ppn_min = size;
-        topo->ppn_max = 0;
-        for (int r = 0; r < size; ++r) {
-            int ppn = 0;
-
-            if (leaders[r] != r) {
-                continue;
-            }
-            topo->node_index += (r < leader) ? 1 : 0;
-            topo->nnodes++;
-            for (int q = r; q < size; ++q) {
-                ppn += (leaders[q] == r) ? 1 : 0;
-            }
-            topo->ppn_min = (ppn < topo->ppn_min) ? ppn : topo->ppn_min;
-            topo->ppn_max = (ppn > topo->ppn_max) ? ppn : topo->ppn_max;
+        if (leaders[r] != r) {
+            continue;
         }
+        topo->node_index += (r < leader) ? 1 : 0;
+        topo->nnodes++;
+        for (int q = r; q < size; ++q) {
+            ppn += (leaders[q] == r) ? 1 : 0;
+        }
+        topo->ppn_min = (ppn < topo->ppn_min) ? ppn : topo->ppn_min;
+        topo->ppn_max = (ppn > topo->ppn_max) ? ppn : topo->ppn_max;
     }
-    free(leaders);
-    return rc;
 }
 
+/*
+ * Every rank runs the same collectives in the same order whatever fails
+ * locally: a rank that skipped one would leave the others in it while it
+ * waits in the next (a hang, or mismatched collectives).  What can fail on
+ * one rank alone (the allocation, the node split) is agreed before the
+ * first collective that depends on it; a later local failure only changes
+ * what the rank contributes (no rail), and the set-up's closing agreement
+ * (coll_strata_module.c) turns it into a fallback on every rank.
+ */
 int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
                                struct ompi_communicator_t *comm, char *why, size_t why_len)
 {
     mca_coll_strata_topo_t *topo = &module->topo;
+    int size = ompi_comm_size(comm), leader = ompi_comm_rank(comm);
+    int *leaders = NULL, ok, all_ok = 0, rc, rc2;
     opal_info_t info;
-    int rc;
 
     OBJ_CONSTRUCT(&info, opal_info_t);
     opal_info_set(&info, "ompi_comm_coll_preference", "^strata");
 
+    if (!mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_NODES)) {
+        leaders = malloc(sizeof(int) * size);
+    }
     rc = ompi_comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, &info, &topo->node_comm);
     if (OMPI_SUCCESS != rc) {
+        topo->node_comm = NULL;
         snprintf(why, why_len, "cannot split by node (%d)", rc);
+    } else if (NULL == leaders) {
+        snprintf(why, why_len, "cannot allocate %d node leaders", size);
+    }
+    ok = (OMPI_SUCCESS == rc) && (NULL != leaders);
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    if (OMPI_SUCCESS != rc || !all_ok) {
+        if ('\0' == why[0]) {
+            snprintf(why, why_len, "another rank could not split by node or allocate");
+        }
+        rc = OMPI_ERROR;
         goto out;
     }
     mca_coll_strata_topo_name(topo->node_comm, comm, "node");
     topo->local_rank = ompi_comm_rank(topo->node_comm);
     topo->local_size = ompi_comm_size(topo->node_comm);
 
-    rc = mca_coll_strata_topo_nodes(module, comm);
-    if (OMPI_SUCCESS != rc) {
-        snprintf(why, why_len, "cannot exchange node leaders (%d)", rc);
-        goto out;
+    /* leader: rank 0 of node_comm, the node's lowest rank in comm */
+    rc = topo->node_comm->c_coll->coll_bcast(&leader, 1, MPI_INT, 0, topo->node_comm,
+                                             topo->node_comm->c_coll->coll_bcast_module);
+    rc2 = MCA_COLL_STRATA_FALLBACK(module, allgather, comm, &leader, 1, MPI_INT, leaders, 1,
+                                   MPI_INT);
+    if (OMPI_SUCCESS == rc && OMPI_SUCCESS != rc2) {
+        rc = rc2;
     }
-    if (topo->nnodes > 1) {
-        int color = (topo->local_rank < topo->ppn_min) ? topo->local_rank : MPI_UNDEFINED;
+    if (OMPI_SUCCESS == rc) {
+        mca_coll_strata_topo_count(topo, leaders, size, leader);
+    } else {
+        snprintf(why, why_len, "cannot exchange node leaders (%d)", rc);
+        topo->nnodes = 0;
+    }
+    /* The rail split is collective over comm: every rank takes part (the
+     * nodes count is the same on every rank that exchanged leaders; a rank
+     * whose exchange failed joins with no rail). */
+    {
+        int nnodes = topo->nnodes, max_nnodes = 0;
 
-        rc = ompi_comm_split_with_info(comm, color, topo->node_index, &info,
-                                       &topo->rail_comm, false);
-        if (OMPI_SUCCESS != rc) {
-            snprintf(why, why_len, "cannot split into rails (%d)", rc);
-            topo->rail_comm = NULL;
-            goto out;
+        rc2 = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &nnodes, &max_nnodes, 1, MPI_INT,
+                                       MPI_MAX);
+        if (OMPI_SUCCESS == rc2 && max_nnodes > 1) {
+            int color = (OMPI_SUCCESS == rc && topo->local_rank < topo->ppn_min)
+                            ? topo->local_rank
+                            : MPI_UNDEFINED;
+
+            rc2 = ompi_comm_split_with_info(comm, color, topo->node_index, &info,
+                                            &topo->rail_comm, false);
+            if (OMPI_SUCCESS != rc2 || &ompi_mpi_comm_null.comm == topo->rail_comm) {
+                topo->rail_comm = NULL;
+            } else {
+                mca_coll_strata_topo_name(topo->rail_comm, comm, "rail");
+            }
         }
-        if (&ompi_mpi_comm_null.comm == topo->rail_comm) {
-            topo->rail_comm = NULL;
-        } else {
-            mca_coll_strata_topo_name(topo->rail_comm, comm, "rail");
+        if (OMPI_SUCCESS == rc && OMPI_SUCCESS != rc2) {
+            rc = rc2;
+            snprintf(why, why_len, "cannot split into rails (%d)", rc);
         }
     }
 
 out:
+    free(leaders);
     OBJ_DESTRUCT(&info);
     return rc;
 }

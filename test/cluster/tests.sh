@@ -128,6 +128,26 @@ cluster_allreduce_native_big() {
         grep -q "allreduce MPI_COMM_WORLD count=4194304 MPI_INT MPI_SUM device->device: native, rail, 2 slice(s), inter-node ring (staged through host memory), 2 node(s)" "$out"
 }
 
+# One rank fails its inter-node phase on purpose (coll_strata_test_fail=inter
+# for rank FAILING only, once), host buffers, the rail path with strata's
+# ring: every rank returns an error (the rail partner on the other node
+# learns it from the ring, the local ranks from the segment), none hangs,
+# and later calls on the communicator are right.
+# cluster_allreduce_inter_fault PLACEMENT FAILING: 2x2 or 3+1; a rank with a rail
+cluster_allreduce_inter_fault() {
+    local map out="$STRATA_TEST_TMP/fault.out" failing=$2
+    case "$1" in
+    2x2) map=(-np 4 --map-by ppr:2:node) ;;
+    3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
+    esac
+    strata_mpirun_cluster "${map[@]}" $(strata_coll_mca strata) \
+        --mca coll_strata_allreduce_inter_algorithm ring \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = '"$failing"' ] && export OMPI_MCA_coll_strata_test_fail=inter; exec "$@"' _ \
+        "$T/mpi/test_allreduce_fault" --expect fail --timeout 60 >"$out" 2>&1
+    local rc=$?; cat "$out"
+    [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: 4 of 4 ranks returned an error" "$out"
+}
+
 # cluster_allreduce_native_tls UCX_TLS ARGS...: the same with pml/ucx's UCX_TLS
 cluster_allreduce_native_tls() {
     local tls=$1; shift
@@ -245,6 +265,9 @@ else
     strata_test cluster_allreduce_strata_bynode 300 cluster_job 2 "" cluster_allreduce strata bynode
     strata_test cluster_allreduce_strata_4x2 300 cluster_job 4 "" cluster_allreduce strata 4x2
     strata_test cluster_allreduce_strata_2x1 300 cluster_job 2 "" cluster_allreduce strata 2x1
+    strata_test cluster_allreduce_inter_fault_2x2 300 cluster_job 2 "" cluster_allreduce_inter_fault 2x2 1
+    # the lone rank of the 1-rank node: its rail partner leads a 3-rank node
+    strata_test cluster_allreduce_inter_fault_3+1 300 cluster_job 2 "" cluster_allreduce_inter_fault 3+1 3
     if [ "$STRATA_HAVE_UCX" = yes ] && [ -x "$T/mpi/test_coll_device" ]; then
         strata_test cluster_coll_device_2x2 300 cluster_job 2 "" cluster_coll_device 2x2
         strata_test cluster_coll_device_3+1 300 cluster_job 2 "" cluster_coll_device 3+1

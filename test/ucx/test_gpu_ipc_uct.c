@@ -4,7 +4,7 @@
  * with get_zcopy/put_zcopy.  Addresses and packed rkeys go over a
  * socketpair made before fork (CUDA must not be initialized before fork).
  *
- *   test_gpu_ipc_uct [--expect-unreachable] [--max-size BYTES]
+ *   test_gpu_ipc_uct [--expect-unreachable] [--max-size BYTES] [--only start|inflight]
  *
  *   get       get_zcopy of the owner's buffer at several offsets and sizes
  *   put       put_zcopy into the owner's buffer; the owner checks the bytes
@@ -22,8 +22,19 @@
  *             pack NONE keys: UCS_ERR_UNREACHABLE
  *   vmm       cuMemCreate memory exported as a POSIX fd (skipped where the
  *             driver or pidfd_getfd refuses)
+ *   start     the owner's keys (legacy and VMM) with another start time, as a
+ *             dead owner's keys look once a new process has its pid: unpacking
+ *             them answers UCS_ERR_UNREACHABLE (the owner's real keys work)
  *   death     the owner exits: ep_check reports UCS_ERR_ENDPOINT_TIMEOUT to
  *             the error handler, and a get fails with that status
+ * --only start: connect, start, death.
+ * --only inflight: with a mapping cache of one entry (UCX_STRATA_IPC_CACHE_SIZE=1)
+ *   a get from one owner allocation and a put into another are in flight at
+ *   once while the first one's mapping is pushed out: round 1 by mapping the
+ *   second allocation, round 2 by releasing the first rkey past the limit.
+ *   Bytes and statuses are checked here; that no mapping is closed under a
+ *   copy is checked on the CUDA stand-in's trace (CUDA_STANDIN_TRACE=1) by
+ *   test/ucx/tests.sh, from the lines this check prints on stderr.
  * --expect-unreachable (run with CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2):
  *   unpacking the owner's key must answer UCS_ERR_UNREACHABLE, so that UCP
  *   falls back to another protocol.
@@ -34,7 +45,8 @@
  * The file is longer than the house limit of ~800 lines because it is one
  * program a user builds with one compiler line; its parts are, in order, the
  * socketpair protocol, buffers, UCT plumbing, the owner, and one function per
- * check of the peer.
+ * check of the peer.  The key format's code is compiled in (below) for the
+ * start check, which forges keys.
  *
  * Build (the driver from the toolkit's link stub; at run time the CUDA
  * stand-in or the real driver, first on LD_LIBRARY_PATH):
@@ -59,6 +71,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* gpu_ipc's key format (plain C, no UCX or CUDA; linked in from
+ * ucx_tl/gpu_ipc/gpu_ipc_key.c): the start check rewrites the owner's keys
+ * as a stale peer would send them. */
+#include "gpu_ipc_key.h"
+
 #define TEST_MAX_SPIN   100000000UL
 #define TEST_ADDR_MAX   64
 #define TEST_RKEY_MAX   512
@@ -67,6 +84,7 @@
 
 static const char *test_role = "peer";
 static size_t test_max_size  = TEST_OWNER_SIZE;
+static const char *test_cache_size; /* UCX_STRATA_IPC_CACHE_SIZE; NULL: as configured */
 
 static void test_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void test_fail(const char *fmt, ...)
@@ -341,6 +359,9 @@ static int test_open(test_ctx_t *ctx, const char *max_events)
         return 0;
     }
     TEST_UCS(uct_md_config_read(ctx->component, NULL, NULL, &md_config));
+    if (test_cache_size != NULL) {
+        TEST_UCS(uct_config_modify(md_config, "IPC_CACHE_SIZE", test_cache_size));
+    }
     if (uct_md_open(ctx->component, "gpu_ipc", md_config, &ctx->md) != UCS_OK) {
         uct_config_release(md_config);
         return 0;
@@ -825,6 +846,40 @@ static void test_peer_none(test_ctx_t *ctx)
     test_ok("none: managed memory and a range past its allocation are unreachable");
 }
 
+/*
+ * The owner's key `msg` with another owner start time: what a key of an
+ * owner that has exited looks like once a new process got its pid (here the
+ * owner itself, so that its handle and fd are there to be taken).  Unpacking
+ * it must answer UNREACHABLE: the process behind the pid is not the one that
+ * exported the memory.  Done before the real key is unpacked, so that the
+ * handle is not open already (the driver would refuse a second open anyway).
+ */
+static void test_peer_start(test_ctx_t *ctx, const test_msg_t *msg, const char *what)
+{
+    uct_gpu_ipc_key_t key;
+    test_remote_t remote;
+    ucs_status_t status;
+    test_msg_t forged;
+    char why[128];
+
+    if (uct_gpu_ipc_key_unpack(msg->rkey, &key, why, sizeof(why)) != 0) {
+        test_fail("start: the owner's %s key does not unpack: %s", what, why);
+    }
+    key.owner_start += 1;
+    forged = *msg;
+    uct_gpu_ipc_key_pack(&key, forged.rkey);
+    status = test_unpack(ctx, &forged, &remote);
+    if (status == UCS_OK) {
+        TEST_UCS(uct_rkey_release(ctx->component, &remote.rkey));
+    }
+    snprintf(why, sizeof(why), "start: unpack of a %s key naming the owner's pid %u with "
+             "start time %llu (the owner's + 1)", what, key.owner_pid,
+             (unsigned long long)key.owner_start);
+    TEST_EXPECT_STATUS(why, UCS_ERR_UNREACHABLE, status);
+    test_ok("start: a %s key naming the owner's pid %u with start time %llu (the owner's + 1) "
+            "is unreachable", what, key.owner_pid, (unsigned long long)key.owner_start);
+}
+
 static void test_peer_vmm(test_ctx_t *ctx, uct_ep_h ep, CUdeviceptr local)
 {
     test_msg_t msg = {.type = MSG_VMM};
@@ -837,15 +892,104 @@ static void test_peer_vmm(test_ctx_t *ctx, uct_ep_h ep, CUdeviceptr local)
         printf("vmm: skipped, the owner's driver has no exportable VMM memory\n");
         return;
     }
+    test_peer_start(ctx, &msg, "VMM");
     status = test_unpack(ctx, &msg, &remote);
     if (status == UCS_ERR_UNREACHABLE) {
         printf("vmm: skipped, unreachable here (pidfd_getfd refused, or import unsupported; "
-               "UCX_LOG_LEVEL=debug says which)\n");
+               "UCX_LOG_LEVEL=debug says which); so the start check of VMM keys proved "
+               "nothing\n");
         return;
     }
     TEST_EXPECT_STATUS("vmm: unpack", UCS_OK, status);
     test_peer_get(ctx, ep, &remote, local, "vmm");
     TEST_UCS(uct_rkey_release(ctx->component, &remote.rkey));
+}
+
+/* The inflight check's round, and its marks on stderr: there they interleave
+ * with the stand-in's trace in the order things happened. */
+static int test_inflight_round;
+
+static void test_inflight_mark(const char *what)
+{
+    fprintf(stderr, "test_gpu_ipc_uct: inflight round %d: %s\n", test_inflight_round, what);
+}
+
+static void test_inflight_comp_cb(uct_completion_t *self)
+{
+    test_inflight_mark("a copy completed");
+    test_comp_cb(self);
+}
+
+static void test_inflight_wait(test_ctx_t *ctx, test_comp_t *comp, const char *what)
+{
+    test_progress_until(ctx, &comp->calls, what);
+    if ((comp->calls != 1) || (comp->status != UCS_OK)) {
+        test_fail("%s: completion called %d times, status %s", what, comp->calls,
+                  ucs_status_string(comp->status));
+    }
+}
+
+/* A get from `a` and a put into `b` in flight at once, each holding (with
+ * the fix) the only reference to its mapping for part of the time. */
+static void test_peer_inflight_round(test_ctx_t *ctx, uct_ep_h ep, const test_msg_t *a_msg,
+                                     const test_msg_t *b_msg, CUdeviceptr local, size_t size)
+{
+    test_msg_t msg = {.type = MSG_CHECK_PUT};
+    test_comp_t get_comp, put_comp;
+    test_remote_t a, b;
+    unsigned seed = 10 + test_inflight_round;
+
+    test_zero_dev(local, size);
+    test_fill_dev(local + size, size, seed);
+    TEST_UCS(test_unpack(ctx, a_msg, &a));
+    if (test_inflight_round == 2) {
+        /* Both mapped: the cache is past its limit of one. */
+        TEST_UCS(test_unpack(ctx, b_msg, &b));
+    }
+    /* Completion callbacks run from progress only: set after the call. */
+    TEST_EXPECT_STATUS("inflight: get", UCS_INPROGRESS,
+                       test_get(ctx, ep, local, a.addr, size, a.rkey.rkey, &get_comp));
+    get_comp.super.func = test_inflight_comp_cb;
+    test_inflight_mark("copies queued");
+    if (test_inflight_round == 1) {
+        /* a's mapping is idle but for the get: mapping b evicts it. */
+        TEST_UCS(uct_rkey_release(ctx->component, &a.rkey));
+        TEST_UCS(test_unpack(ctx, b_msg, &b));
+    }
+    TEST_EXPECT_STATUS("inflight: put", UCS_INPROGRESS,
+                       test_put(ctx, ep, local + size, b.addr, size, b.rkey.rkey, &put_comp));
+    put_comp.super.func = test_inflight_comp_cb;
+    if (test_inflight_round == 2) {
+        /* Back under the limit: releasing a's rkey would unmap it. */
+        TEST_UCS(uct_rkey_release(ctx->component, &a.rkey));
+    }
+    TEST_UCS(uct_rkey_release(ctx->component, &b.rkey));
+    test_inflight_wait(ctx, &get_comp, "inflight: get");
+    test_inflight_wait(ctx, &put_comp, "inflight: put");
+    test_check_dev("inflight get", size, local, size, a.seed, 0);
+    msg.addr   = 0;
+    msg.length = size;
+    msg.seed   = seed;
+    test_send(&msg);
+    test_recv(&msg, MSG_RESULT);
+    if (msg.result != 0) {
+        test_fail("inflight put size %zu: owner reads index %" PRIu64 " expected 0x%02x got "
+                  "0x%02x", size, msg.result - 1, msg.seed >> 8, msg.seed & 0xff);
+    }
+}
+
+/* Needs a mapping cache of one entry (--only inflight sets it). */
+static void test_peer_inflight(test_ctx_t *ctx, uct_ep_h ep, const test_msg_t *get_msg,
+                               const test_msg_t *put_msg, CUdeviceptr local)
+{
+    size_t size = TEST_MIN(test_max_size, (size_t)1 << 20);
+
+    for (test_inflight_round = 1; test_inflight_round <= 2; ++test_inflight_round) {
+        test_peer_inflight_round(ctx, ep, get_msg, put_msg, local, size);
+    }
+    test_ok("inflight: cache of one mapping, a get and a put through two owner allocations "
+            "in flight at once, rkeys released and the first mapping pushed out (by the "
+            "second mapping, then by its rkey's release) before they complete: bytes match");
 }
 
 static void test_peer_death(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *remote,
@@ -896,7 +1040,32 @@ static uct_ep_h test_peer_connect(test_ctx_t *ctx, const uint8_t *dev_addr,
     return ep;
 }
 
-static int test_peer(pid_t owner, int expect_unreachable)
+/* --only CHECK: the peer runs that check alone, then death. */
+static int test_peer_only(test_ctx_t *ctx, uct_ep_h ep, const char *only,
+                          const test_msg_t *get_msg, const test_msg_t *put_msg, pid_t owner)
+{
+    test_remote_t get_remote;
+    CUdeviceptr local;
+
+    TEST_CU(cuMemAlloc(&local, TEST_OWNER_SIZE + 4096));
+    if (!strcmp(only, "start")) {
+        test_peer_start(ctx, get_msg, "legacy");
+        TEST_UCS(test_unpack(ctx, get_msg, &get_remote));
+        test_peer_get(ctx, ep, &get_remote, local, "start: the owner's real legacy key");
+        TEST_UCS(uct_rkey_release(ctx->component, &get_remote.rkey));
+        test_peer_vmm(ctx, ep, local);
+    } else {
+        test_peer_inflight(ctx, ep, get_msg, put_msg, local);
+    }
+    test_peer_death(ctx, ep, NULL, 0, owner);
+    uct_ep_destroy(ep);
+    test_close(ctx);
+    TEST_CU(cuMemFree(local));
+    printf("test_gpu_ipc_uct: all checks passed\n");
+    return 0;
+}
+
+static int test_peer(pid_t owner, int expect_unreachable, const char *only)
 {
     uint8_t dev_addr[TEST_ADDR_MAX], iface_addr[TEST_ADDR_MAX];
     test_remote_t get_remote, put_remote;
@@ -919,6 +1088,12 @@ static int test_peer(pid_t owner, int expect_unreachable)
 
     test_recv(&get_msg, MSG_KEY);
     test_recv(&put_msg, MSG_KEY);
+    if (only != NULL) {
+        return test_peer_only(&ctx, ep, only, &get_msg, &put_msg, owner);
+    }
+    if (!expect_unreachable) {
+        test_peer_start(&ctx, &get_msg, "legacy");
+    }
     status = test_unpack(&ctx, &get_msg, &get_remote);
     if (expect_unreachable) {
         TEST_EXPECT_STATUS("unpack when the driver refuses to open handles",
@@ -964,6 +1139,7 @@ static int test_peer(pid_t owner, int expect_unreachable)
 int main(int argc, char **argv)
 {
     int expect_unreachable = 0;
+    const char *only       = NULL;
     int sv[2], i;
     pid_t pid;
 
@@ -972,10 +1148,17 @@ int main(int argc, char **argv)
             expect_unreachable = 1;
         } else if (!strcmp(argv[i], "--max-size") && (i + 1 < argc)) {
             test_max_size = strtoull(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--only") && (i + 1 < argc) &&
+                   (!strcmp(argv[i + 1], "start") || !strcmp(argv[i + 1], "inflight"))) {
+            only = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--expect-unreachable] [--max-size BYTES]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--expect-unreachable] [--max-size BYTES] "
+                    "[--only start|inflight]\n", argv[0]);
             return 2;
         }
+    }
+    if ((only != NULL) && !strcmp(only, "inflight")) {
+        test_cache_size = "1";
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
@@ -993,5 +1176,5 @@ int main(int argc, char **argv)
     }
     close(sv[1]);
     test_sock = sv[0];
-    return test_peer(pid, expect_unreachable);
+    return test_peer(pid, expect_unreachable, only);
 }

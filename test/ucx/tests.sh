@@ -62,6 +62,32 @@ ucx_gpu_ipc_uct() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct";
 ucx_gpu_ipc_uct_open_refused() {
     CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --expect-unreachable
 }
+# A dead owner's key once a new process has its pid: the owner's legacy and
+# VMM keys with another start time must be unreachable, not mapped (the VMM
+# one would take whatever the new process has at that fd number).
+ucx_gpu_ipc_uct_owner_restarted() {
+    strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --only start
+}
+# Copies in flight hold their peer mapping: with a cache of one mapping, a
+# get and a put through two allocations in flight while the first mapping
+# is evicted or its rkey released.  On the stand-in, whose
+# cuIpcCloseMemHandle runs all queued work first (so bytes come out right
+# either way), its trace must show no mapping closed between the first
+# copy's issue and the first completion.
+ucx_gpu_ipc_uct_inflight_mapping() {
+    local out="$STRATA_TEST_TMP/out" trace="$STRATA_TEST_TMP/trace"
+    CUDA_STANDIN_TRACE=1 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --only inflight \
+        >"$out" 2>"$trace" || { cat "$out"; grep -v "^cuda_standin\[" "$trace"; return 1; }
+    cat "$out"
+    [ -n "$STRATA_CUDA_LIBDIR" ] || return 0
+    grep -c "inflight round .: copies queued" "$trace" | grep -qx 2 || { echo "no round marks in the trace"; return 1; }
+    grep -q "cuIpcCloseMemHandle" "$trace" || { echo "no mapping closed: the cache size was not 1?"; return 1; }
+    awk '/inflight round .: copies queued/ { mark = $0; open = 1; next }
+         /inflight round .: a copy completed/ { open = 0; next }
+         open && /cuIpcCloseMemHandle/ {
+             print "FAIL: a mapping was closed under a copy in flight, after \"" mark "\": " $0; bad = 1 }
+         END { if (!bad) print "trace: no mapping closed between a copy issue and its completion"; exit bad }' "$trace"
+}
 
 # ucp_device ALLOC TESTS [EXTRA ARGS...]
 ucp_device() {
@@ -197,6 +223,8 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_gpu_copy_uct 300 ucx_gpu_copy_uct
     strata_test ucx_gpu_ipc_uct 300 ucx_gpu_ipc_uct
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_gpu_ipc_uct_open_refused 120 ucx_gpu_ipc_uct_open_refused
+    strata_test ucx_gpu_ipc_uct_owner_restarted 120 ucx_gpu_ipc_uct_owner_restarted
+    strata_test ucx_gpu_ipc_uct_inflight_mapping 120 ucx_gpu_ipc_uct_inflight_mapping
     strata_test ucx_ucp_tag_cumemalloc 300 ucx_ucp_tag_cumemalloc
     strata_test ucx_ucp_tag_vmm 300 ucx_ucp_tag_vmm
     strata_test ucx_ucp_tag_async 300 ucx_ucp_tag_async

@@ -370,6 +370,52 @@ static void test_lru_bound(void)
     uct_gpu_ipc_cache_cleanup(&cache);
 }
 
+/*
+ * A copy in flight holds its own reference on the rkey's entry (what
+ * gpu_ipc's endpoints do): with a bound of 1, neither a new mapping nor the
+ * rkey's release may unmap the entry before the copy's put.
+ */
+static void test_copy_hold(void)
+{
+    uct_gpu_ipc_cache_t cache;
+    uct_gpu_ipc_cache_stats_t st;
+    fake_driver_t drv;
+    uct_gpu_ipc_key_t a = make_key(100, 7, 0x10000000, 0x200000, 1);
+    uct_gpu_ipc_key_t b = make_key(100, 7, 0x20000000, 0x200000, 2);
+    ref_t ra, rb;
+
+    setup(&cache, &drv, 1);
+    ra = get(&cache, &a);
+    uct_gpu_ipc_cache_hold(&cache, ra.entry); /* the copy */
+    uct_gpu_ipc_cache_put(&cache, ra.entry);  /* the rkey */
+    rb = get(&cache, &b);
+    CHECK_EQ("held entry mapped after a new mapping at the bound", 1,
+             fake_is_mapped(&drv, ra.mapped));
+    stats_of(&cache, &st);
+    CHECK_EQ("past the bound while the copy holds it", 2, st.mapped);
+    CHECK_EQ("no eviction of a held entry", 0, st.evictions);
+    uct_gpu_ipc_cache_put(&cache, ra.entry); /* the copy completes */
+    CHECK_EQ("unmapped at the copy's put", 0, fake_is_mapped(&drv, ra.mapped));
+    PASS("a copy's hold keeps an entry mapped past its rkey's release and an eviction, "
+         "until the copy's put");
+
+    /* Both referenced (past the bound); the rkey of the one a copy holds is
+     * released: without the hold that release would unmap it. */
+    ra = get(&cache, &a);
+    uct_gpu_ipc_cache_hold(&cache, ra.entry);
+    uct_gpu_ipc_cache_put(&cache, ra.entry);
+    CHECK_EQ("held entry mapped after its rkey's release past the bound", 1,
+             fake_is_mapped(&drv, ra.mapped));
+    uct_gpu_ipc_cache_put(&cache, rb.entry);
+    uct_gpu_ipc_cache_put(&cache, ra.entry);
+    stats_of(&cache, &st);
+    CHECK_EQ("back at the bound after the copy's put", 1, st.mapped);
+    uct_gpu_ipc_cache_cleanup(&cache);
+    CHECK_EQ("nothing mapped after cleanup", 0, drv.live);
+    PASS("a release past the bound leaves a held entry; the copy's put brings the cache "
+         "back to the bound");
+}
+
 static void test_map_failure(void)
 {
     uct_gpu_ipc_cache_t cache;
@@ -576,6 +622,7 @@ int main(void)
     test_stale_buffer_id();
     test_overlap();
     test_lru_bound();
+    test_copy_hold();
     test_map_failure();
     test_threads();
     printf("test_gpu_ipc_cache: all checks passed\n");

@@ -267,6 +267,15 @@ out:
     return status;
 }
 
+void uct_gpu_ipc_cache_hold(uct_gpu_ipc_cache_t *cache, uct_gpu_ipc_cache_entry_t *entry)
+{
+    pthread_mutex_lock(&cache->lock);
+    /* Referenced already, so not idle: nothing to take off the LRU list. */
+    ucs_assert(entry->refcount > 0);
+    ++entry->refcount;
+    pthread_mutex_unlock(&cache->lock);
+}
+
 void uct_gpu_ipc_cache_put(uct_gpu_ipc_cache_t *cache, uct_gpu_ipc_cache_entry_t *entry)
 {
     pthread_mutex_lock(&cache->lock);

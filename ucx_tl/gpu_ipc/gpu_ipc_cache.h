@@ -102,7 +102,14 @@ void uct_gpu_ipc_cache_set_limit(uct_gpu_ipc_cache_t *cache, unsigned max_entrie
 ucs_status_t uct_gpu_ipc_cache_get(uct_gpu_ipc_cache_t *cache, const uct_gpu_ipc_key_t *key,
                                    uct_gpu_ipc_cache_entry_t **entry_p, uint64_t *mapped_p);
 
-/* Drops a reference taken by uct_gpu_ipc_cache_get(). */
+/*
+ * Takes another reference on an entry the caller holds one on already: a
+ * copy through an rkey's mapping holds its own until the copy completes, so
+ * that neither the rkey's release nor an eviction unmaps it under the copy.
+ */
+void uct_gpu_ipc_cache_hold(uct_gpu_ipc_cache_t *cache, uct_gpu_ipc_cache_entry_t *entry);
+
+/* Drops a reference taken by uct_gpu_ipc_cache_get() or _hold(). */
 void uct_gpu_ipc_cache_put(uct_gpu_ipc_cache_t *cache, uct_gpu_ipc_cache_entry_t *entry);
 
 void uct_gpu_ipc_cache_get_stats(uct_gpu_ipc_cache_t *cache, uct_gpu_ipc_cache_stats_t *stats);

@@ -12,6 +12,8 @@
 #include <ucs/type/class.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_ep_t, const uct_ep_params_t *params)
 {
@@ -21,12 +23,18 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_ep_t, const uct_ep_params_t *params)
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
     self->remote_pid       = *(const pid_t *)params->iface_addr;
+    /* The start time is read after pidfd_open, so that a match with a key's
+     * owner_start means the pidfd is that process (see gpu_ipc_md.c). */
+    self->remote_pidfd     = (int)syscall(SYS_pidfd_open, self->remote_pid, 0);
     self->remote_start     = ucs_sys_get_proc_create_time(self->remote_pid);
     self->stream_index     = iface->next_stream++ % iface->config.max_streams;
     self->pending_count    = 0;
     self->failure_reported = 0;
     if (self->remote_start == 0) {
         ucs_diag("gpu_ipc: peer process %d is not running", self->remote_pid);
+        if (self->remote_pidfd >= 0) {
+            close(self->remote_pidfd);
+        }
         return UCS_ERR_ENDPOINT_TIMEOUT;
     }
     ucs_debug("gpu_ipc: ep %p to pid %d uses stream %u", self, self->remote_pid,
@@ -47,6 +55,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpu_ipc_ep_t)
          * must not outlive its endpoint in any case. */
         ucs_warn("gpu_ipc: ep %p destroyed with %u pending requests", self, self->pending_count);
         uct_gpu_ipc_ep_pending_purge(&self->super.super, NULL, NULL);
+    }
+    if (self->remote_pidfd >= 0) {
+        close(self->remote_pidfd);
     }
 }
 
@@ -96,6 +107,25 @@ ucs_status_t uct_gpu_ipc_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion
     return UCS_OK;
 }
 
+/*
+ * Whether the process that owns rkey's allocation has exited: its pid is
+ * gone, or now names a process of another start time.  Asked before every
+ * copy, so that it stays cheap: for the endpoint's peer (the usual owner,
+ * whose start time was read after pinning it with a pidfd) the pidfd says
+ * whether that very process still runs, a syscall like kill(); reading
+ * /proc/<pid>/stat costs ten times more.
+ */
+static int uct_gpu_ipc_ep_owner_is_gone(const uct_gpu_ipc_ep_t *ep,
+                                        const uct_gpu_ipc_rkey_t *rkey)
+{
+    if ((ep->remote_pidfd >= 0) && (rkey->owner_pid == ep->remote_pid) &&
+        (rkey->owner_start == ep->remote_start)) {
+        return (syscall(SYS_pidfd_send_signal, ep->remote_pidfd, 0, NULL, 0) != 0) &&
+               (errno == ESRCH);
+    }
+    return !uct_gpu_ipc_owner_is_alive(rkey->owner_pid, rkey->owner_start);
+}
+
 /* ---- put / get ---- */
 
 /* Where remote [remote_addr, +length) is in this process, if the rkey's
@@ -116,7 +146,10 @@ static ucs_status_t uct_gpu_ipc_ep_translate(const uct_gpu_ipc_rkey_t *rkey, uin
     return UCS_OK;
 }
 
+/* Issues the copy through `mapping` (the rkey's), and queues its event with
+ * a reference on the mapping that the completion releases. */
 static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gpu_ipc_ep_t *ep,
+                                              uct_gpu_ipc_cache_entry_t *mapping,
                                               CUdeviceptr dst, CUdeviceptr src, size_t length,
                                               uct_completion_t *comp)
 {
@@ -149,8 +182,10 @@ static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gp
         (void)UCT_STRATA_CUDA(strata_cuda.cuStreamSynchronize(stream->stream));
         goto err_put;
     }
+    uct_gpu_ipc_cache_hold(uct_gpu_ipc_global_cache(), mapping);
     op->is_copy = 1;
     op->comp    = comp;
+    op->mapping = mapping;
     ucs_queue_push(&stream->ops, &op->queue);
     ++iface->copies_in_flight;
     ++iface->ops_queued;
@@ -183,10 +218,10 @@ static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, si
     }
     /* A syscall per operation, well below the driver calls that follow, so
      * that a survivor gets an error instead of touching a dead process's
-     * memory. */
-    if (uct_gpu_ipc_pid_is_gone(rkey->owner_pid)) {
-        ucs_diag("gpu_ipc: ep %p: process %d that owns 0x%" PRIx64 " has exited", ep,
-                 rkey->owner_pid, remote_addr);
+     * memory (also when a new process has its pid). */
+    if (uct_gpu_ipc_ep_owner_is_gone(ep, rkey)) {
+        ucs_diag("gpu_ipc: ep %p: process %d (start time %" PRIu64 ") that owns 0x%" PRIx64
+                 " has exited", ep, rkey->owner_pid, rkey->owner_start, remote_addr);
         return UCS_ERR_ENDPOINT_TIMEOUT;
     }
     if (!uct_gpu_ipc_iface_has_resources(iface)) {
@@ -204,8 +239,10 @@ static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, si
             goto out_leave;
         }
     }
-    status = is_put ? uct_gpu_ipc_ep_issue_copy(iface, ep, remote, local, length, comp) :
-                      uct_gpu_ipc_ep_issue_copy(iface, ep, local, remote, length, comp);
+    status = is_put ? uct_gpu_ipc_ep_issue_copy(iface, ep, rkey->entry, remote, local, length,
+                                                comp) :
+                      uct_gpu_ipc_ep_issue_copy(iface, ep, rkey->entry, local, remote, length,
+                                                comp);
 out_leave:
     uct_gpu_ipc_iface_ctx_leave(iface, saved);
     ucs_trace_data("gpu_ipc %s [length %zu] local %p remote 0x%" PRIx64 " (mapped 0x%llx): %s",
@@ -293,6 +330,7 @@ ucs_status_t uct_gpu_ipc_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion
     }
     marker->is_copy = 0;
     marker->comp    = comp;
+    marker->mapping = NULL;
     ucs_queue_push(&stream->ops, &marker->queue);
     ++iface->ops_queued;
     return UCS_INPROGRESS;

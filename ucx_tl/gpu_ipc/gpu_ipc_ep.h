@@ -14,6 +14,7 @@ typedef struct uct_gpu_ipc_ep {
     uct_base_ep_t super;
     pid_t remote_pid;
     unsigned long remote_start; /* peer's start time: tells a recycled pid */
+    int remote_pidfd;           /* the peer process itself (-1: no pidfd_open) */
     unsigned stream_index;      /* every operation of this endpoint goes there */
     unsigned pending_count;     /* its requests in the interface's pending queue */
     int failure_reported;

@@ -4,6 +4,7 @@
  */
 #include "gpu_ipc_iface.h"
 #include "gpu_ipc_ep.h"
+#include "gpu_ipc_md.h"
 
 #include <common/strata_nvml.h>
 #include <ucs/arch/cpu.h>
@@ -264,6 +265,17 @@ void uct_gpu_ipc_iface_ctx_leave(uct_gpu_ipc_iface_t *iface, CUcontext saved)
     }
 }
 
+void uct_gpu_ipc_iface_op_release(uct_gpu_ipc_op_t *op)
+{
+    if (op->mapping != NULL) {
+        /* Last, after the completion: the copy no longer touches the peer's
+         * memory, and this may be the reference that unmaps it. */
+        uct_gpu_ipc_cache_put(uct_gpu_ipc_global_cache(), op->mapping);
+        op->mapping = NULL;
+    }
+    ucs_mpool_put(op);
+}
+
 void uct_gpu_ipc_iface_dispatch_pending(uct_gpu_ipc_iface_t *iface)
 {
     uct_gpu_ipc_pending_priv_t *priv;
@@ -318,7 +330,7 @@ static unsigned uct_gpu_ipc_iface_progress_stream(uct_gpu_ipc_iface_t *iface,
         if (op->comp != NULL) {
             uct_invoke_completion(op->comp, status);
         }
-        ucs_mpool_put(op);
+        uct_gpu_ipc_iface_op_release(op);
         ++count;
     }
     return count;
@@ -502,9 +514,10 @@ static void uct_gpu_ipc_iface_drain(uct_gpu_ipc_iface_t *iface)
         if (stream->stream != NULL) {
             (void)UCT_STRATA_CUDA(strata_cuda.cuStreamSynchronize(stream->stream));
         }
+        /* Synchronized above: the copies no longer use their mappings. */
         while (!ucs_queue_is_empty(&stream->ops)) {
             op = ucs_queue_pull_elem_non_empty(&stream->ops, uct_gpu_ipc_op_t, queue);
-            ucs_mpool_put(op);
+            uct_gpu_ipc_iface_op_release(op);
         }
         if (stream->stream != NULL) {
             (void)UCT_STRATA_CUDA(strata_cuda.cuStreamDestroy(stream->stream));

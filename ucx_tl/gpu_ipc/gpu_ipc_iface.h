@@ -14,6 +14,7 @@
 #define UCT_GPU_IPC_IFACE_H
 
 #include "../strata_md.h"
+#include "gpu_ipc_cache.h"
 
 #include <uct/base/uct_iface.h>
 #include <ucs/datastruct/mpool.h>
@@ -39,6 +40,10 @@ typedef struct uct_gpu_ipc_op {
     CUevent event;           /* created on first use, kept while pooled */
     int is_copy;
     uct_completion_t *comp;
+    /* The peer mapping a copy reads or writes, referenced until its event
+     * has fired: the rkey may be released, and the cache may evict, while
+     * the copy runs.  NULL for flush markers. */
+    uct_gpu_ipc_cache_entry_t *mapping;
 } uct_gpu_ipc_op_t;
 
 typedef struct uct_gpu_ipc_stream {
@@ -81,6 +86,9 @@ void uct_gpu_ipc_iface_ctx_leave(uct_gpu_ipc_iface_t *iface, CUcontext saved);
 /* Creates the streams, in the interface's context (which must be current),
  * at the first copy: an interface that never copies costs no driver state. */
 ucs_status_t uct_gpu_ipc_iface_create_streams(uct_gpu_ipc_iface_t *iface);
+
+/* Returns an operation descriptor to the pool, with its mapping reference. */
+void uct_gpu_ipc_iface_op_release(uct_gpu_ipc_op_t *op);
 
 /* Starts the next pending request if an event is free again. */
 void uct_gpu_ipc_iface_dispatch_pending(uct_gpu_ipc_iface_t *iface);

@@ -302,12 +302,51 @@ static ucs_status_t uct_gpu_ipc_import_ctx(int owner_ordinal)
     return UCS_OK;
 }
 
+int uct_gpu_ipc_owner_is_alive(pid_t pid, uint64_t start)
+{
+    /* 0: no such process (or no /proc to tell, where endpoints fail too). */
+    unsigned long now = ucs_sys_get_proc_create_time(pid);
+
+    return (now != 0) && (now == start);
+}
+
+/*
+ * UCS_OK if the key's owner still runs; UCS_ERR_UNREACHABLE if its pid is
+ * gone or belongs to a process of another start time: the owner has exited,
+ * and whatever the pid holds now is not the memory the key describes.
+ */
+static ucs_status_t uct_gpu_ipc_check_owner(const uct_gpu_ipc_key_t *key)
+{
+    unsigned long now = ucs_sys_get_proc_create_time((pid_t)key->owner_pid);
+
+    if (now == 0) {
+        ucs_debug("gpu_ipc: pid %u that exported allocation 0x%llx has exited: unreachable",
+                  key->owner_pid, (unsigned long long)key->base);
+        return UCS_ERR_UNREACHABLE;
+    }
+    if (now != key->owner_start) {
+        ucs_debug("gpu_ipc: pid %u started at %lu, but the process that exported allocation "
+                  "0x%llx with it started at %llu: the owner has exited and its pid was "
+                  "reused, unreachable",
+                  key->owner_pid, now, (unsigned long long)key->base,
+                  (unsigned long long)key->owner_start);
+        return UCS_ERR_UNREACHABLE;
+    }
+    return UCS_OK;
+}
+
 static ucs_status_t uct_gpu_ipc_map_legacy(const uct_gpu_ipc_key_t *key, uint64_t *mapped_p)
 {
     CUipcMemHandle handle;
     CUdeviceptr ptr;
     ucs_status_t status;
 
+    /* The driver opens a live exporter's handle whatever pid the key names:
+     * a key of an earlier process with that pid must not pass for it. */
+    status = uct_gpu_ipc_check_owner(key);
+    if (status != UCS_OK) {
+        return status;
+    }
     memcpy(&handle, key->legacy_handle, sizeof(handle));
     /* LAZY_ENABLE_PEER_ACCESS: the owner's device may differ from ours. */
     status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
@@ -328,6 +367,14 @@ static int uct_gpu_ipc_take_owner_fd(const uct_gpu_ipc_key_t *key)
     pidfd = (int)syscall(SYS_pidfd_open, (pid_t)key->owner_pid, 0);
     if (pidfd < 0) {
         ucs_debug("gpu_ipc: pidfd_open(%u) failed: %m", key->owner_pid);
+        return -1;
+    }
+    /* Checked after pidfd_open, which pins the process the pid names now: a
+     * process that got the pid after the owner exited started later than the
+     * key says, so a match means the pidfd is the owner's, and the fd number
+     * is taken from the owner and not from a stranger. */
+    if (uct_gpu_ipc_check_owner(key) != UCS_OK) {
+        close(pidfd);
         return -1;
     }
     fd = (int)syscall(SYS_pidfd_getfd, pidfd, key->vmm_fd, 0);
@@ -502,7 +549,7 @@ static void uct_gpu_ipc_cache_init_once(void)
     uct_gpu_ipc_cache_init(&uct_gpu_ipc_cache, &uct_gpu_ipc_cache_ops, NULL, 1024);
 }
 
-static uct_gpu_ipc_cache_t *uct_gpu_ipc_global_cache(void)
+uct_gpu_ipc_cache_t *uct_gpu_ipc_global_cache(void)
 {
     pthread_once(&uct_gpu_ipc_cache_once, uct_gpu_ipc_cache_init_once);
     return &uct_gpu_ipc_cache;
@@ -578,6 +625,7 @@ ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
     rkey->remote_base = key.base;
     rkey->length      = key.length;
     rkey->owner_pid   = key.owner_pid;
+    rkey->owner_start = key.owner_start;
     *rkey_p           = (uintptr_t)rkey;
     *handle_p         = NULL;
     return UCS_OK;

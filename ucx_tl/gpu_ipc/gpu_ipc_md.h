@@ -23,8 +23,19 @@ typedef struct uct_gpu_ipc_rkey {
     uint64_t length;                  /* its length */
     uint64_t mapped_base;             /* its address here */
     pid_t owner_pid;
+    uint64_t owner_start;             /* its start time, as in the key */
     uct_gpu_ipc_cache_entry_t *entry; /* the cache's mapping */
 } uct_gpu_ipc_rkey_t;
+
+/*
+ * Whether process `pid` is the one that started at `start` (a key's
+ * owner_start): not when the pid is gone, nor when a new process got it
+ * after the owner exited.  Reads /proc/<pid>/stat (microseconds).
+ */
+int uct_gpu_ipc_owner_is_alive(pid_t pid, uint64_t start);
+
+/* The process-wide cache of peer mappings that rkeys and copies reference. */
+uct_gpu_ipc_cache_t *uct_gpu_ipc_global_cache(void);
 
 /* Applies the component settings to a freshly opened gpu_ipc domain
  * (mapping cache size, which handle types may be exported). */

@@ -1,0 +1,160 @@
+/*
+ * MPI_Allreduce when one rank fails its part on purpose (coll/strata's
+ * coll_strata_test_fail, set for that rank only), with MPI_ERRORS_RETURN:
+ *
+ *   mpirun -np N test_allreduce_fault --expect fail|ok [--count N] [--timeout S]
+ *
+ * The first call, an MPI_INT sum of --count elements (default 1 Mi), must
+ * return on every rank within --timeout seconds (default 60; a hang prints
+ * "hang" and exits 1): with --expect fail every rank must get an error
+ * (each says which), with --expect ok (a failure strata absorbs, e.g. in its
+ * set-up, by handing the call on) every rank must get MPI_SUCCESS and the
+ * right sums.  Then later calls on the same communicator, small and large,
+ * separate and in place, must all be right.  Exits 1 naming the first
+ * wrong value or rank.
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank, size, timeout_s = 60;
+static const char *phase = "start";
+
+static void on_alarm(int sig)
+{
+    char msg[160];
+    int n;
+
+    (void)sig;
+    n = snprintf(msg, sizeof(msg), "test_allreduce_fault: FAIL rank %d: hang: %s did not finish "
+                 "within %d s\n", rank, phase, timeout_s);
+    if (write(1, msg, (size_t)n) < 0) {
+        /* nothing more to do */
+    }
+    _exit(1);
+}
+
+/* input element i of rank r, and the sum over all ranks */
+static int input(int r, long i)
+{
+    return (int)((r * 7 + i) % 1000);
+}
+
+static long long expected(long i)
+{
+    long long sum = 0;
+
+    for (int r = 0; r < size; ++r) {
+        sum += input(r, i);
+    }
+    return sum;
+}
+
+/* One allreduce of count elements; returns its rc, checks values if ok. */
+static int call(long count, int in_place, int check, int *wrong)
+{
+    int *sbuf = malloc(sizeof(int) * (size_t)(count ? count : 1));
+    int *rbuf = malloc(sizeof(int) * (size_t)(count ? count : 1));
+    int rc;
+
+    for (long i = 0; i < count; ++i) {
+        sbuf[i] = input(rank, i);
+        rbuf[i] = in_place ? sbuf[i] : -1;
+    }
+    alarm((unsigned)timeout_s);
+    rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : sbuf, rbuf, (int)count, MPI_INT, MPI_SUM,
+                       MPI_COMM_WORLD);
+    alarm(0);
+    *wrong = 0;
+    for (long i = 0; check && MPI_SUCCESS == rc && i < count; ++i) {
+        if (rbuf[i] != expected(i)) {
+            printf("test_allreduce_fault: FAIL rank %d: %s: element %ld is %d, expected %lld\n",
+                   rank, phase, i, rbuf[i], expected(i));
+            *wrong = 1;
+            break;
+        }
+    }
+    free(sbuf);
+    free(rbuf);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    long count = 1 << 20;
+    const char *expect = NULL;
+    int rc, wrong, failed, nfailed = 0, bad = 0, all_bad = 0;
+    char err[MPI_MAX_ERROR_STRING];
+    int len = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--expect")) expect = argv[i + 1];
+        else if (!strcmp(argv[i], "--count")) count = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--timeout")) timeout_s = atoi(argv[i + 1]);
+    }
+    if (NULL == expect || (strcmp(expect, "fail") && strcmp(expect, "ok"))) {
+        if (0 == rank) fprintf(stderr, "usage: test_allreduce_fault --expect fail|ok [--count N]\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    signal(SIGALRM, on_alarm);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    phase = "the first allreduce";
+    rc = call(count, 0, !strcmp(expect, "ok"), &wrong);
+    failed = (MPI_SUCCESS != rc);
+    if (failed) {
+        MPI_Error_string(rc, err, &len);
+        printf("test_allreduce_fault: rank %d: the first allreduce returned an error: %s\n", rank,
+               err);
+    } else {
+        printf("test_allreduce_fault: rank %d: the first allreduce returned MPI_SUCCESS\n", rank);
+    }
+    bad = wrong || (failed != !strcmp(expect, "fail"));
+    if (!strcmp(expect, "fail") && !failed) {
+        printf("test_allreduce_fault: FAIL rank %d: expected an error\n", rank);
+    } else if (!strcmp(expect, "ok") && failed) {
+        printf("test_allreduce_fault: FAIL rank %d: expected MPI_SUCCESS\n", rank);
+    }
+    MPI_Allreduce(&failed, &nfailed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+
+    /* later calls on the same communicator */
+    {
+        static const long counts[] = {1, 7, 1021, 65537};
+        long sizes[5];
+        int n = 0;
+
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); ++i) {
+            sizes[n++] = counts[i];
+        }
+        sizes[n++] = count;
+        for (int i = 0; i < n; ++i) {
+            for (int in_place = 0; in_place < 2; ++in_place) {
+                char what[64];
+
+                snprintf(what, sizeof(what), "a later allreduce of %ld%s", sizes[i],
+                         in_place ? " in place" : "");
+                phase = what;
+                rc = call(sizes[i], in_place, 1, &wrong);
+                if (MPI_SUCCESS != rc) {
+                    printf("test_allreduce_fault: FAIL rank %d: %s returned an error\n", rank,
+                           what);
+                }
+                bad |= wrong || MPI_SUCCESS != rc;
+            }
+        }
+    }
+    MPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (0 == rank) {
+        printf("test_allreduce_fault: %s: %d of %d ranks returned an error from the first call "
+               "(expected %s); later calls %s\n",
+               all_bad ? "FAIL" : "OK", nfailed, size, expect, all_bad ? "checked above" : "right");
+    }
+    MPI_Finalize();
+    return all_bad ? 1 : 0;
+}
