@@ -416,6 +416,48 @@ static void test_copy_hold(void)
          "back to the bound");
 }
 
+/* The live owner (pid 100) started at 7; a key naming start 8 is stale. */
+static ucs_status_t fake_check(void *arg, const uct_gpu_ipc_key_t *key)
+{
+    return (key->owner_pid == 100 && key->owner_start != 7) ? UCS_ERR_UNREACHABLE : UCS_OK;
+}
+
+static const uct_gpu_ipc_cache_ops_t checking_ops = {
+    .map = fake_map, .unmap = fake_unmap, .check = fake_check};
+
+/* A stale key is refused before it can retire the live owner's mappings as
+ * superseded (a key of another incarnation of the pid supersedes them). */
+static void test_stale_key_refused(void)
+{
+    uct_gpu_ipc_cache_t cache;
+    uct_gpu_ipc_cache_stats_t st;
+    fake_driver_t drv;
+    uct_gpu_ipc_key_t live  = make_key(100, 7, 0x10000000, 0x200000, 1);
+    uct_gpu_ipc_key_t stale = make_key(100, 8, 0x30000000, 0x200000, 3);
+    uct_gpu_ipc_cache_entry_t *entry = NULL;
+    uint64_t mapped = 0;
+    ref_t r;
+
+    memset(&drv, 0, sizeof(drv));
+    drv.next_addr = 0x7f0000000000ull;
+    uct_gpu_ipc_cache_init(&cache, &checking_ops, &drv, 16);
+    r = get(&cache, &live);
+    uct_gpu_ipc_cache_put(&cache, r.entry);
+    CHECK_EQ("a stale key is refused", UCS_ERR_UNREACHABLE,
+             uct_gpu_ipc_cache_get(&cache, &stale, &entry, &mapped));
+    CHECK_EQ("nothing mapped for it", 1, drv.maps);
+    CHECK_EQ("the live owner's idle mapping stays", 1, fake_is_mapped(&drv, r.mapped));
+    stats_of(&cache, &st);
+    CHECK_EQ("nothing retired as stale", 0, st.stale);
+    r = get(&cache, &live);
+    CHECK_EQ("the live key still hits", 1, drv.maps);
+    uct_gpu_ipc_cache_put(&cache, r.entry);
+    uct_gpu_ipc_cache_purge(&cache);
+    uct_gpu_ipc_cache_cleanup(&cache);
+    PASS("a key whose owner is not the pid's process now is refused before it retires the "
+         "live owner's mappings");
+}
+
 static void test_map_failure(void)
 {
     uct_gpu_ipc_cache_t cache;
@@ -623,6 +665,7 @@ int main(void)
     test_overlap();
     test_lru_bound();
     test_copy_hold();
+    test_stale_key_refused();
     test_map_failure();
     test_threads();
     printf("test_gpu_ipc_cache: all checks passed\n");

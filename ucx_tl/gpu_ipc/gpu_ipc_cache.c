@@ -250,6 +250,12 @@ ucs_status_t uct_gpu_ipc_cache_get(uct_gpu_ipc_cache_t *cache, const uct_gpu_ipc
     }
 
     ++cache->stats.misses;
+    if (cache->ops->check != NULL) {
+        status = cache->ops->check(cache->ops_arg, key);
+        if (status != UCS_OK) {
+            goto out;
+        }
+    }
     uct_gpu_ipc_cache_retire_superseded(cache, &id);
     uct_gpu_ipc_cache_unmap_idle(cache, (cache->max_entries > 0) ? cache->max_entries - 1 : 0, 0);
     if (cache->stats.mapped >= cache->max_entries) {

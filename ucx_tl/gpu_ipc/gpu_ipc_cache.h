@@ -48,6 +48,11 @@ typedef struct uct_gpu_ipc_cache_ops {
                         void **map_ctx_p);
     /* Undoes map(); may run on another thread than map() did. */
     void (*unmap)(void *arg, const uct_gpu_ipc_key_t *key, uint64_t mapped, void *map_ctx);
+    /* Optional, asked on a miss before anything else: UCS_OK if the key's
+     * owner is the process that runs under its pid now.  A key that fails
+     * it is refused (its status returned) and must not retire the live
+     * owner's entries as superseded. */
+    ucs_status_t (*check)(void *arg, const uct_gpu_ipc_key_t *key);
 } uct_gpu_ipc_cache_ops_t;
 
 /* Identity of a peer allocation: what must match for a mapping to be reused. */

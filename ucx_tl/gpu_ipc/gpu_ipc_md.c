@@ -342,11 +342,8 @@ static ucs_status_t uct_gpu_ipc_map_legacy(const uct_gpu_ipc_key_t *key, uint64_
     ucs_status_t status;
 
     /* The driver opens a live exporter's handle whatever pid the key names:
-     * a key of an earlier process with that pid must not pass for it. */
-    status = uct_gpu_ipc_check_owner(key);
-    if (status != UCS_OK) {
-        return status;
-    }
+     * a key of an earlier process with that pid must not pass for it.  The
+     * cache asked uct_gpu_ipc_check_owner() before mapping (its check op). */
     memcpy(&handle, key->legacy_handle, sizeof(handle));
     /* LAZY_ENABLE_PEER_ACCESS: the owner's device may differ from ours. */
     status = UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
@@ -538,9 +535,17 @@ static void uct_gpu_ipc_cache_unmap_cb(void *arg, const uct_gpu_ipc_key_t *key, 
     }
 }
 
+/* A stale key (its owner exited, its pid reused) is refused before the
+ * cache retires the live owner's entries as superseded by it. */
+static ucs_status_t uct_gpu_ipc_cache_check_cb(void *arg, const uct_gpu_ipc_key_t *key)
+{
+    return uct_gpu_ipc_check_owner(key);
+}
+
 static const uct_gpu_ipc_cache_ops_t uct_gpu_ipc_cache_ops = {
     .map   = uct_gpu_ipc_cache_map_cb,
     .unmap = uct_gpu_ipc_cache_unmap_cb,
+    .check = uct_gpu_ipc_cache_check_cb,
 };
 
 static void uct_gpu_ipc_cache_init_once(void)
