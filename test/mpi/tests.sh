@@ -13,6 +13,19 @@ mpi_allreduce() {
 
 # With strata switched on, every allreduce passes through it (its own
 # algorithms, or the saved module below it); verbosity 20 says which per call.
+# One rank fails a step of strata's set-up on purpose (coll_strata_test_fail
+# for rank 1 only: STEP nodes or pipeline): every rank reaches the same
+# collectives, warns and falls back; no hang, right results, later calls
+# right (test_allreduce_fault).
+mpi_allreduce_setup_fault() {
+    strata_mpirun_local 3 $(strata_coll_mca strata) \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail='"$1"'; exec "$@"' _ \
+        "$T/mpi/test_allreduce_fault" --expect ok --timeout 60 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "coll:strata: coll_strata_test_fail: failing" "$STRATA_TEST_LOG.out" &&
+        [ "$(grep -c "allreduce on this communicator falls back" "$STRATA_TEST_LOG.out")" -ge 1 ]
+}
+
 # mpi_allreduce_ops COLL NP [ARGS]: every op x datatype, user ops, derived
 # types, communicators (test_allreduce_ops.c)
 mpi_allreduce_ops() {
@@ -47,25 +60,141 @@ mpi_strata_shm_no_leftovers() {
     [ "$after" -le "$before" ]
 }
 
+# strata_shm_host: this host's name as segment names carry it;
+# strata_shm_pidns: this pid namespace (the inode of /proc/self/ns/pid)
+strata_shm_host() { hostname | cut -c1-63 | tr './' '__'; }
+strata_shm_pidns() { stat -L -c %i /proc/self/ns/pid; }
+
+# strata_shm_name PID [SERIAL [PIDNS]]: a segment name as strata makes it on
+# this host, in this pid namespace unless told (the random part is fixed:
+# the test's own files)
+strata_shm_name() {
+    echo "strata_coll.$(strata_shm_host).$1.${3:-$(strata_shm_pidns)}.${2:-0}.0123456789abcdef"
+}
+
+# A pid that no process has any more.
+strata_dead_pid() { local pid; sleep 0 & pid=$!; wait $pid; echo $pid; }
+
 # Segments of dead jobs on this host are removed at start; a live
 # process's segment is left alone.
 mpi_strata_shm_stale_cleanup() {
     local host dead stale live rc=0
-    host=$(hostname | tr './' '__')
-    sleep 0 & dead=$!; wait $dead
-    stale="/dev/shm/strata_coll.$host.$dead.0"
-    live="/dev/shm/strata_coll.$host.$$.0"
+    host=$(strata_shm_host)
+    dead=$(strata_dead_pid)
+    stale="/dev/shm/$(strata_shm_name $dead)"
+    live="/dev/shm/$(strata_shm_name $$)"
     : >"$stale"; : >"$live"
     strata_mpirun_local 2 $(strata_coll_mca strata) --mca coll_strata_verbose 10 \
         "$T/mpi/test_allreduce_basic" --max-count 64 >"$STRATA_TEST_LOG.out" 2>&1 || rc=1
     cat "$STRATA_TEST_LOG.out"
     # the segment file is private to the job's user
-    grep -q "coll:strata: created /dev/shm/strata_coll\.$host\.[0-9]*\.[0-9]* (mode 0600," "$STRATA_TEST_LOG.out" ||
+    grep -q "coll:strata: created /dev/shm/strata_coll\.$host\.[0-9]*\.[0-9]*\.[0-9]*\.[0-9a-f]\{16\} (mode 0600," "$STRATA_TEST_LOG.out" ||
         { echo "no segment created with mode 0600"; rc=1; }
     if [ -e "$stale" ]; then echo "stale segment $stale of dead pid $dead was not removed"; rc=1; fi
     if [ ! -e "$live" ]; then echo "segment $live of a live process was removed"; rc=1; fi
     rm -f "$stale" "$live"
     return $rc
+}
+
+# The stale cleanup removes only what it may: in a directory of its own
+# (coll_strata_shm_dir), with a dead pid in every name, it removes our
+# regular file with a name strata makes, and leaves a symlink with such a
+# name (and the file it points to: root following the link once unlinked
+# other users' links in bulk), a file of another user (as root: nobody's),
+# a file of another pid namespace (another container's pid 1234 is not
+# ours), and names strata does not make.
+mpi_strata_shm_stale_only_ours() {
+    local dir="$STRATA_TEST_TMP/shm" target="$STRATA_TEST_TMP/precious" dead stale f rc=0
+    local keep=()
+    mkdir -p "$dir"
+    dead=$(strata_dead_pid)
+    stale="$dir/$(strata_shm_name $dead 1)"
+    : >"$stale"
+    echo "must survive" >"$target"
+    keep+=("$dir/$(strata_shm_name $dead 2)")
+    ln -s "$target" "${keep[0]}"
+    keep+=("$dir/$(strata_shm_name $dead 3 $(($(strata_shm_pidns) + 1)))")
+    keep+=("$dir/$(strata_shm_name $dead 4).bak")
+    : >"${keep[1]}"; : >"${keep[2]}"
+    if strata_is_root; then
+        keep+=("$dir/$(strata_shm_name $dead 5)")
+        : >"${keep[3]}"; chown nobody "${keep[3]}" || rc=1
+    fi
+    ls -l "$dir"
+    strata_mpirun_local 2 $(strata_coll_mca strata) --mca coll_strata_shm_dir "$dir" \
+        --mca coll_strata_verbose 10 "$T/mpi/test_allreduce_basic" --max-count 64 \
+        >"$STRATA_TEST_LOG.out" 2>&1 || rc=1
+    cat "$STRATA_TEST_LOG.out"
+    grep -q "coll:strata: created $dir/strata_coll\." "$STRATA_TEST_LOG.out" ||
+        { echo "no segment created in $dir"; rc=1; }
+    grep -q "coll:strata: removed stale segment $stale " "$STRATA_TEST_LOG.out" ||
+        { echo "the removal of $stale was not reported"; rc=1; }
+    if [ -e "$stale" ]; then echo "stale segment $stale of dead pid $dead was not removed"; rc=1; fi
+    for f in "${keep[@]}"; do
+        [ -L "$f" ] || [ -e "$f" ] || { echo "$f was removed: not a stale segment of ours"; rc=1; }
+    done
+    [ -L "${keep[0]}" ] || { echo "${keep[0]} is no longer a symlink"; rc=1; }
+    [ "$(cat "$target" 2>/dev/null)" = "must survive" ] || { echo "$target, the symlink's target, is gone or changed"; rc=1; }
+    ls -l "$dir"
+    [ $rc -eq 0 ] && echo "removed $stale; kept the symlink, its target, the other pid namespace's file," \
+        "the name strata does not make$(strata_is_root && echo ", nobody's file")"
+    return $rc
+}
+
+# Segment names carry 64 random bits (16 hex digits), different for every
+# segment: other users cannot create a name first, or aim it elsewhere.
+# Two segments here: MPI_COMM_WORLD's and test_allreduce_basic's split.
+mpi_strata_shm_name_unpredictable() {
+    local dir="$STRATA_TEST_TMP/shm" names n distinct rc=0
+    mkdir -p "$dir"
+    strata_mpirun_local 4 $(strata_coll_mca strata) --mca coll_strata_shm_dir "$dir" \
+        --mca coll_strata_verbose 10 "$T/mpi/test_allreduce_basic" --max-count 64 \
+        >"$STRATA_TEST_LOG.out" 2>&1 || rc=1
+    grep "coll:strata: created" "$STRATA_TEST_LOG.out"
+    names=$(sed -n "s|.*coll:strata: created $dir/\(strata_coll\.[^ ]*\) (mode 0600,.*|\1|p" "$STRATA_TEST_LOG.out")
+    n=$(grep -c . <<<"$names")
+    [ "$n" -ge 2 ] || { echo "expected 2 segments created, got $n"; rc=1; }
+    if grep -v -E "^strata_coll\.$(strata_shm_host)\.[0-9]+\.$(strata_shm_pidns)\.[0-9]+\.[0-9a-f]{16}$" <<<"$names"; then
+        echo "the names above lack host.pid.pidns.serial.<16 random hex digits>"; rc=1
+    fi
+    distinct=$(awk -F. '{ print $NF }' <<<"$names" | sort -u | grep -c .)
+    [ "$distinct" = "$n" ] || { echo "$n segments but $distinct different random parts"; rc=1; }
+    [ $rc -eq 0 ] && echo "$n segment names, each with its own 64 random bits"
+    return $rc
+}
+
+# Another process puts a different file (of the same size and owner) or a
+# symlink at the segment's name between local rank 0's create and rank 1's
+# open (test/mpi/preload_shm_swap.c, preloaded in rank 1: the only way to hit
+# that instant every time).  Rank 1 must refuse it rather than map a file
+# rank 0 never writes; the communicator falls back, the results are right.
+# MODE: file or symlink
+mpi_strata_shm_swapped_file() {
+    local mode=$1 dir="$STRATA_TEST_TMP/shm" shim="$STRATA_TEST_TMP/preload_shm_swap.so" rc
+    mkdir -p "$dir"
+    ${CC:-cc} -shared -fPIC -O2 -Wall -Werror -o "$shim" "$STRATA_SRCDIR/test/mpi/preload_shm_swap.c" -ldl ||
+        return 1
+    # A rank that maps the other file waits for its peer's flags forever.
+    STRATA_TEST_SWAP=$mode strata_mpirun_local 2 --timeout 60 -x STRATA_TEST_SWAP $(strata_coll_mca strata) \
+        --mca coll_strata_shm_dir "$dir" --mca coll_strata_verbose 20 \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export LD_PRELOAD="$0"; exec "$@"' "$shim" \
+        "$T/mpi/test_allreduce_basic" --max-count 4096 >"$STRATA_TEST_LOG.out" 2>&1
+    rc=$?; grep -v "coll:strata: allreduce" "$STRATA_TEST_LOG.out"
+    if grep -q "time limit for job execution has been reached" "$STRATA_TEST_LOG.out"; then
+        echo "the job hung: rank 1 used a file rank 0 never writes"; return 1
+    fi
+    [ $rc -eq 0 ] || return 1
+    grep -q "preload_shm_swap: put .* at $dir/strata_coll\." "$STRATA_TEST_LOG.out" ||
+        { echo "the shim swapped nothing: this run proves nothing"; return 1; }
+    if [ "$mode" = symlink ]; then
+        grep -q "coll:strata: warning: MPI_COMM_WORLD: cannot open $dir/strata_coll\.[^ ]*: Too many levels of symbolic links; allreduce on this communicator falls back" "$STRATA_TEST_LOG.out" ||
+            { echo "rank 1 did not refuse the symlink"; return 1; }
+    else
+        grep -q "coll:strata: warning: MPI_COMM_WORLD: $dir/strata_coll\.[^ ]* is not the file local rank 0 created (inode [0-9]* owner [0-9]*, expected inode [0-9]* owner [0-9]*); refusing it; allreduce on this communicator falls back" "$STRATA_TEST_LOG.out" ||
+            { echo "rank 1 did not refuse the other file"; return 1; }
+    fi
+    [ "$(grep -c "coll:strata: warning:" "$STRATA_TEST_LOG.out")" = 1 ] || { echo "expected one warning"; return 1; }
+    grep -q "fallback (strata set-up failed on this communicator)" "$STRATA_TEST_LOG.out"
 }
 
 # Ranks killed in the middle of allreduces leave no segment behind.
@@ -372,6 +501,8 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_allreduce_ops_strata_np4 300 mpi_allreduce_ops strata 4
     strata_test mpi_allreduce_ops_strata_np3 300 mpi_allreduce_ops strata 3
     strata_test mpi_allreduce_ops_strata_large 300 mpi_allreduce_ops strata 4 --large --only-comm world
+    strata_test mpi_allreduce_setup_fault_nodes 120 mpi_allreduce_setup_fault nodes
+    strata_test mpi_allreduce_setup_fault_pipeline 120 mpi_allreduce_setup_fault pipeline
     strata_test mpi_strata_in_call_path 120 mpi_strata_in_call_path
     strata_test mpi_strata_bad_arguments 120 mpi_strata_bad_arguments
     strata_test mpi_strata_verbose_says_why 120 mpi_strata_verbose_says_why
@@ -390,6 +521,10 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     fi
     strata_test mpi_strata_shm_no_leftovers 120 mpi_strata_shm_no_leftovers
     strata_test mpi_strata_shm_stale_cleanup 120 mpi_strata_shm_stale_cleanup
+    strata_test mpi_strata_shm_stale_only_ours 120 mpi_strata_shm_stale_only_ours
+    strata_test mpi_strata_shm_name_unpredictable 120 mpi_strata_shm_name_unpredictable
+    strata_test mpi_strata_shm_swapped_file 120 mpi_strata_shm_swapped_file file
+    strata_test mpi_strata_shm_swapped_symlink 120 mpi_strata_shm_swapped_file symlink
     strata_test mpi_strata_shm_killed_job 120 mpi_strata_shm_killed_job
     strata_test mpi_strata_shm_dir_missing 120 mpi_strata_shm_dir_missing
     if strata_is_root; then
