@@ -25,8 +25,10 @@
  *                             decision, fallback
  *   coll_strata_pipeline.c    reduce-scatter(node) -> allreduce(rail) ->
  *                             allgather(node), pipelined by chunks; its
- *                             shared-memory slots, rings and scratch
- *   coll_strata_ring.c        non-blocking ring allreduce on a rail
+ *                             shared-memory slots and exchanges
+ *   coll_strata_sched.c       inter-node schedules (ring, recursive doubling,
+ *                             halving-doubling): pure step arithmetic
+ *   coll_strata_xchg.c        runs a schedule on a rail, non-blocking
  *   coll_strata_node_host.c   the node area of host data: copy/reduce
  *                             primitives on the shared-memory segment
  *   coll_strata_colls.c       every other blocking collective: memory kind,
@@ -49,6 +51,7 @@
 #include "opal/util/output.h"
 
 #include "coll_strata_decision.h"
+#include "coll_strata_sched.h"
 
 BEGIN_C_DECLS
 
@@ -59,6 +62,9 @@ typedef struct mca_coll_strata_component_t {
     int verbose;
     /* decision knobs: algorithm overrides and thresholds */
     mca_coll_strata_decision_params_t decision;
+    /* the inter-node cost model's network (decision.alpha/beta from these) */
+    double inter_latency_us;
+    double inter_bandwidth_gbs;
     /* bytes of one pipeline chunk (the whole vector moves chunk by chunk) */
     size_t segment_size;
     /* chunks in flight per communicator (shared-memory slots) */
@@ -167,7 +173,7 @@ struct mca_coll_strata_node_t;
 
 /*
  * Where a node's chunks live, and how they are copied and reduced: the
- * pipeline and the ring are written once against this table, and each
+ * pipeline and the inter-node exchange are written once against this table, and each
  * memory kind fills one (coll_strata_node_host.c: the shared-memory
  * segment, memcpy and Open MPI's op functions).  copy and reduce may only
  * queue their work; it is finished when complete() returns, and only then
@@ -249,13 +255,13 @@ typedef enum {
 typedef struct mca_coll_strata_node_t {
     const mca_coll_strata_node_ops_t *ops;
     mca_coll_strata_shm_t *shm;
-    /* The inter-node phase, per slot (ring_slot_bytes each): where the ring
+    /* The inter-node phase, per slot (inter_slot_bytes each): where it
      * receives blocks (NULL without a rail), and, where the pml cannot carry
-     * this area's memory, pinned host memory the ring stages the blocks it
+     * this area's memory, pinned host memory it stages the blocks it
      * sends and receives through (two per slot; NULL: the pml carries it). */
-    char *ring_recv;
-    char *ring_stage;
-    size_t ring_slot_bytes;
+    char *inter_recv;
+    char *inter_stage;
+    size_t inter_slot_bytes;
 } mca_coll_strata_node_t;
 
 typedef struct mca_coll_strata_node_device_t mca_coll_strata_node_device_t;
@@ -277,7 +283,7 @@ typedef struct mca_coll_strata_module_t {
      * identical on every local rank since collectives are ordered */
     uint64_t chunk_serial;
     /* per slot: the inter-node phase of the chunk in it */
-    struct mca_coll_strata_ring_t *rings;
+    struct mca_coll_strata_xchg_t *xchgs;
 } mca_coll_strata_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);
@@ -368,7 +374,7 @@ mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *mo
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module);
 
 /* coll_strata_pipeline.c: the pipeline's resources (shared-memory slots,
- * one ring and its scratch per slot), made once per communicator */
+ * one exchange and its scratch per slot), made once per communicator */
 int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why,
                                    size_t why_len);
 void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module);
@@ -378,34 +384,36 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
                                        const mca_coll_strata_decision_t *decision,
                                        mca_coll_strata_node_t *node);
 
-/* coll_strata_ring.c: one ring allreduce of `count` elements at `buf`, in
- * place, advanced by mca_coll_strata_ring_progress until it returns done. */
-typedef struct mca_coll_strata_ring_t {
+/* coll_strata_xchg.c: one allreduce of `count` elements at `buf` among the
+ * members of `comm` by schedule `alg` (coll_strata_sched.h), in place,
+ * advanced by mca_coll_strata_xchg_progress until it returns done. */
+typedef struct mca_coll_strata_xchg_t {
     struct ompi_communicator_t *comm;
+    mca_coll_strata_sched_alg_t alg;
     char *buf;
-    char *scratch;
+    char *scratch; /* receives what is folded in: up to `count` elements */
     size_t count;
     ptrdiff_t extent;
     struct ompi_datatype_t *dtype;
     struct ompi_op_t *op;
-    mca_coll_strata_node_t *node; /* reduces the received blocks */
+    mca_coll_strata_node_t *node; /* copies and folds */
     /* pinned host blocks the messages go through when the pml cannot carry
      * the node area's memory; NULL: sent and received in place */
     char *stage_send;
     char *stage_recv;
     int tag;
-    int step;    /* 0 .. 2(size-1); size-1 first steps reduce-scatter */
+    int step, nsteps;
+    mca_coll_strata_sched_step_t cur; /* the step in flight */
     bool done;   /* this chunk's inter-node phase is complete */
     /* this member's result is wrong (set before start when its input is);
-     * the ring goes on and tells its right neighbour (coll_strata_ring.c) */
+     * the exchange goes on and tells its peers (coll_strata_xchg.c) */
     bool failed;
-    size_t recv_count; /* elements the step's receive expects */
-    ompi_request_t *reqs[2];
+    ompi_request_t *reqs[2]; /* receive, send */
     char signal[64]; /* what a failed member sends: one element at most */
-} mca_coll_strata_ring_t;
+} mca_coll_strata_xchg_t;
 
-void mca_coll_strata_ring_start(mca_coll_strata_ring_t *ring);
-void mca_coll_strata_ring_progress(mca_coll_strata_ring_t *ring, bool *done);
+void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x);
+void mca_coll_strata_xchg_progress(mca_coll_strata_xchg_t *x, bool *done);
 
 /*
  * Entry points: coll_strata_allreduce.c, coll_strata_colls.c (blocking) and

@@ -68,6 +68,7 @@ static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *mod
     in.ppn_max = module->topo.ppn_max;
     in.device = device;
     in.native = native;
+    in.chunk_bytes = module->shm.slot_bytes;
     mca_coll_strata_decide(&mca_coll_strata_component.decision, &in, decision);
 }
 
@@ -130,10 +131,10 @@ static const char *mca_coll_strata_allreduce_network(mca_coll_strata_module_t *m
 {
     const mca_coll_strata_node_t *node = mca_coll_strata_node_device(module);
 
-    if (MCA_COLL_STRATA_INTER_NONE == decision->inter || NULL == node->ring_recv) {
+    if (MCA_COLL_STRATA_INTER_NONE == decision->inter || NULL == node->inter_recv) {
         return "";
     }
-    return (NULL != node->ring_stage) ? " (staged through host memory)"
+    return (NULL != node->inter_stage) ? " (staged through host memory)"
                                       : " (device buffers through the pml)";
 }
 

@@ -94,9 +94,14 @@ static void mca_coll_strata_register_decision(void)
     d->inter_algorithm = MCA_COLL_STRATA_INTER_AUTO;
     mca_coll_strata_register_enum(
         "allreduce_inter_algorithm",
-        "Inter-node phase of the rail algorithm: auto (ring from allreduce_ring_min bytes per "
-        "rail, else coll), coll (the rail communicator's own allreduce, from the component "
-        "below strata), ring (strata's ring, overlapping the pipeline's chunks)",
+        "Inter-node phase of the allreduce: auto (the cheapest of strata's ring, doubling and "
+        "halving_doubling by a cost model from allreduce_inter_latency_us and "
+        "allreduce_inter_bandwidth_gbs, per chunk and rail), ring (bandwidth-optimal, 2(N-1) "
+        "messages), doubling (recursive doubling: log2 N messages of the whole share, for "
+        "small messages), halving_doubling (reduce-scatter by recursive halving, allgather by "
+        "doubling: 2 log2 N messages, bandwidth-optimal), coll (the rail communicator's own "
+        "allreduce, from the component below strata; blocking, host data only). Node counts "
+        "that are not powers of two fold the extra nodes in first (two more messages)",
         mca_coll_strata_inter_table, MCA_COLL_STRATA_INTER_NONE, &d->inter_algorithm);
 
     d->small_max = 2048;
@@ -106,12 +111,20 @@ static void mca_coll_strata_register_decision(void)
         "allreduce_algorithm is auto; larger ones the rail path",
         &d->small_max);
 
-    d->ring_min = 65536;
-    mca_coll_strata_register_size(
-        "allreduce_ring_min",
-        "Bytes per rail from which the inter-node phase uses strata's ring when "
-        "allreduce_inter_algorithm is auto",
-        &d->ring_min);
+    mca_coll_strata_component.inter_latency_us = 5.0;
+    (void)mca_base_component_var_register(
+        &mca_coll_strata_component.super.collm_version, "allreduce_inter_latency_us",
+        "The cost model's time of one message between nodes, in microseconds (alpha; "
+        "NDR InfiniBand about 1-2, 100 GbE about 5-10, a 1 Gbit/s network tens)",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &mca_coll_strata_component.inter_latency_us);
+    mca_coll_strata_component.inter_bandwidth_gbs = 10.0;
+    (void)mca_base_component_var_register(
+        &mca_coll_strata_component.super.collm_version, "allreduce_inter_bandwidth_gbs",
+        "The cost model's bandwidth of one rail between nodes, in GB/s (1/beta; 100 GbE "
+        "about 12, NDR 400 about 50, 1 Gbit/s about 0.12)",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &mca_coll_strata_component.inter_bandwidth_gbs);
 }
 
 /* Pipeline and shared-memory sizing. */
@@ -317,6 +330,19 @@ static void mca_coll_strata_component_check(void)
                                          MCA_COLL_STRATA_STAGE_MAX_MIN, (size_t)1 << 40);
     mca_coll_strata_component_bound_size("allreduce_small_max", &c->decision.small_max, 0,
                                          (size_t)1 << 30);
+    /* the cost model's network: positive and finite */
+    if (!(c->inter_latency_us >= 0.0 && c->inter_latency_us <= 1e6)) {
+        opal_output(0, "coll:strata: coll_strata_allreduce_inter_latency_us = %g is outside "
+                    "[0, 1e6]; using 5", c->inter_latency_us);
+        c->inter_latency_us = 5.0;
+    }
+    if (!(c->inter_bandwidth_gbs > 0.0 && c->inter_bandwidth_gbs <= 1e6)) {
+        opal_output(0, "coll:strata: coll_strata_allreduce_inter_bandwidth_gbs = %g is outside "
+                    "(0, 1e6]; using 10", c->inter_bandwidth_gbs);
+        c->inter_bandwidth_gbs = 10.0;
+    }
+    c->decision.alpha = c->inter_latency_us * 1e-6;
+    c->decision.beta = 1.0 / (c->inter_bandwidth_gbs * 1e9);
 }
 
 static int mca_coll_strata_component_open(void)

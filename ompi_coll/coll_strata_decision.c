@@ -21,10 +21,14 @@
  *      only when forced.
  *   4. Otherwise the rail algorithm: each chunk is cut into one slice per
  *      local rank (ppn_min slices, so that every rail spans all nodes), each
- *      slice crosses the network on its own rail.  Between nodes the ring
- *      runs when a rail's share is at least ring_min bytes (bandwidth-optimal
- *      and overlapping the chunks), the rail communicator's own allreduce
- *      (recursive doubling in tuned) below that.
+ *      slice crosses the network on its own rail.
+ * Between nodes each chunk's share of a rail runs one of strata's
+ * non-blocking exchanges (coll_strata_sched.c), the cheapest by an
+ * alpha-beta cost model (mca_coll_strata_inter_cost) for the number of
+ * nodes and the bytes per rail: recursive doubling for small shares (log2 N
+ * messages), halving-doubling for medium ones, the ring for large ones
+ * where N is not a power of two.  The rail's own allreduce (coll) runs only
+ * when forced, and never on device data.
  */
 #include "coll_strata_decision.h"
 
@@ -42,6 +46,8 @@ const mca_coll_strata_name_t mca_coll_strata_inter_table[] = {
     {MCA_COLL_STRATA_INTER_NONE, "none"},
     {MCA_COLL_STRATA_INTER_COLL, "coll"},
     {MCA_COLL_STRATA_INTER_RING, "ring"},
+    {MCA_COLL_STRATA_INTER_RD, "doubling"},
+    {MCA_COLL_STRATA_INTER_RHD, "halving_doubling"},
     {0, NULL},
 };
 
@@ -100,30 +106,81 @@ bool mca_coll_strata_decide_device_direct(int device_net, bool pml_carries, bool
     return (MCA_COLL_STRATA_DEVICE_NET_STAGED != device_net) && pml_carries;
 }
 
+static int mca_coll_strata_log2_floor(int n)
+{
+    int l = 0;
+
+    while ((2 << l) <= n) {
+        ++l;
+    }
+    return l;
+}
+
+/*
+ * alpha-beta costs (Thakur, Rabenseifner and Gropp 2005) of the schedules
+ * of coll_strata_sched.c, m bytes among n members, p = 2^floor(log2 n):
+ *   ring  2(n-1) alpha + 2(n-1)/n m beta
+ *   rd    log2 p (alpha + m beta), + 2 (alpha + m beta) to fold n - p in
+ *   rhd   2 log2 p alpha + 2(p-1)/p m beta, + the same fold
+ * Reductions cost about the same in all three (each member reduces about
+ * m, rd log2 p m): left out.
+ */
+double mca_coll_strata_inter_cost(const mca_coll_strata_decision_params_t *params,
+                                  mca_coll_strata_inter_t inter, int n, size_t bytes)
+{
+    double a = params->alpha, b = params->beta, m = (double)bytes;
+    int l = mca_coll_strata_log2_floor(n), p = 1 << l;
+    double fold = (n > p) ? 2.0 * (a + m * b) : 0.0;
+
+    if (n < 2) {
+        return 0.0;
+    }
+    switch (inter) {
+    case MCA_COLL_STRATA_INTER_RD:
+        return l * (a + m * b) + fold;
+    case MCA_COLL_STRATA_INTER_RHD:
+        return 2.0 * l * a + 2.0 * (p - 1) / p * m * b + fold;
+    default:
+        return 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * m * b;
+    }
+}
+
 static mca_coll_strata_inter_t
 mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
                              const mca_coll_strata_decision_input_t *in, int nslices,
                              const char **reason)
 {
-    size_t per_rail = in->bytes / (size_t)((nslices > 0) ? nslices : 1);
+    static const mca_coll_strata_inter_t candidates[] = {
+        MCA_COLL_STRATA_INTER_RING, MCA_COLL_STRATA_INTER_RHD, MCA_COLL_STRATA_INTER_RD};
+    size_t chunk = (in->chunk_bytes > 0 && in->chunk_bytes < in->bytes) ? in->chunk_bytes
+                                                                         : in->bytes;
+    size_t per_rail = chunk / (size_t)((nslices > 0) ? nslices : 1);
+    mca_coll_strata_inter_t best = MCA_COLL_STRATA_INTER_RING;
+    double best_cost = 0.0;
 
     if (in->nnodes == 1) {
         return MCA_COLL_STRATA_INTER_NONE;
     }
-    if (in->native) {
-        /* The rail's own allreduce is a host module's: it would read device
-         * memory with the CPU.  Strata's ring moves device data (through
-         * the pml or staged) and reduces it on the GPU.  (The reason stays
-         * the algorithm's: nothing else is possible here.) */
-        return MCA_COLL_STRATA_INTER_RING;
-    }
-    if (params->inter_algorithm == MCA_COLL_STRATA_INTER_COLL ||
-        params->inter_algorithm == MCA_COLL_STRATA_INTER_RING) {
+    if (params->inter_algorithm == MCA_COLL_STRATA_INTER_RING ||
+        params->inter_algorithm == MCA_COLL_STRATA_INTER_RD ||
+        params->inter_algorithm == MCA_COLL_STRATA_INTER_RHD ||
+        (params->inter_algorithm == MCA_COLL_STRATA_INTER_COLL && !in->native)) {
         *reason = "inter-node algorithm forced by coll_strata_allreduce_inter_algorithm";
         return (mca_coll_strata_inter_t)params->inter_algorithm;
     }
-    return (per_rail >= params->ring_min) ? MCA_COLL_STRATA_INTER_RING
-                                          : MCA_COLL_STRATA_INTER_COLL;
+    /* Strata's own exchanges only: they overlap the pipeline's chunks, and
+     * on the native path the rail's own allreduce (a host module's) would
+     * read device memory with the CPU.  Cheapest by the cost model, per
+     * chunk's exchange; ties go to the ring, then halving-doubling. */
+    for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); ++i) {
+        double cost = mca_coll_strata_inter_cost(params, candidates[i], in->nnodes, per_rail);
+
+        if (0 == i || cost < best_cost) {
+            best = candidates[i];
+            best_cost = cost;
+        }
+    }
+    return best;
 }
 
 /* The only device path so far: the host algorithm runs on pinned host

@@ -30,7 +30,9 @@ typedef enum {
     MCA_COLL_STRATA_INTER_AUTO = 0,
     MCA_COLL_STRATA_INTER_NONE = 1, /* one node: no inter-node phase */
     MCA_COLL_STRATA_INTER_COLL = 2, /* the rail communicator's own allreduce (blocking) */
-    MCA_COLL_STRATA_INTER_RING = 3  /* strata's ring, overlapping the chunks */
+    MCA_COLL_STRATA_INTER_RING = 3, /* strata's ring, overlapping the chunks */
+    MCA_COLL_STRATA_INTER_RD = 4,   /* strata's recursive doubling */
+    MCA_COLL_STRATA_INTER_RHD = 5   /* strata's recursive halving + doubling */
 } mca_coll_strata_inter_t;
 
 /* One name per value, in value order: the MCA enums, verbose output and
@@ -89,7 +91,10 @@ typedef struct mca_coll_strata_decision_params_t {
     int algorithm;         /* mca_coll_strata_alg_t; AUTO lets the rules below choose */
     int inter_algorithm;   /* mca_coll_strata_inter_t */
     size_t small_max;      /* bytes up to which the small-message (replicated) path runs */
-    size_t ring_min;       /* bytes per rail from which the ring runs between nodes */
+    /* the network between nodes, for the cost model of the inter-node phase:
+     * alpha, seconds per message; beta, seconds per byte */
+    double alpha;
+    double beta;
 } mca_coll_strata_decision_params_t;
 
 typedef struct mca_coll_strata_decision_input_t {
@@ -99,6 +104,7 @@ typedef struct mca_coll_strata_decision_input_t {
     int ppn_max;
     bool device;      /* this rank's buffers include device memory (rank-local) */
     bool native;      /* every rank's data is on its GPU: the native path (agreed) */
+    size_t chunk_bytes; /* the pipeline's chunk: each chunk has its own exchange (0: all) */
 } mca_coll_strata_decision_input_t;
 
 typedef struct mca_coll_strata_decision_t {
@@ -117,6 +123,12 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
 mca_coll_strata_device_path_t mca_coll_strata_decide_device_path(bool device);
 
 const char *mca_coll_strata_alg_name(mca_coll_strata_alg_t alg);
+
+/* The cost model's time (seconds) of an allreduce of `bytes` among n
+ * members by an inter-node algorithm (ring, rd or rhd); the simulator
+ * replays the same schedules step by step. */
+double mca_coll_strata_inter_cost(const mca_coll_strata_decision_params_t *params,
+                                  mca_coll_strata_inter_t inter, int n, size_t bytes);
 const char *mca_coll_strata_inter_name(mca_coll_strata_inter_t inter);
 const char *mca_coll_strata_device_path_name(mca_coll_strata_device_path_t path);
 

@@ -30,7 +30,7 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     memset(&module->topo, 0, sizeof(module->topo));
     memset(&module->shm, 0, sizeof(module->shm));
     module->chunk_serial = 0;
-    module->rings = NULL;
+    module->xchgs = NULL;
     memset(&module->node_host, 0, sizeof(module->node_host));
 }
 

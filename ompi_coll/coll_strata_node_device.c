@@ -330,8 +330,8 @@ static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
     if (!rail) {
         return OMPI_SUCCESS;
     }
-    d->super.ring_recv = (char *)(uintptr_t)(d->scratch + 2 * region);
-    d->super.ring_slot_bytes = d->slot_bytes;
+    d->super.inter_recv = (char *)(uintptr_t)(d->scratch + 2 * region);
+    d->super.inter_slot_bytes = d->slot_bytes;
     if (mca_coll_strata_node_device_stages(comm)) {
         res = strata_cuda.cuMemHostAlloc(&d->stage, 2 * region, 0);
         if (CUDA_SUCCESS != res) {
@@ -340,7 +340,7 @@ static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
                      2 * region, strata_cuda_result_str(res, str, sizeof(str)));
             return OMPI_ERROR;
         }
-        d->super.ring_stage = d->stage;
+        d->super.inter_stage = d->stage;
     }
     return OMPI_SUCCESS;
 }

@@ -8,7 +8,9 @@
  *               input area and writes the node's partial result to the
  *               result area: the intra-node reduce-scatter
  *   inter-node  owner j allreduces its slice with owner j of every other
- *               node on rail j (ring or the rail's own allreduce)
+ *               node on rail j (strata's ring, recursive doubling or
+ *               halving-doubling: coll_strata_xchg.c; or the rail's own
+ *               allreduce)
  *   publish     owner j marks its slice final
  *   copy out    every local rank copies the whole chunk's result out: the
  *               intra-node allgather
@@ -20,7 +22,7 @@
  * result area.
  *
  * There are shm->nslots slots, so up to that many chunks are in flight: a
- * rank copies chunk c+1 in and reduces it while chunk c's ring is on the
+ * rank copies chunk c+1 in and reduces it while chunk c's exchange is on the
  * network.  Progress is published through monotonic per-rank counters that
  * count chunks over the communicator's lifetime (module->chunk_serial), so
  * consecutive calls with different sizes or algorithms need no reset and no
@@ -32,7 +34,7 @@
  * owned slices in earlier calls.
  *
  * Failures never stop the flags: a rank whose copy or reduction fails
- * (device work can), or whose ring learns that a member on another node
+ * (device work can), or whose exchange learns that a member on another node
  * failed, still advances every counter, so no local rank waits forever, and
  * the counters stay equal on every rank for the next call.  It marks the
  * chunk in its failure word for the slot before the counter that
@@ -191,40 +193,45 @@ static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool
 
 /* Start the inter-node phase of this rank's slice of chunk c (in the slot's
  * result area); blocking algorithms complete here.  `failed`: the slice is
- * already wrong (its ring tells the rail; the rail's own allreduce cannot,
- * so there only this node learns it). */
+ * already wrong (strata's exchanges tell the rail; the rail's own allreduce
+ * cannot, so there only this node learns it). */
 static void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_t c,
                                                  char *slice, size_t slice_elems, bool failed)
 {
     int slot = mca_coll_strata_pipeline_slot(p, c);
-    mca_coll_strata_ring_t *ring = &p->module->rings[slot];
+    mca_coll_strata_xchg_t *x = &p->module->xchgs[slot];
     struct ompi_communicator_t *rail = p->module->topo.rail_comm;
 
-    ring->done = true;
-    ring->failed = failed || mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_INTER);
+    x->done = true;
+    x->failed = failed || mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_INTER);
     switch (p->decision->inter) {
     case MCA_COLL_STRATA_INTER_RING:
-        ring->comm = rail;
-        ring->buf = slice;
-        ring->scratch = p->node->ring_recv + (size_t)slot * p->node->ring_slot_bytes;
-        ring->stage_send = ring->stage_recv = NULL;
-        if (NULL != p->node->ring_stage) {
-            ring->stage_send = p->node->ring_stage + 2 * (size_t)slot * p->node->ring_slot_bytes;
-            ring->stage_recv = ring->stage_send + p->node->ring_slot_bytes;
+    case MCA_COLL_STRATA_INTER_RD:
+    case MCA_COLL_STRATA_INTER_RHD:
+        x->alg = (MCA_COLL_STRATA_INTER_RD == p->decision->inter)    ? MCA_COLL_STRATA_SCHED_RD
+                 : (MCA_COLL_STRATA_INTER_RHD == p->decision->inter) ? MCA_COLL_STRATA_SCHED_RHD
+                                                                     : MCA_COLL_STRATA_SCHED_RING;
+        x->comm = rail;
+        x->buf = slice;
+        x->scratch = p->node->inter_recv + (size_t)slot * p->node->inter_slot_bytes;
+        x->stage_send = x->stage_recv = NULL;
+        if (NULL != p->node->inter_stage) {
+            x->stage_send = p->node->inter_stage + 2 * (size_t)slot * p->node->inter_slot_bytes;
+            x->stage_recv = x->stage_send + p->node->inter_slot_bytes;
         }
-        ring->count = slice_elems;
-        ring->dtype = p->dtype;
-        ring->op = p->op;
-        ring->node = p->node;
-        ring->tag = 1 + slot;
-        ring->done = false;
-        mca_coll_strata_ring_start(ring);
+        x->count = slice_elems;
+        x->dtype = p->dtype;
+        x->op = p->op;
+        x->node = p->node;
+        x->tag = 1 + slot;
+        x->done = false;
+        mca_coll_strata_xchg_start(x);
         break;
     case MCA_COLL_STRATA_INTER_COLL:
         if (OMPI_SUCCESS != rail->c_coll->coll_allreduce(MPI_IN_PLACE, slice, (int)slice_elems,
                                                          p->dtype, p->op, rail,
                                                          rail->c_coll->coll_allreduce_module)) {
-            ring->failed = true;
+            x->failed = true;
         }
         break;
     default:
@@ -280,25 +287,25 @@ static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool 
     mca_coll_strata_pipeline_inter_start(p, c, dst, len, inputs_failed || OMPI_SUCCESS != rc);
 }
 
-/* Advance in-flight rings; publish finished chunks in order, a failed one
+/* Advance in-flight exchanges; publish finished chunks in order, a failed one
  * marked in the failure word before its counter. */
 static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     for (uint64_t c = p->next_publish; c < p->next_reduce; ++c) {
-        mca_coll_strata_ring_t *ring = &p->module->rings[mca_coll_strata_pipeline_slot(p, c)];
+        mca_coll_strata_xchg_t *x = &p->module->xchgs[mca_coll_strata_pipeline_slot(p, c)];
 
-        if (!ring->done) {
-            mca_coll_strata_ring_progress(ring, &ring->done);
+        if (!x->done) {
+            mca_coll_strata_xchg_progress(x, &x->done);
         }
     }
     while (p->next_publish < p->next_reduce) {
         uint64_t c = p->next_publish;
-        mca_coll_strata_ring_t *ring = &p->module->rings[mca_coll_strata_pipeline_slot(p, c)];
+        mca_coll_strata_xchg_t *x = &p->module->xchgs[mca_coll_strata_pipeline_slot(p, c)];
 
-        if (!ring->done) {
+        if (!x->done) {
             break;
         }
-        if (ring->failed) {
+        if (x->failed) {
             p->peer_failed = true;
             mca_coll_strata_pipeline_fail(p, c, MPI_ERR_OTHER);
         }
@@ -410,7 +417,7 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
     return p.node_error;
 }
 
-/* Shared-memory slots, and per slot a ring and its scratch, sized by
+/* Shared-memory slots, and per slot an exchange and its scratch, sized by
  * coll_strata_segment_size and coll_strata_shm_slots (within their ranges:
  * the component bounds them when it opens). */
 int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, size_t why_len)
@@ -427,21 +434,22 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, 
     }
     module->node_host.ops = &mca_coll_strata_node_host_ops;
     module->node_host.shm = &module->shm;
-    module->node_host.ring_slot_bytes = slot_bytes;
+    module->node_host.inter_slot_bytes = slot_bytes;
     /* Local steps from here on: the set-up's closing agreement makes a
      * failure on one rank a fallback on all of them. */
     if (!mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_PIPELINE)) {
-        module->rings = calloc((size_t)nslots, sizeof(*module->rings));
+        module->xchgs = calloc((size_t)nslots, sizeof(*module->xchgs));
     }
-    if (NULL == module->rings) {
+    if (NULL == module->xchgs) {
         snprintf(why, why_len, "out of memory");
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    /* A ring block is at most one chunk: one slot's bytes per chunk in flight. */
+    /* An exchange receives at most one chunk: one slot's bytes per chunk in
+     * flight. */
     if (NULL != module->topo.rail_comm) {
-        module->node_host.ring_recv = malloc(slot_bytes * (size_t)nslots);
-        if (NULL == module->node_host.ring_recv) {
-            snprintf(why, why_len, "cannot allocate %zu bytes of ring scratch",
+        module->node_host.inter_recv = malloc(slot_bytes * (size_t)nslots);
+        if (NULL == module->node_host.inter_recv) {
+            snprintf(why, why_len, "cannot allocate %zu bytes of exchange scratch",
                      slot_bytes * (size_t)nslots);
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
@@ -452,8 +460,8 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, 
 void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module)
 {
     mca_coll_strata_shm_detach(&module->shm);
-    free(module->node_host.ring_recv);
-    module->node_host.ring_recv = NULL;
-    free(module->rings);
-    module->rings = NULL;
+    free(module->node_host.inter_recv);
+    module->node_host.inter_recv = NULL;
+    free(module->xchgs);
+    module->xchgs = NULL;
 }

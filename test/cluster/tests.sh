@@ -42,6 +42,36 @@ cluster_allreduce() {
     fi
 }
 
+# Each inter-node algorithm forced in turn (ring, doubling, halving_doubling)
+# at PLACEMENT: 2x2 (2 nodes), 2+2+1 (3), 4x2 (4), 2+1+1+1+1 (5; uneven):
+# every op and type (MPI_COMM_WORLD, up to 64 KiB), the basic cases and
+# inexact float sums bitwise identical on every rank; verbosity 20 must name
+# the algorithm.  Then auto, naming whatever the cost model chose.
+cluster_allreduce_inter() {
+    local map inter out="$STRATA_TEST_TMP/inter.out"
+    case "$1" in
+    2x2) map=(-np 4 --map-by ppr:2:node) ;;
+    2+2+1) map=(-np 5 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:2,$STRATA_CLUSTER-n3:1") ;;
+    4x2) map=(-np 8 --map-by ppr:2:node) ;;
+    2+1+1+1+1) map=(-np 6 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:1,$STRATA_CLUSTER-n3:1,$STRATA_CLUSTER-n4:1,$STRATA_CLUSTER-n5:1") ;;
+    esac
+    for inter in ring doubling halving_doubling auto; do
+        echo "== inter-node $inter"
+        strata_mpirun_cluster "${map[@]}" $(strata_coll_mca strata) \
+            --mca coll_strata_allreduce_inter_algorithm "$inter" --mca coll_strata_verbose 20 \
+            "$T/mpi/test_allreduce_basic" --max-count 65536 >"$out" 2>&1 || { cat "$out"; return 1; }
+        grep -v "coll:strata" "$out"
+        if [ "$inter" = auto ]; then
+            grep "allreduce MPI_COMM_WORLD .*inter-node" "$out" | sed 's/.*inter-node \([a-z_]*\).*/\1/' | sort | uniq -c
+        elif ! grep -q "allreduce MPI_COMM_WORLD .*inter-node $inter," "$out"; then
+            echo "verbosity 20 never named inter-node $inter"; return 1
+        fi
+        strata_mpirun_cluster "${map[@]}" $(strata_coll_mca strata) \
+            --mca coll_strata_allreduce_inter_algorithm "$inter" \
+            "$T/mpi/test_allreduce_ops" --quiet --only-comm world --max-bytes 64K || return 1
+    done
+}
+
 # Every collective on device buffers across nodes, through the README's
 # CUDA-aware settings with TCP between nodes (pml/ucx; device data between
 # nodes is staged by coll/strata before it reaches the network).
@@ -133,19 +163,22 @@ cluster_allreduce_native_big() {
 # ring: every rank returns an error (the rail partner on the other node
 # learns it from the ring, the local ranks from the segment), none hangs,
 # and later calls on the communicator are right.
-# cluster_allreduce_inter_fault PLACEMENT FAILING: 2x2 or 3+1; a rank with a rail
+# cluster_allreduce_inter_fault PLACEMENT FAILING [INTER]: 2x2, 3+1 or
+# 2+1+1+1+1; a rank with a rail; the inter-node algorithm (default ring)
 cluster_allreduce_inter_fault() {
-    local map out="$STRATA_TEST_TMP/fault.out" failing=$2
+    local map out="$STRATA_TEST_TMP/fault.out" failing=$2 inter=${3:-ring} n
     case "$1" in
     2x2) map=(-np 4 --map-by ppr:2:node) ;;
     3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
+    2+1+1+1+1) map=(-np 6 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:1,$STRATA_CLUSTER-n3:1,$STRATA_CLUSTER-n4:1,$STRATA_CLUSTER-n5:1") ;;
     esac
+    n=${map[1]}
     strata_mpirun_cluster "${map[@]}" $(strata_coll_mca strata) \
-        --mca coll_strata_allreduce_inter_algorithm ring \
+        --mca coll_strata_allreduce_inter_algorithm "$inter" \
         bash -c '[ "$OMPI_COMM_WORLD_RANK" = '"$failing"' ] && export OMPI_MCA_coll_strata_test_fail=inter; exec "$@"' _ \
         "$T/mpi/test_allreduce_fault" --expect fail --timeout 60 >"$out" 2>&1
     local rc=$?; cat "$out"
-    [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: 4 of 4 ranks returned an error" "$out"
+    [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: $n of $n ranks returned an error" "$out"
 }
 
 # cluster_allreduce_native_tls UCX_TLS ARGS...: the same with pml/ucx's UCX_TLS
@@ -265,9 +298,19 @@ else
     strata_test cluster_allreduce_strata_bynode 300 cluster_job 2 "" cluster_allreduce strata bynode
     strata_test cluster_allreduce_strata_4x2 300 cluster_job 4 "" cluster_allreduce strata 4x2
     strata_test cluster_allreduce_strata_2x1 300 cluster_job 2 "" cluster_allreduce strata 2x1
+    strata_test cluster_allreduce_inter_2x2 400 cluster_job 2 "" cluster_allreduce_inter 2x2
+    strata_test cluster_allreduce_inter_2+2+1 400 cluster_job 3 "" cluster_allreduce_inter 2+2+1
+    strata_test cluster_allreduce_inter_4x2 600 cluster_job 4 "" cluster_allreduce_inter 4x2
+    strata_test cluster_allreduce_inter_2+1+1+1+1 600 cluster_job 5 "" cluster_allreduce_inter 2+1+1+1+1
     strata_test cluster_allreduce_inter_fault_2x2 300 cluster_job 2 "" cluster_allreduce_inter_fault 2x2 1
     # the lone rank of the 1-rank node: its rail partner leads a 3-rank node
     strata_test cluster_allreduce_inter_fault_3+1 300 cluster_job 2 "" cluster_allreduce_inter_fault 3+1 3
+    # the news through recursive doubling and halving-doubling, with the fold
+    # of a non-power of two: a folded-in rank (rank 2, node 2) fails
+    strata_test cluster_allreduce_inter_fault_5_doubling 300 cluster_job 5 "" \
+        cluster_allreduce_inter_fault 2+1+1+1+1 2 doubling
+    strata_test cluster_allreduce_inter_fault_5_halving_doubling 300 cluster_job 5 "" \
+        cluster_allreduce_inter_fault 2+1+1+1+1 4 halving_doubling
     if [ "$STRATA_HAVE_UCX" = yes ] && [ -x "$T/mpi/test_coll_device" ]; then
         strata_test cluster_coll_device_2x2 300 cluster_job 2 "" cluster_coll_device 2x2
         strata_test cluster_coll_device_3+1 300 cluster_job 2 "" cluster_coll_device 3+1

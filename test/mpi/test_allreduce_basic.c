@@ -8,6 +8,9 @@
  * double sums are exact, so the reference (computed by every rank alone, in
  * 64-bit integers, from the formula that made the inputs) must match exactly.
  * The first wrong value prints rank, case, index, expected and got.
+ * Then sums of inexact floats and doubles (random in [-1, 1]: the order of
+ * the additions shows in the bits) must be bitwise identical on every rank:
+ * MPI does not fix the order, but every rank must use the same one.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -133,6 +136,50 @@ static int check_comm(MPI_Comm comm, const char *comm_name, long max_count)
     return failed;
 }
 
+/* Inexact sums: every rank's result must have rank 0's bits. */
+static int check_identical(MPI_Comm comm, long max_count)
+{
+    static const long counts[] = {1, 7, 1021, 65537, 300007};
+    int rank, failed = 0;
+
+    MPI_Comm_rank(comm, &rank);
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); ++c) {
+        long n = counts[c] <= max_count ? counts[c] : max_count;
+
+        for (int dbl = 0; dbl < 2; ++dbl) {
+            size_t es = dbl ? sizeof(double) : sizeof(float);
+            char *in = malloc(es * (size_t)n), *out = malloc(es * (size_t)n);
+            char *root = malloc(es * (size_t)n);
+            uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1) + (uint64_t)n;
+
+            for (long i = 0; i < n; ++i) {
+                double v;
+
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                v = (double)(int64_t)(x >> 11) / (double)(1ull << 52) - 1.0;
+                if (dbl) ((double *)in)[i] = v;
+                else ((float *)in)[i] = (float)v;
+            }
+            MPI_Allreduce(in, out, (int)n, dbl ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, comm);
+            memcpy(root, out, es * (size_t)n);
+            MPI_Bcast(root, (int)(es * (size_t)n), MPI_BYTE, 0, comm);
+            if (memcmp(root, out, es * (size_t)n)) {
+                fprintf(stderr, "test_allreduce_basic: FAIL rank %d: inexact %s sum of %ld "
+                        "differs from rank 0's bits\n", rank, dbl ? "double" : "float", n);
+                failed = 1;
+            }
+            free(in);
+            free(out);
+            free(root);
+        }
+    }
+    if (0 == rank && !failed) {
+        printf("test_allreduce_basic: inexact float and double sums bitwise identical on every "
+               "rank\n");
+    }
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     long max_count = 1L << 20;
@@ -147,6 +194,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
     failed |= check_comm(MPI_COMM_WORLD, "MPI_COMM_WORLD", max_count);
+    failed |= check_identical(MPI_COMM_WORLD, max_count);
     /* All ranks but the last: an odd size whenever the world is even. */
     MPI_Comm_split(MPI_COMM_WORLD, rank == size - 1 && size > 1 ? MPI_UNDEFINED : 0, rank, &odd);
     if (odd != MPI_COMM_NULL) {

@@ -25,7 +25,8 @@ static const mca_coll_strata_decision_params_t defaults = {
     .algorithm = MCA_COLL_STRATA_ALG_AUTO,
     .inter_algorithm = MCA_COLL_STRATA_INTER_AUTO,
     .small_max = 4096,
-    .ring_min = 65536,
+    .alpha = 5e-6,   /* 5 us per message */
+    .beta = 1e-10,   /* 10 GB/s */
 };
 
 static mca_coll_strata_decision_t decide(const mca_coll_strata_decision_params_t *params,
@@ -47,7 +48,8 @@ static void test_auto_rules(void)
 
     d = decide(&defaults, 8, 4, 2, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.nslices == 2 &&
-          d.inter == MCA_COLL_STRATA_INTER_COLL, "8 B on 4x2: replicated on 2 rails with coll");
+          d.inter == MCA_COLL_STRATA_INTER_RD,
+          "8 B on 4x2: replicated on 2 rails, recursive doubling (2 messages, not 6)");
     d = decide(&defaults, 4096, 1, 4, 4);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED &&
           d.inter == MCA_COLL_STRATA_INTER_NONE, "4 KiB on one node: replicated, no inter-node phase");
@@ -56,19 +58,59 @@ static void test_auto_rules(void)
           "64 B on 2+2+1: replicated on the one rail every node has");
     d = decide(&defaults, 4097, 4, 2, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 2 &&
-          d.inter == MCA_COLL_STRATA_INTER_COLL, "4097 B on 4x2: rail, 2 slices, coll");
+          d.inter == MCA_COLL_STRATA_INTER_RD, "4097 B on 4x2: rail, 2 slices, doubling");
     d = decide(&defaults, 2 << 20, 4, 2, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 2 &&
-          d.inter == MCA_COLL_STRATA_INTER_RING, "2 MiB on 4x2: rail, 2 slices, ring");
+          d.inter == MCA_COLL_STRATA_INTER_RHD,
+          "2 MiB on 4x2: rail, 2 slices, halving-doubling (the ring's bytes, 4 messages not 6)");
     d = decide(&defaults, 2 << 20, 3, 1, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 1,
           "uneven 2+2+1: one slice (every rail must span all nodes)");
     d = decide(&defaults, 2 << 20, 4, 1, 1);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_FALLBACK, "one rank per node falls back");
     d = decide(&defaults, 100000, 2, 2, 2);
-    CHECK(d.inter == MCA_COLL_STRATA_INTER_COLL, "50000 B per rail < ring_min: coll");
-    d = decide(&defaults, 131072, 2, 2, 2);
-    CHECK(d.inter == MCA_COLL_STRATA_INTER_RING, "65536 B per rail = ring_min: ring");
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "2 nodes: doubling (one message of the share)");
+    d = decide(&defaults, 2 << 20, 3, 1, 1);
+    d = decide(&defaults, 2 << 20, 3, 2, 2);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RING,
+          "1 MiB per rail on 3 nodes: ring (the fold of a non-power of two costs the share twice)");
+    d = decide(&defaults, 64, 5, 2, 2);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "64 B on 5 nodes: doubling with the fold");
+}
+
+/* The cost model against the formulas it implements, and its choices as
+ * the node count grows: doubling for small shares at any N, the ring never
+ * for small shares at large N (2(N-1) messages). */
+static void test_cost_model(void)
+{
+    const double a = defaults.alpha, b = defaults.beta;
+    mca_coll_strata_decision_t d;
+
+    CHECK(mca_coll_strata_inter_cost(&defaults, MCA_COLL_STRATA_INTER_RING, 4, 1000) ==
+              6 * a + 1.5 * 1000 * b, "ring cost on 4 members\n");
+    CHECK(mca_coll_strata_inter_cost(&defaults, MCA_COLL_STRATA_INTER_RD, 4, 1000) ==
+              2 * (a + 1000 * b), "doubling cost on 4 members\n");
+    CHECK(mca_coll_strata_inter_cost(&defaults, MCA_COLL_STRATA_INTER_RHD, 5, 1000) ==
+              4 * a + 1.5 * 1000 * b + 2 * (a + 1000 * b),
+          "halving-doubling cost on 5 members (fold included)\n");
+    CHECK(mca_coll_strata_inter_cost(&defaults, MCA_COLL_STRATA_INTER_RING, 1, 1000) == 0.0,
+          "one member costs nothing\n");
+    for (int n = 2; n <= 4096; n *= 2) {
+        d = decide(&defaults, 64, n, 2, 2);
+        CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "64 B on %d nodes: doubling\n", n);
+        d = decide(&defaults, 64, n + 1, 2, 2);
+        CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "64 B on %d nodes: doubling\n", n + 1);
+    }
+    {
+        mca_coll_strata_decision_params_t p = defaults;
+        mca_coll_strata_decision_input_t in = {.bytes = 64 << 20, .nnodes = 512, .ppn_min = 2,
+                                               .ppn_max = 2, .chunk_bytes = 128 << 10};
+
+        mca_coll_strata_decide(&p, &in, &d);
+        CHECK(d.inter == MCA_COLL_STRATA_INTER_RHD,
+              "64 MiB on 512 nodes in 128 KiB chunks: halving-doubling per chunk (the ring's "
+              "1022 messages per chunk cost more), got %s\n", mca_coll_strata_inter_name(d.inter));
+    }
 }
 
 static void test_overrides(void)
@@ -100,15 +142,15 @@ static void test_overrides(void)
     p = defaults;
     p.small_max = 1 << 20;
     d = decide(&p, 1 << 20, 4, 2, 2);
-    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.inter == MCA_COLL_STRATA_INTER_RING,
-          "small_max raised: 1 MiB replicated, each rail carrying all of it (ring)");
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.inter == MCA_COLL_STRATA_INTER_RHD,
+          "small_max raised: 1 MiB replicated, each rail carrying all of it (halving-doubling)");
     d = decide(&p, (1 << 20) + 1, 4, 2, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL, "one byte over small_max: rail");
     p = defaults;
     p.algorithm = MCA_COLL_STRATA_ALG_LEADER;
     d = decide(&p, 8, 4, 2, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.nslices == 1 &&
-          d.inter == MCA_COLL_STRATA_INTER_COLL, "forced leader, small: one slice, coll");
+          d.inter == MCA_COLL_STRATA_INTER_RD, "forced leader, small: one slice, doubling");
 }
 
 /* Device buffers change only this rank's device path, never the algorithm
@@ -141,10 +183,11 @@ static void test_device_path(void)
     }
 }
 
-/* The native path (device data on every rank's GPU) across nodes always
- * runs strata's ring between nodes: the rail's own allreduce is a host
- * module's and would read device memory with the CPU.  The algorithm and
- * slices are the host path's; inside one node there is no inter-node phase. */
+/* The native path (device data on every rank's GPU) across nodes runs one
+ * of strata's exchanges between nodes, never the rail's own allreduce (a
+ * host module's, which would read device memory with the CPU).  The
+ * algorithm and slices are the host path's; inside one node there is no
+ * inter-node phase. */
 static void test_native(void)
 {
     static const size_t sizes[] = {8, 4096, 65535, 65536, 2 << 20};
@@ -166,8 +209,13 @@ static void test_native(void)
                 mca_coll_strata_decide(&p, &in, &host);
                 in.native = in.device = true;
                 mca_coll_strata_decide(&p, &in, &native);
-                CHECK(native.inter == (tops[t][0] > 1 ? MCA_COLL_STRATA_INTER_RING
-                                                      : MCA_COLL_STRATA_INTER_NONE),
+                /* never the rail's own allreduce; a forced strata exchange
+                 * as forced, else the cost model's choice */
+                CHECK((tops[t][0] == 1) ? native.inter == MCA_COLL_STRATA_INTER_NONE
+                      : (inters[f] == MCA_COLL_STRATA_INTER_RING)
+                          ? native.inter == MCA_COLL_STRATA_INTER_RING
+                          : (native.inter != MCA_COLL_STRATA_INTER_COLL &&
+                             native.inter != MCA_COLL_STRATA_INTER_NONE),
                       "native %zu B on %d node(s), inter forced %s: %s between nodes\n", sizes[i],
                       tops[t][0], mca_coll_strata_inter_name(inters[f]),
                       mca_coll_strata_inter_name(native.inter));
@@ -259,6 +307,7 @@ int main(void)
 {
     test_auto_rules();
     test_overrides();
+    test_cost_model();
     test_device_path();
     test_native();
     test_device_network();

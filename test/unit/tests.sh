@@ -18,7 +18,7 @@ unit_ompi_info_lists_coll() {
     out=$(OMPI_MCA_mca_base_component_path="$STRATA_OMPI_COMPONENT_PATH" ompi_info --param coll strata --level 9)
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_inter_algorithm allreduce_small_max \
-             allreduce_ring_min segment_size shm_slots shm_dir; do
+             allreduce_inter_latency_us allreduce_inter_bandwidth_gbs segment_size shm_slots shm_dir; do
         grep -q "parameter \"coll_strata_$p\"" <<<"$out" || { echo "coll_strata_$p not listed"; return 1; }
     done
     grep -q 'Valid values: 0:"auto", 1:"fallback", 2:"leader", 3:"rail", 4:"replicated"' <<<"$out"
@@ -33,11 +33,16 @@ unit_coll_decision() {
     "$STRATA_BUILDDIR/test/unit/test_decision"
 }
 
+unit_coll_sched() {
+    "$STRATA_BUILDDIR/test/unit/test_sched"
+}
+
 unit_gpu_ipc_cache() {
     "$STRATA_BUILDDIR/test/unit/test_gpu_ipc_cache"
 }
 
 strata_test unit_coll_decision 60 unit_coll_decision
+strata_test unit_coll_sched 120 unit_coll_sched
 strata_test unit_gpu_ipc_cache 60 unit_gpu_ipc_cache
 if [ "$STRATA_HAVE_UCX" = yes ]; then
     strata_test unit_uct_module_registers 60 unit_uct_module_registers

@@ -1,0 +1,211 @@
+/*
+ * coll/strata inter-node exchange: runs one allreduce schedule
+ * (coll_strata_sched.h: ring, recursive doubling, or recursive halving and
+ * doubling) among the members of a rail, non-blocking.
+ *
+ * The pipeline keeps one exchange per chunk in flight and calls
+ * mca_coll_strata_xchg_progress between its shared-memory steps, so the
+ * network phase of one chunk overlaps the node phases of the next.
+ * Exchanges of different chunks use different tags (one per shared-memory
+ * slot): a rail member may post chunk c+1 before its neighbour finished
+ * chunk c, and the tag keeps those messages apart; between two members,
+ * every message of a slot is sent and received in schedule order, so the
+ * pml's ordering matches them.
+ *
+ * The vector lives in the node area (host shared memory, or device memory
+ * on the GPU path).  A step's message is received into the slot's scratch
+ * and folded into the vector by the node area's reduction (on the GPU for
+ * device data), or received straight into the vector.  Where the pml cannot
+ * carry device memory (ob1, or pml/ucx without Strata's transports) each
+ * message goes through pinned host blocks of the slot: copied out before
+ * the send is posted, copied in before it is folded.
+ *
+ * Failures never stop an exchange: a member that cannot compute its part (a
+ * failed copy or reduction, input a local rank could not provide, a failed
+ * send or receive) goes on through every step, so that no member on another
+ * node waits for a message that is not coming, but sends each remaining
+ * message with another length than the receiver expects (nothing where it
+ * expects elements, one element where it expects none: truncated, nothing
+ * written).  The receiver takes that as the news, marks its own result
+ * failed and passes the news on the same way: it follows the data's
+ * dependencies, at no cost to exchanges that do not fail.
+ */
+#include "coll_strata.h"
+
+#include <string.h>
+
+#include "ompi/constants.h"
+#include "ompi/mca/pml/pml.h"
+
+static void mca_coll_strata_xchg_fail(mca_coll_strata_xchg_t *x)
+{
+    x->failed = true;
+}
+
+/* The status of a node-area operation and its completion. */
+static void mca_coll_strata_xchg_node(mca_coll_strata_xchg_t *x, int rc)
+{
+    if (OMPI_SUCCESS == rc) {
+        rc = x->node->ops->complete(x->node);
+    }
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_strata_xchg_fail(x);
+    }
+}
+
+/* Copy `count` elements between the node area and a staging block (or the
+ * scratch), and wait for the copy: a message may be sent, or a block
+ * folded, only after. */
+static void mca_coll_strata_xchg_copy(mca_coll_strata_xchg_t *x, void *dst, const void *src,
+                                      size_t count)
+{
+    mca_coll_strata_xchg_node(x, x->node->ops->copy(x->node, dst, src,
+                                                    count * (size_t)x->extent));
+}
+
+static char *mca_coll_strata_xchg_at(const mca_coll_strata_xchg_t *x, size_t off)
+{
+    return x->buf + off * (size_t)x->extent;
+}
+
+/* Post the messages of step x->step.  A request the pml refuses is left
+ * NULL (complete) and the exchange marked failed. */
+static void mca_coll_strata_xchg_post(mca_coll_strata_xchg_t *x)
+{
+    mca_coll_strata_sched_step_t *s = &x->cur;
+    char *send_ptr, *recv_ptr;
+    size_t send_count;
+
+    mca_coll_strata_sched_step(x->alg, ompi_comm_size(x->comm), ompi_comm_rank(x->comm),
+                               x->count, x->step, s);
+    send_count = s->send_count;
+    x->reqs[0] = x->reqs[1] = MPI_REQUEST_NULL;
+    if (s->recv_peer >= 0) {
+        recv_ptr = (MCA_COLL_STRATA_FOLD_NONE == s->fold) ? mca_coll_strata_xchg_at(x, s->recv_off)
+                                                          : x->scratch;
+        if (NULL != x->stage_recv) {
+            recv_ptr = x->stage_recv;
+        }
+        if (OMPI_SUCCESS != MCA_PML_CALL(irecv(recv_ptr, s->recv_count, x->dtype, s->recv_peer,
+                                               x->tag, x->comm, &x->reqs[0]))) {
+            x->reqs[0] = MPI_REQUEST_NULL;
+            mca_coll_strata_xchg_fail(x);
+        }
+    }
+    if (s->send_peer < 0) {
+        return;
+    }
+    send_ptr = mca_coll_strata_xchg_at(x, s->send_off);
+    if (NULL != x->stage_send && !x->failed) {
+        mca_coll_strata_xchg_copy(x, x->stage_send, send_ptr, send_count);
+        send_ptr = x->stage_send;
+    }
+    if (x->failed) {
+        /* the news (see the top): host memory, whatever the node area */
+        send_count = (0 == send_count) ? 1 : 0;
+        send_ptr = x->signal;
+    }
+    if (OMPI_SUCCESS != MCA_PML_CALL(isend(send_ptr, send_count, x->dtype, s->send_peer, x->tag,
+                                           MCA_PML_BASE_SEND_STANDARD, x->comm, &x->reqs[1]))) {
+        x->reqs[1] = MPI_REQUEST_NULL;
+        mca_coll_strata_xchg_fail(x);
+    }
+}
+
+/* Both requests of the step are complete: did the peer's message arrive
+ * whole?  A request that ended in error is not freed by the test (MPI's
+ * rule for MPI_ERR_IN_STATUS): free it here. */
+static void mca_coll_strata_xchg_check(mca_coll_strata_xchg_t *x, int rc,
+                                       const ompi_status_public_t *status)
+{
+    size_t size;
+
+    if (OMPI_SUCCESS != rc) {
+        for (int i = 0; i < 2; ++i) {
+            if (MPI_REQUEST_NULL != x->reqs[i]) {
+                (void)ompi_request_free(&x->reqs[i]);
+            }
+        }
+        mca_coll_strata_xchg_fail(x);
+        return;
+    }
+    if (x->cur.recv_peer < 0) {
+        return;
+    }
+    /* _ucount: the bytes received (what MPI_Get_count reads) */
+    ompi_datatype_type_size(x->dtype, &size);
+    if (status->_ucount != x->cur.recv_count * size) {
+        mca_coll_strata_xchg_fail(x);
+    }
+}
+
+/* The step's messages are done: fold the received block in. */
+static void mca_coll_strata_xchg_finish_step(mca_coll_strata_xchg_t *x)
+{
+    const mca_coll_strata_sched_step_t *s = &x->cur;
+    mca_coll_strata_node_t *node = x->node;
+    char *block = mca_coll_strata_xchg_at(x, s->recv_off);
+    const void *srcs[2];
+
+    if (x->failed || s->recv_peer < 0) {
+        /* nothing received, or the result is wrong anyway */
+    } else if (MCA_COLL_STRATA_FOLD_NONE == s->fold) {
+        if (NULL != x->stage_recv) {
+            mca_coll_strata_xchg_copy(x, block, x->stage_recv, s->recv_count);
+        }
+    } else {
+        if (NULL != x->stage_recv) {
+            mca_coll_strata_xchg_copy(x, x->scratch, x->stage_recv, s->recv_count);
+        }
+        if (MCA_COLL_STRATA_FOLD_RECV_FIRST == s->fold) {
+            /* block = received op block (the node area writes srcs[1]) */
+            srcs[0] = x->scratch;
+            srcs[1] = block;
+            mca_coll_strata_xchg_node(x, node->ops->reduce(node, x->op, x->dtype, srcs, 2, block,
+                                                           s->recv_count));
+        } else {
+            /* block = block op received: into the scratch, then back */
+            srcs[0] = block;
+            srcs[1] = x->scratch;
+            mca_coll_strata_xchg_node(x, node->ops->reduce(node, x->op, x->dtype, srcs, 2,
+                                                           x->scratch, s->recv_count));
+            if (!x->failed) {
+                mca_coll_strata_xchg_copy(x, block, x->scratch, s->recv_count);
+            }
+        }
+    }
+    x->step++;
+}
+
+void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x)
+{
+    ompi_datatype_type_extent(x->dtype, &x->extent);
+    x->step = 0;
+    x->nsteps = mca_coll_strata_sched_nsteps(x->alg, ompi_comm_size(x->comm));
+    x->reqs[0] = x->reqs[1] = MPI_REQUEST_NULL;
+    memset(x->signal, 0, sizeof(x->signal));
+    if (x->nsteps > 0) {
+        mca_coll_strata_xchg_post(x);
+    }
+}
+
+/* Advance as far as completed messages allow; never blocks, never stops
+ * early: a failure is in x->failed. */
+void mca_coll_strata_xchg_progress(mca_coll_strata_xchg_t *x, bool *done)
+{
+    while (x->step < x->nsteps) {
+        ompi_status_public_t status[2];
+        int completed = 0, rc;
+
+        rc = ompi_request_test_all(2, x->reqs, &completed, status);
+        if (!completed && OMPI_SUCCESS == rc) {
+            break;
+        }
+        mca_coll_strata_xchg_check(x, rc, &status[0]);
+        mca_coll_strata_xchg_finish_step(x);
+        if (x->step < x->nsteps) {
+            mca_coll_strata_xchg_post(x);
+        }
+    }
+    *done = (x->step >= x->nsteps);
+}

@@ -1,0 +1,177 @@
+/*
+ * Unit test of coll/strata's inter-node schedules (coll_strata_sched.c): every
+ * member of a rail of n = 1..33 members runs its steps of each algorithm
+ * (ring, rd, rhd) in one process, messages delivered as the schedule says.
+ *   test_sched
+ * Checks, for counts 0..70 and a few larger ones:
+ *   - every message a member sends at step i is received by its peer at
+ *     step i, from it, with the same count (the executor's length-based
+ *     error signal relies on it), within the vector;
+ *   - with a sum, every member ends with the sum of all inputs;
+ *   - with an operation that is neither commutative nor associative, every
+ *     member ends with the same bits (the schedules' claim);
+ *   - the step counts (2(n-1); log2 p + 2; 2 log2 p + 2).
+ * Exits 1 at the first wrong value, naming algorithm, n, count, member.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_strata_sched.h"
+
+#define MAX_N 33
+
+static const char *const names[] = {"ring", "rd", "rhd"};
+static int failures;
+
+#define FAIL(...)                                 \
+    do {                                          \
+        printf("test_sched: FAIL: " __VA_ARGS__); \
+        printf("\n");                             \
+        if (++failures > 10) exit(1);             \
+    } while (0)
+
+typedef uint64_t (*op_fn)(uint64_t a, uint64_t b);
+
+static uint64_t op_sum(uint64_t a, uint64_t b)
+{
+    return a + b;
+}
+
+/* neither commutative nor associative: any difference in order shows */
+static uint64_t op_mix(uint64_t a, uint64_t b)
+{
+    return a * 0x9e3779b97f4a7c15ull + (b ^ (b >> 7)) + 1;
+}
+
+static uint64_t input(int r, size_t j)
+{
+    return (uint64_t)(r + 1) * 1000003u + j * 7919u;
+}
+
+/* Runs alg on n members of count elements with op; vec[r] ends with r's
+ * result.  Returns nonzero on a schedule mismatch (already reported). */
+static int run(mca_coll_strata_sched_alg_t alg, int n, size_t count, op_fn op,
+               uint64_t **vec)
+{
+    static mca_coll_strata_sched_step_t steps[MAX_N];
+    static uint64_t *msg[MAX_N];
+    int nsteps = mca_coll_strata_sched_nsteps(alg, n);
+
+    for (int r = 0; r < n; ++r) {
+        for (size_t j = 0; j < count; ++j) vec[r][j] = input(r, j);
+    }
+    for (int i = 0; i < nsteps; ++i) {
+        for (int r = 0; r < n; ++r) {
+            mca_coll_strata_sched_step(alg, n, r, count, i, &steps[r]);
+        }
+        /* sends first, from the state before the step */
+        for (int r = 0; r < n; ++r) {
+            const mca_coll_strata_sched_step_t *s = &steps[r], *d;
+
+            msg[r] = NULL;
+            if (s->send_peer < 0) continue;
+            if (s->send_peer >= n || s->send_peer == r ||
+                s->send_off + s->send_count > count) {
+                FAIL("%s n=%d count=%zu step %d: member %d sends %zu at %zu to %d", names[alg], n,
+                     count, i, r, s->send_count, s->send_off, s->send_peer);
+                return 1;
+            }
+            d = &steps[s->send_peer];
+            if (d->recv_peer != r || d->recv_count != s->send_count) {
+                FAIL("%s n=%d count=%zu step %d: %d sends %zu to %d, which expects %zu from %d",
+                     names[alg], n, count, i, r, s->send_count, s->send_peer, d->recv_count,
+                     d->recv_peer);
+                return 1;
+            }
+            msg[r] = malloc(sizeof(uint64_t) * (s->send_count + 1));
+            memcpy(msg[r], vec[r] + s->send_off, sizeof(uint64_t) * s->send_count);
+        }
+        for (int r = 0; r < n; ++r) {
+            const mca_coll_strata_sched_step_t *s = &steps[r];
+            const uint64_t *in;
+
+            if (s->recv_peer < 0) continue;
+            if (s->recv_peer >= n || steps[s->recv_peer].send_peer != r ||
+                s->recv_off + s->recv_count > count) {
+                FAIL("%s n=%d count=%zu step %d: member %d expects %zu from %d, which does not "
+                     "send it", names[alg], n, count, i, r, s->recv_count, s->recv_peer);
+                return 1;
+            }
+            in = msg[s->recv_peer];
+            for (size_t j = 0; j < s->recv_count; ++j) {
+                uint64_t *x = &vec[r][s->recv_off + j];
+
+                switch (s->fold) {
+                case MCA_COLL_STRATA_FOLD_RECV_FIRST: *x = op(in[j], *x); break;
+                case MCA_COLL_STRATA_FOLD_MINE_FIRST: *x = op(*x, in[j]); break;
+                default: *x = in[j]; break;
+                }
+            }
+        }
+        for (int r = 0; r < n; ++r) free(msg[r]);
+    }
+    return 0;
+}
+
+static int log2_floor(int n)
+{
+    int l = 0;
+
+    while ((2 << l) <= n) ++l;
+    return l;
+}
+
+int main(void)
+{
+    static const size_t big[] = {127, 128, 129, 1000, 4099};
+    uint64_t *vec[MAX_N];
+    size_t checked = 0;
+
+    for (int r = 0; r < MAX_N; ++r) vec[r] = malloc(sizeof(uint64_t) * 4100);
+    for (int alg = 0; alg < 3; ++alg) {
+        for (int n = 1; n <= MAX_N; ++n) {
+            int want = (n < 2) ? 0 : (alg == 0) ? 2 * (n - 1)
+                                   : (alg == 1) ? log2_floor(n) + 2 : 2 * log2_floor(n) + 2;
+
+            if (mca_coll_strata_sched_nsteps(alg, n) != want) {
+                FAIL("%s n=%d: %d steps, expected %d", names[alg], n,
+                     mca_coll_strata_sched_nsteps(alg, n), want);
+            }
+            for (size_t ci = 0; ci < 71 + sizeof(big) / sizeof(big[0]); ++ci) {
+                size_t count = (ci < 71) ? ci : big[ci - 71];
+
+                if (run(alg, n, count, op_sum, vec)) continue;
+                for (int r = 0; r < n; ++r) {
+                    for (size_t j = 0; j < count; ++j) {
+                        uint64_t sum = 0;
+
+                        for (int q = 0; q < n; ++q) sum += input(q, j);
+                        if (vec[r][j] != sum) {
+                            FAIL("%s n=%d count=%zu: member %d element %zu is %llu, expected "
+                                 "the sum %llu", names[alg], n, count, r, j,
+                                 (unsigned long long)vec[r][j], (unsigned long long)sum);
+                            r = n;
+                            break;
+                        }
+                    }
+                }
+                if (run(alg, n, count, op_mix, vec)) continue;
+                for (int r = 1; r < n; ++r) {
+                    if (count && memcmp(vec[r], vec[0], sizeof(uint64_t) * count)) {
+                        FAIL("%s n=%d count=%zu: member %d's result differs from member 0's "
+                             "(a non-commutative op folded in different orders)", names[alg], n,
+                             count, r);
+                        break;
+                    }
+                }
+                ++checked;
+            }
+        }
+    }
+    printf("test_sched: %s: ring, rd and rhd on 1..%d members, %zu (algorithm, n, count) "
+           "cases: messages matched, sums right, results bitwise identical\n",
+           failures ? "FAIL" : "OK", MAX_N, checked);
+    return failures ? 1 : 0;
+}
