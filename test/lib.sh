@@ -29,6 +29,9 @@ strata_coll_mca() {
     strata) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90" ;;
     # strata with its device allreduce forced on the GPUs, or staged
     strata-native) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_device_algorithm native" ;;
+    # strata with its inter-node phase forced to the ring (the algorithm
+    # before the cost model), for before/after comparisons
+    strata-ring) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_inter_algorithm ring" ;;
     strata-staged) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_device_algorithm staged" ;;
     *) echo "strata_coll_mca: unknown coll configuration '$1'" >&2; return 1 ;;
     esac
