@@ -118,7 +118,11 @@ static void mca_coll_strata_register_decision(void)
         "NDR InfiniBand about 1-2, 100 GbE about 5-10, a 1 Gbit/s network tens)",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.inter_latency_us);
-    mca_coll_strata_component.inter_bandwidth_gbs = 10.0;
+    /* Defaults err towards the bandwidth-optimal schedules: a bandwidth set
+     * too high makes doubling (which sends log2 N shares, not 2(N-1)/N) run
+     * where it costs bytes; one set too low only costs a few latencies on
+     * small messages, where doubling wins anyway. */
+    mca_coll_strata_component.inter_bandwidth_gbs = 1.25;
     (void)mca_base_component_var_register(
         &mca_coll_strata_component.super.collm_version, "allreduce_inter_bandwidth_gbs",
         "The cost model's bandwidth of one rail between nodes, in GB/s (1/beta; 100 GbE "
@@ -338,8 +342,8 @@ static void mca_coll_strata_component_check(void)
     }
     if (!(c->inter_bandwidth_gbs > 0.0 && c->inter_bandwidth_gbs <= 1e6)) {
         opal_output(0, "coll:strata: coll_strata_allreduce_inter_bandwidth_gbs = %g is outside "
-                    "(0, 1e6]; using 10", c->inter_bandwidth_gbs);
-        c->inter_bandwidth_gbs = 10.0;
+                    "(0, 1e6]; using 1.25", c->inter_bandwidth_gbs);
+        c->inter_bandwidth_gbs = 1.25;
     }
     c->decision.alpha = c->inter_latency_us * 1e-6;
     c->decision.beta = 1.0 / (c->inter_bandwidth_gbs * 1e9);
