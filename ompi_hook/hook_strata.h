@@ -5,8 +5,9 @@
  *     right after OPAL is up, before pml/ucx calls ucp_init: the last moment
  *     a UCT component can still join UCX's component list;
  *   - (hook_strata_dt.c) lets pml/ucx send non-contiguous MPI datatypes on
- *     device buffers, by staging them through host memory around the
- *     datatype's own pack and unpack (hook_strata_device_datatypes).
+ *     device buffers, by copying the datatype's runs between the device
+ *     and UCX's packed stream in place of Open MPI's CPU pack and unpack
+ *     (hook_strata_device_datatypes).
  */
 #ifndef MCA_HOOK_STRATA_H
 #define MCA_HOOK_STRATA_H
@@ -23,6 +24,8 @@ typedef struct mca_hook_strata_component_t {
     /* MCA parameters (hook_strata_*) */
     bool load_uct;
     bool device_datatypes;
+    size_t device_datatypes_chunk;
+    size_t device_datatypes_gap;
     char *uct_module;
     int verbose;
     int output;

@@ -40,6 +40,8 @@ mca_hook_strata_component_t mca_hook_strata_component = {
     },
     .load_uct = false,
     .device_datatypes = true,
+    .device_datatypes_chunk = 262144,
+    .device_datatypes_gap = 4096,
     .uct_module = NULL,
     .verbose = 0,
     .output = -1,
@@ -73,15 +75,35 @@ static int mca_hook_strata_component_register(void)
     mca_hook_strata_component.device_datatypes = true;
     (void)mca_base_component_var_register(
         c, "device_datatypes",
-        "With hook_strata_load_uct: stage non-contiguous MPI datatypes on GPU buffers "
-        "through host memory for pml/ucx (Open MPI without CUDA support packs them on "
-        "the CPU, which cannot read GPU memory)",
+        "With hook_strata_load_uct: pack and unpack non-contiguous MPI datatypes on GPU "
+        "buffers for pml/ucx by copying their runs to and from the device (Open MPI "
+        "without CUDA support packs them on the CPU, which cannot read GPU memory)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_hook_strata_component.device_datatypes);
 
+    mca_hook_strata_component.device_datatypes_chunk = 262144;
+    (void)mca_base_component_var_register(
+        c, "device_datatypes_chunk",
+        "Host memory (bytes, per thread) sends of non-contiguous datatypes on GPU memory "
+        "may use to read nearby runs with one copy (hook_strata_device_datatypes_gap); 0 "
+        "copies each run on its own",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_hook_strata_component.device_datatypes_chunk);
+
+    mca_hook_strata_component.device_datatypes_gap = 4096;
+    (void)mca_base_component_var_register(
+        c, "device_datatypes_gap",
+        "Largest gap (bytes) between two runs of a non-contiguous datatype on GPU memory "
+        "that a send reads along, to copy both runs at once (one copy costs about as much "
+        "as a few KiB of data)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_hook_strata_component.device_datatypes_gap);
+
     mca_hook_strata_component.verbose = 0;
     (void)mca_base_component_var_register(
-        c, "verbose", "Verbosity of hook/strata (0 silent, 10 says what was loaded)",
+        c, "verbose",
+        "Verbosity of hook/strata (0 silent, 10 says what was loaded, 20 each non-contiguous "
+        "send or receive on GPU memory)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_hook_strata_component.verbose);
     return OMPI_SUCCESS;

@@ -6,10 +6,12 @@
  * non-contiguous datatype it hands over as a UCP "generic" datatype whose
  * pack/unpack callbacks run Open MPI's convertor, a CPU memcpy loop that
  * crashes on device memory.  hook/strata wraps those callbacks: when the
- * buffer is device memory, the datatype's whole span is staged through host
- * memory (copied in before packing; when receiving, copied in and unpacked,
- * and only the bytes the unpack changed are copied back, so the gaps between
- * elements are never written).
+ * buffer is device memory, they copy the datatype's contiguous runs (as Open
+ * MPI's convertor lists them) between the device and UCP's packed stream,
+ * asynchronously with one wait per call; host memory bounded by
+ * hook_strata_device_datatypes_chunk, whatever the span; a receive writes
+ * the runs alone, never the gaps between them.  Host buffers go to Open
+ * MPI's callbacks unchanged.
  *
  * The wrapping works by symbol interposition: Open MPI opens components
  * into the global namespace, and the hook is opened before pml/ucx, so
@@ -19,8 +21,9 @@
 #ifndef MCA_HOOK_STRATA_DT_H
 #define MCA_HOOK_STRATA_DT_H
 
-/* Turns staging on (hook_strata_device_datatypes) once the CUDA driver
- * could be opened; before that, and without a driver, calls pass through. */
+/* Turns the device path on (hook_strata_device_datatypes) once the CUDA
+ * driver could be opened; before that, and without a driver, calls pass
+ * through. */
 void mca_hook_strata_dt_enable(int verbose_output);
 
 #endif /* MCA_HOOK_STRATA_DT_H */

@@ -309,6 +309,74 @@ mpi_hook_bad_path() {
     [ $rc -eq 0 ] && grep -q "hook:strata: cannot load /nonexistent/libuct_strata.so" "$STRATA_TEST_LOG.out"
 }
 
+# --- hook/strata: non-contiguous datatypes on device buffers (pml/ucx) -------
+# test_p2p_datatypes.c checks every byte of the receive buffer, the gaps
+# between the datatype's runs included, against Open MPI's own MPI_Pack and
+# MPI_Unpack of host copies.
+
+# dt_device NP [MPIRUN_ARGS... --] PROGRAM_ARGS...
+dt_device() {
+    local np=$1 mpirun_args=(); shift
+    if [[ " $* " == *" -- "* ]]; then
+        while [ "$1" != -- ]; do mpirun_args+=("$1"); shift; done
+        shift
+    fi
+    strata_mpirun_gpu "$np" "${mpirun_args[@]}" "$T/mpi/test_p2p_datatypes" "$@"
+}
+
+# Vector, dense vector, runs longer than a UCX fragment, indexed (blocks out
+# of order, one empty), struct with padding, resized with room between
+# elements, negative stride, negative extent; counts 0, 1, 3; d->d, h->d,
+# d->h, h->h.  The _gather variants: a send's gather buffer of 100 bytes (it
+# fills and drains many times per fragment), and none (a copy per run).
+mpi_dt_device_types() { dt_device 2; }
+mpi_dt_device_types_gather_small() {
+    dt_device 2 --mca hook_strata_device_datatypes_chunk 100 --mca hook_strata_device_datatypes_gap 100000 \
+        -- --dirs "d->d,d->h"
+}
+mpi_dt_device_types_gather_off() { dt_device 2 --mca hook_strata_device_datatypes_chunk 0 -- --dirs "d->d,d->h"; }
+
+# 16 bytes of a vector whose two blocks lie 256 MiB apart, each way: neither
+# the send nor the receive may raise the peak memory by more than 32 MiB
+# (staging the span costs 0.5-0.75 GiB).  The times are printed, not judged.
+mpi_dt_device_sparse_span() { dt_device 2 -- --sparse 256 --max-peak-mib 32; }
+
+# Host buffers pass through to Open MPI's own pack and unpack: with
+# verbosity 20 hook/strata names each device operation and nothing else;
+# with hook_strata_device_datatypes 0 it names none.
+mpi_dt_host_pass_through() {
+    local out="$STRATA_TEST_LOG.out" rc
+    dt_device 2 --mca hook_strata_verbose 20 -- --types vector --counts 1 --dirs "h->h,d->h" >"$out" 2>&1
+    rc=$?; cat "$out"
+    [ $rc -eq 0 ] || return 1
+    [ "$(grep -c "hook:strata: send of 1200 bytes of a non-contiguous datatype on GPU memory 0x[0-9a-f]* (device 0), run by run" "$out")" = 2 ] ||
+        { echo "expected one device send per rank (d->h)"; return 1; }
+    grep -q "hook:strata: receive of" "$out" && { echo "a host receive went through the device path"; return 1; }
+    dt_device 2 --mca hook_strata_verbose 20 --mca hook_strata_device_datatypes 0 -- --types vector --dirs "h->h" >"$out" 2>&1
+    rc=$?; cat "$out"
+    [ $rc -eq 0 ] && ! grep -q "non-contiguous datatype on GPU memory" "$out"
+}
+
+# The device copies fail (CUDA_STANDIN_FAIL, every rank; cuMemcpy too, which
+# staging the span used): no abort, no hang.  Receive side: every receive
+# into device memory ends with an MPI error, every other operation succeeds
+# with the right bytes.  Send side: UCX's generic datatype cannot fail a
+# send, so the data goes out as zeros (checked at the receiver, gaps
+# untouched) and hook/strata says so.  Then MPI_COMM_WORLD must still work.
+mpi_dt_device_copy_fails() {
+    local side=$1 fail expect want out="$STRATA_TEST_LOG.out" rc
+    if [ "$side" = recv ]; then
+        fail=cuMemcpyHtoDAsync,cuMemcpy expect=recv-error
+        want="hook:strata: receive of a non-contiguous datatype on GPU memory 0x[0-9a-f]*: cuMemcpyHtoDAsync: CUDA_ERROR_UNKNOWN"
+    else
+        fail=cuMemcpyDtoHAsync,cuMemcpy expect=send-zeros
+        want="hook:strata: send of a non-contiguous datatype on GPU memory 0x[0-9a-f]*: cuMemcpyDtoHAsync: CUDA_ERROR_UNKNOWN (unknown error); the message goes out with zeros"
+    fi
+    CUDA_STANDIN_FAIL=$fail dt_device 2 -x CUDA_STANDIN_FAIL -- --expect $expect >"$out" 2>&1
+    rc=$?; grep -v ": ok$" "$out"
+    [ $rc -eq 0 ] && grep -q "$want" "$out" && grep -q "MPI_COMM_WORLD still works" "$out"
+}
+
 # --- coll/strata on device buffers (test_coll_device.c) ---------------------
 # Every collective, blocking and nonblocking, on device/host/managed buffers
 # against a host reference.  The CUDA driver is the stand-in (CI) or the real
@@ -565,5 +633,16 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_hook_loads_uct 120 mpi_hook_loads_uct
         strata_test mpi_hook_off_by_default 120 mpi_hook_off_by_default
         strata_test mpi_hook_bad_path 120 mpi_hook_bad_path
+        if [ -x "$T/mpi/test_p2p_datatypes" ]; then
+            strata_test mpi_dt_device_types 300 mpi_dt_device_types
+            strata_test mpi_dt_device_types_gather_small 300 mpi_dt_device_types_gather_small
+            strata_test mpi_dt_device_types_gather_off 300 mpi_dt_device_types_gather_off
+            strata_test mpi_dt_device_sparse_span 120 mpi_dt_device_sparse_span
+            strata_test mpi_dt_host_pass_through 120 mpi_dt_host_pass_through
+            if [ -n "$STRATA_CUDA_LIBDIR" ]; then
+                strata_test mpi_dt_device_recv_copy_fails 300 mpi_dt_device_copy_fails recv
+                strata_test mpi_dt_device_send_copy_fails 300 mpi_dt_device_copy_fails send
+            fi
+        fi
     fi
 fi
