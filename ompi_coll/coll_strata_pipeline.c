@@ -53,6 +53,9 @@
 #include "ompi/constants.h"
 #include "opal/runtime/opal_progress.h"
 
+/* Idle polls of the pipeline before each further one also yields the core. */
+#define MCA_COLL_STRATA_PIPELINE_SPINS 64
+
 
 typedef struct mca_coll_strata_pipeline_t {
     mca_coll_strata_module_t *module;
@@ -358,6 +361,7 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
                                        const mca_coll_strata_decision_t *decision,
                                        mca_coll_strata_node_t *node)
 {
+    unsigned idle = 0;
     mca_coll_strata_pipeline_t p = {
         .module = module,
         .shm = node->shm,
@@ -395,13 +399,18 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
         }
         mca_coll_strata_pipeline_copy_out(&p, &moved);
         if (moved) {
+            idle = 0;
             continue;
         }
-        /* Nothing moved: progress the pml, and give the core away, since
-         * ranks often oversubscribe cores and a spinning rank would starve
-         * the one it waits for. */
+        /* Nothing moved: progress the pml; after a few idle polls give the
+         * core away too, since ranks often oversubscribe cores (without
+         * Open MPI knowing, e.g. namespace nodes sharing a machine) and a
+         * spinning rank would starve the one it waits for.  The polls first:
+         * a peer that is about to arrive is not worth a system call. */
         opal_progress();
-        sched_yield();
+        if (++idle > MCA_COLL_STRATA_PIPELINE_SPINS) {
+            sched_yield();
+        }
     }
     if (OMPI_SUCCESS != p.node_error && p.peer_failed) {
         static bool warned = false;

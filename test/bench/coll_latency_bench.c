@@ -2,12 +2,14 @@
  * Per-call latency of small collectives on host buffers, back to back.
  *
  *   coll_latency_bench [--min BYTES] [--max BYTES] [--iters N] [--repeats R]
- *                      [--warmup N] [--colls LIST] [--label TEXT]
+ *                      [--warmup N] [--colls LIST] [--type int|float|char] [--label TEXT]
  *
  * For each collective of --colls (allreduce, reduce, bcast, allgather,
  * alltoall, iallreduce; default all) and each size (powers of two from --min
- * to --max bytes, default 8 B .. 4 KiB, in MPI_INT elements; the per-rank
- * block for allgather and alltoall), it runs --warmup calls, then --repeats
+ * to --max bytes, default 8 B .. 4 KiB, the per-rank
+ * block for allgather and alltoall; elements of --type: MPI_INT (default),
+ * MPI_FLOAT or MPI_SIGNED_CHAR, with MPI_SUM where there is a reduction), it
+ * runs --warmup calls, then --repeats
  * times --iters calls back to back (no barrier between calls, as codes call
  * them).  A repeat's figure is the slowest rank's mean time per call; the
  * best repeat is reported, since what disturbs a 2-core machine only adds.
@@ -30,38 +32,42 @@ typedef struct {
     const char *label;
 } bench_opts_t;
 
-typedef void (*bench_call_fn)(int *sbuf, int *rbuf, int count, int size);
+/* the element type of every call (--type) */
+static MPI_Datatype bench_type;
+static size_t bench_esize = sizeof(int);
 
-static void bench_allreduce(int *s, int *r, int n, int size)
+typedef void (*bench_call_fn)(char *sbuf, char *rbuf, int count, int size);
+
+static void bench_allreduce(char *s, char *r, int n, int size)
 {
-    MPI_Allreduce(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(s, r, n, bench_type, MPI_SUM, MPI_COMM_WORLD);
 }
 
-static void bench_reduce(int *s, int *r, int n, int size)
+static void bench_reduce(char *s, char *r, int n, int size)
 {
-    MPI_Reduce(s, r, n, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(s, r, n, bench_type, MPI_SUM, 0, MPI_COMM_WORLD);
 }
 
-static void bench_bcast(int *s, int *r, int n, int size)
+static void bench_bcast(char *s, char *r, int n, int size)
 {
-    MPI_Bcast(s, n, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(s, n, bench_type, 0, MPI_COMM_WORLD);
 }
 
-static void bench_allgather(int *s, int *r, int n, int size)
+static void bench_allgather(char *s, char *r, int n, int size)
 {
-    MPI_Allgather(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD);
+    MPI_Allgather(s, n, bench_type, r, n, bench_type, MPI_COMM_WORLD);
 }
 
-static void bench_alltoall(int *s, int *r, int n, int size)
+static void bench_alltoall(char *s, char *r, int n, int size)
 {
-    MPI_Alltoall(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD);
+    MPI_Alltoall(s, n, bench_type, r, n, bench_type, MPI_COMM_WORLD);
 }
 
-static void bench_iallreduce(int *s, int *r, int n, int size)
+static void bench_iallreduce(char *s, char *r, int n, int size)
 {
     MPI_Request req;
 
-    MPI_Iallreduce(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
+    MPI_Iallreduce(s, r, n, bench_type, MPI_SUM, MPI_COMM_WORLD, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
 }
 
@@ -89,7 +95,7 @@ static size_t bench_parse_size(const char *text)
 static void bench_usage(void)
 {
     fprintf(stderr, "usage: coll_latency_bench [--min BYTES] [--max BYTES] [--iters N] "
-                    "[--repeats R] [--warmup N] [--colls LIST] [--label TEXT]\n");
+                    "[--repeats R] [--warmup N] [--colls LIST] [--type int|float|char] [--label TEXT]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -115,6 +121,16 @@ static void bench_parse(int argc, char **argv, bench_opts_t *o)
             o->warmup = atoi(v);
         } else if (!strcmp(a, "--colls")) {
             snprintf(o->colls, sizeof(o->colls), "%s", v);
+        } else if (!strcmp(a, "--type")) {
+            if (!strcmp(v, "float")) {
+                bench_type = MPI_FLOAT, bench_esize = sizeof(float);
+            } else if (!strcmp(v, "char")) {
+                bench_type = MPI_SIGNED_CHAR, bench_esize = 1;
+            } else if (!strcmp(v, "int")) {
+                bench_type = MPI_INT, bench_esize = sizeof(int);
+            } else {
+                bench_usage();
+            }
         } else if (!strcmp(a, "--label")) {
             o->label = v;
         } else {
@@ -122,14 +138,14 @@ static void bench_parse(int argc, char **argv, bench_opts_t *o)
         }
         ++i;
     }
-    if (o->min_bytes < sizeof(int) || o->max_bytes < o->min_bytes || o->iters < 1 ||
+    if (o->min_bytes < bench_esize || o->max_bytes < o->min_bytes || o->iters < 1 ||
         o->repeats < 1) {
         bench_usage();
     }
 }
 
 /* The best repeat's slowest-rank mean time per call, in microseconds. */
-static double bench_one(bench_call_fn call, int *s, int *r, int n, int size,
+static double bench_one(bench_call_fn call, char *s, char *r, int n, int size,
                         const bench_opts_t *o)
 {
     double best = 1e30;
@@ -155,16 +171,18 @@ static double bench_one(bench_call_fn call, int *s, int *r, int n, int size,
 int main(int argc, char **argv)
 {
     bench_opts_t o;
-    int rank, size, *s, *r;
+    int rank, size;
+    char *s, *r;
     size_t max_elems;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    bench_type = MPI_INT;
     bench_parse(argc, argv, &o);
-    max_elems = o.max_bytes / sizeof(int) * (size_t)size;
-    s = calloc(max_elems, sizeof(int));
-    r = calloc(max_elems, sizeof(int));
+    max_elems = o.max_bytes / bench_esize * (size_t)size;
+    s = calloc(max_elems, bench_esize);
+    r = calloc(max_elems, bench_esize);
     if (NULL == s || NULL == r) {
         fprintf(stderr, "coll_latency_bench: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -178,7 +196,7 @@ int main(int argc, char **argv)
             continue;
         }
         for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
-            int n = (int)(bytes / sizeof(int));
+            int n = (int)(bytes / bench_esize);
             double us = bench_one(bench_colls[c].call, s, r, n, size, &o);
 
             if (0 == rank) {

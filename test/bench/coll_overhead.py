@@ -7,6 +7,7 @@ node, and writes a table (CSV, markdown) and a plot (PNG, gnuplot).
   coll_overhead.py --builddir BUILD [--before OTHER_BUILD] [--np 4]
                    [--min 8] [--max 4K] [--iters 2000] [--repeats 5] [--rounds 3]
                    [--colls allreduce,reduce,bcast,allgather,alltoall,iallreduce]
+                   [--type int|float|char]
                    [--out DIR]
 
 Variants: tuned (coll/strata off), strata-before (coll/strata of
@@ -44,6 +45,8 @@ def parse_args(argv):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--colls", default="allreduce,reduce,bcast,allgather,alltoall,iallreduce")
+    p.add_argument("--type", default="int", choices=("int", "float", "char"),
+                   help="element type (MPI_INT, MPI_FLOAT, MPI_SIGNED_CHAR)")
     p.add_argument("--out", default="coll-overhead")
     return p.parse_args(argv)
 
@@ -52,7 +55,7 @@ def mpirun_command(args, variant):
     """mpirun through test/lib.sh's helpers; strata-before points Open MPI's
     component path at the other build (lib.sh derives it from STRATA_BUILDDIR)."""
     bench = os.path.join(args.builddir, "test", "bench", "coll_latency_bench")
-    bench_args = ["--min", args.min, "--max", args.max, "--iters", str(args.iters),
+    bench_args = ["--type", args.type, "--min", args.min, "--max", args.max, "--iters", str(args.iters),
                   "--repeats", str(args.repeats), "--colls", args.colls, "--label", variant]
     env = shlex.quote(os.path.join(args.builddir, "test", "strata-test-env.sh"))
     lib = shlex.quote(os.path.join(SRCDIR, "test", "lib.sh"))
@@ -129,6 +132,7 @@ def write_outputs(args, variants, table, command):
             platform.node(), os.cpu_count(), args.np,
             "oversubscribed, " if args.np > (os.cpu_count() or 1) else ""),
         "- command: `%s`" % command,
+        "- elements: %s" % {"int": "MPI_INT", "float": "MPI_FLOAT", "char": "MPI_SIGNED_CHAR"}[args.type],
     ] + (["- strata-before: the build in %s, commit %s" % (args.before, build_commit(args.before))]
          if args.before else []) + [
         "- figure: best over %d rounds (variants alternating) of the best of %d repeats of %d "
