@@ -208,6 +208,143 @@ ucx_mpi_tune_cuda_aware() {
         ! grep -q "priority 90)" "$out"
 }
 
+# strata_info (tools/, README "Checking a node: strata_info"), run from this
+# build tree on the chosen driver.
+strata_info_run() {
+    env LD_LIBRARY_PATH="$(strata_cuda_ld_path)" "$STRATA_BUILDDIR/tools/strata_info" \
+        --builddir "$STRATA_BUILDDIR" "$@"
+}
+
+# The build tree as strata_info names it (it resolves symbolic links).
+strata_info_builddir() { (cd "$STRATA_BUILDDIR" && pwd -P); }
+
+# strata_info_expect FILE PATTERN...: every pattern is in the report.
+strata_info_expect() {
+    local file=$1 want; shift
+    for want in "$@"; do
+        grep -q -e "$want" "$file" || { echo "FAIL: the report lacks: $want"; return 1; }
+    done
+}
+
+# Two GPUs: every check passes, exit 0, and the report names what it found.
+ucx_strata_info_2gpus() {
+    local out="$STRATA_TEST_TMP/out" rc srcdir b
+    srcdir=$(cd "$STRATA_SRCDIR" && pwd -P) b=$(strata_info_builddir)
+    CUDA_STANDIN_DEVICES=2 strata_info_run >"$out" 2>&1; rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] || { echo "FAIL: exit status $rc, expected 0"; return 1; }
+    strata_info_expect "$out" \
+        "OK  *Open MPI  *[0-9.]* (.*), as Strata was built for" \
+        "OK  *UCX  *$STRATA_UCX_VERSION (.*), as Strata was built for" \
+        "OK  *libuct_strata.so  *loads: $b/components/ucx/libuct_strata.so" \
+        'OK  *UCT component  *"strata" registered with UCX, 2 memory domain(s)' \
+        "OK  *transports  *gpu_copy/gpu0 gpu_copy/gpu1 gpu_ipc/gpu0 gpu_ipc/gpu1" \
+        "OK  *coll/strata  *loads: $b/components/ompi/mca_coll_strata.so" \
+        "OK  *hook/strata  *loads: $b/components/ompi/mca_hook_strata.so" \
+        "OK  *devices  *2 GPU(s)" "OK  *GPU 0  *.*, sm_[0-9]*, .*, PCI " "OK  *GPU 1  " \
+        "OK  *allocation hooks  *installed: a cuMemAlloc of .* was announced" \
+        "OK  *detection  *uct_md_detect_memory_type: cuMemAlloc memory is CUDA" \
+        "OK  *GPU 0 <-> GPU 0  *IPC works between two processes on one GPU" \
+        "OK  *GPU 0 <-> GPU 1  *IPC works both ways" \
+        "OK  *GPU 1 <-> GPU 1  *IPC works" \
+        "^  mpirun --tune $srcdir/config/cuda-aware.conf --mca mca_base_component_path .*:$b/components/ompi --mca hook_strata_uct_module $b/components/ucx/libuct_strata.so -x UCX_TLS=self,sm,[a-z]*,gpu_copy,gpu_ipc -np <ranks> ./app" \
+        "^Result: ready for CUDA-aware MPI with Strata" || return 1
+    ! grep -n "^  MISSING" "$out"
+}
+
+# No device: said where it is found, the checks that need one say so, exit 1.
+ucx_strata_info_no_device() {
+    local out="$STRATA_TEST_TMP/out" rc
+    CUDA_STANDIN_DEVICES=0 strata_info_run >"$out" 2>&1; rc=$?
+    cat "$out"
+    [ $rc -eq 1 ] || { echo "FAIL: exit status $rc, expected 1"; return 1; }
+    strata_info_expect "$out" \
+        "MISSING  *devices  *cuInit failed: CUDA_ERROR_NO_DEVICE" \
+        "INFO  *transports  *none without a usable GPU" \
+        "INFO  *allocation hooks  *no usable GPU (see CUDA)" \
+        "INFO  *IPC  *no usable GPU (see CUDA)" \
+        "^Result: NOT ready for CUDA-aware MPI with Strata; missing: \[CUDA / devices\]$"
+}
+
+# Plugins that do not load: each is named with the loader's reason, exit 1;
+# --quiet prints nothing but the problems.
+ucx_strata_info_bad_plugins() {
+    local out="$STRATA_TEST_TMP/out" module="$STRATA_TEST_TMP/libuct_strata.so" rc
+    echo "not a shared object" >"$module"
+    CUDA_STANDIN_DEVICES=1 strata_info_run --quiet --uct-module "$module" \
+        --ompi-components "$STRATA_TEST_TMP/nowhere" >"$out" 2>&1; rc=$?
+    cat "$out"
+    [ $rc -eq 1 ] || { echo "FAIL: exit status $rc, expected 1"; return 1; }
+    strata_info_expect "$out" \
+        "^MISSING  Plugins / libuct_strata.so: cannot load $module: $module: " \
+        "^MISSING  Plugins / coll/strata: $STRATA_TEST_TMP/nowhere/mca_coll_strata.so: No such file or directory$" \
+        "^MISSING  Plugins / hook/strata: $STRATA_TEST_TMP/nowhere/mca_hook_strata.so: No such file or directory$" ||
+        return 1
+    if grep -v -e "^WARN  " -e "^MISSING  " "$out"; then echo "FAIL: --quiet printed more than problems"; return 1; fi
+}
+
+# What works but slower: hooks off and IPC refused are warnings, exit 0.
+ucx_strata_info_degraded() {
+    local out="$STRATA_TEST_TMP/out" rc
+    CUDA_STANDIN_DEVICES=2 CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2 UCX_STRATA_MEMTYPE_HOOKS=no \
+        strata_info_run >"$out" 2>&1; rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] || { echo "FAIL: exit status $rc, expected 0"; return 1; }
+    strata_info_expect "$out" \
+        "WARN  *allocation hooks  *not installed: UCX_STRATA_MEMTYPE_HOOKS is set to no" \
+        "OK  *detection  " \
+        "WARN  *GPU 0 <-> GPU 1  *exported on GPU 0, mapped in another process on GPU 1: in the peer: cuIpcOpenMemHandle: CUDA_ERROR_UNKNOWN" \
+        "^Result: ready for CUDA-aware MPI with Strata (4 warnings)"
+}
+
+# --json: one object that holds the same verdict and every check.
+ucx_strata_info_json() {
+    local out="$STRATA_TEST_TMP/out.json" rc
+    CUDA_STANDIN_DEVICES=2 strata_info_run --json >"$out"; rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] || { echo "FAIL: exit status $rc, expected 0"; return 1; }
+    python3 - "$out" <<'PYEOF'
+import json, sys
+report = json.load(open(sys.argv[1]))
+checks = {(s["title"], c["item"]): c for s in report["sections"] for c in s["checks"]}
+for key in [("Plugins", "libuct_strata.so"), ("CUDA", "devices"), ("CUDA IPC", "GPU 0 <-> GPU 1"),
+            ("Memory types", "allocation hooks")]:
+    assert checks[key]["status"] == "OK", (key, checks.get(key))
+assert report["ready"] is True and report["exit_status"] == 0 and report["missing"] == 0, report
+assert report["mpirun"].startswith("mpirun --tune "), report["mpirun"]
+print("json: %d checks, ready, mpirun line present" % len(checks))
+PYEOF
+}
+
+# The mpirun line strata_info prints, as printed, makes a CUDA-aware job:
+# only "-np <ranks> ./app" is replaced, by 2 ranks of test_p2p_device (and
+# what every test job adds: this node's driver, oversubscription).
+ucx_strata_info_mpirun_line() {
+    local out="$STRATA_TEST_TMP/out" line rc
+    line=$(CUDA_STANDIN_DEVICES=2 strata_info_run --json |
+           python3 -c 'import json, sys; print(json.load(sys.stdin)["mpirun"])') || return 1
+    echo "strata_info: $line"
+    [[ "$line" == mpirun\ *\ -np\ \<ranks\>\ ./app ]] || { echo "FAIL: unexpected form"; return 1; }
+    line=${line% -np <ranks> ./app}
+    # shellcheck disable=SC2086 # the printed line, split as a shell would
+    CUDA_STANDIN_DEVICES=2 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" $line -x LD_LIBRARY_PATH \
+        --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 \
+        --mca pml_base_verbose 10 --mca hook_strata_verbose 10 \
+        -np 2 "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 65536 >"$out" 2>&1
+    rc=$?
+    grep -v ': ok$' "$out"
+    [ $rc -eq 0 ] && strata_info_expect "$out" "test_p2p_device: all checks passed" \
+        "select: component ucx selected" "hook:strata: loaded $(strata_info_builddir)/components/ucx/libuct_strata.so"
+}
+
+# On a real driver (make check-gpu): whatever the node has, nothing missing.
+ucx_strata_info_real() {
+    local out="$STRATA_TEST_TMP/out" rc
+    strata_info_run >"$out" 2>&1; rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] && strata_info_expect "$out" "OK  *allocation hooks  *installed" "OK  *detection  "
+}
+
 if [ "$STRATA_HAVE_UCX" != yes ]; then
     strata_skip ucx_layer "this build has no UCX transports (no UCX or no CUDA headers)"
 elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; then
@@ -246,6 +383,16 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
         strata_test ucx_mpi_p2p_async 300 ucx_mpi_p2p_async
         strata_test ucx_mpi_noncontig_device 120 ucx_mpi_noncontig_device
         strata_test ucx_mpi_tune_cuda_aware 180 ucx_mpi_tune_cuda_aware
+        if [ -n "$STRATA_CUDA_LIBDIR" ]; then
+            strata_test ucx_strata_info_2gpus 120 ucx_strata_info_2gpus
+            strata_test ucx_strata_info_no_device 60 ucx_strata_info_no_device
+            strata_test ucx_strata_info_bad_plugins 60 ucx_strata_info_bad_plugins
+            strata_test ucx_strata_info_degraded 120 ucx_strata_info_degraded
+            strata_test ucx_strata_info_json 120 ucx_strata_info_json
+            strata_test ucx_strata_info_mpirun_line 180 ucx_strata_info_mpirun_line
+        else
+            strata_test ucx_strata_info_real 300 ucx_strata_info_real
+        fi
     fi
 else
     strata_skip ucx_layer "the CUDA stand-in was not built ($STRATA_CUDA_LIBDIR)"
