@@ -69,6 +69,7 @@ static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *mod
     in.device = device;
     in.native = native;
     in.chunk_bytes = module->shm.slot_bytes;
+    in.slots = module->shm.nslots;
     mca_coll_strata_decide(&mca_coll_strata_component.decision, &in, decision);
 }
 

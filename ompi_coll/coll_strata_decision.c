@@ -27,7 +27,9 @@
  * alpha-beta cost model (mca_coll_strata_inter_cost) for the number of
  * nodes and the bytes per rail: recursive doubling for small shares (log2 N
  * messages), halving-doubling for medium ones, the ring for large ones
- * where N is not a power of two.  The rail's own allreduce (coll) runs only
+ * where N is not a power of two.  A message of several chunks keeps up to
+ * `slots` exchanges in flight per rail, so there the slower of the link's
+ * bytes and the latencies shared among the slots decides.  The rail's own allreduce (coll) runs only
  * when forced, and never on device data.
  */
 #include "coll_strata_decision.h"
@@ -125,24 +127,58 @@ static int mca_coll_strata_log2_floor(int n)
  * Reductions cost about the same in all three (each member reduces about
  * m, rd log2 p m): left out.
  */
-double mca_coll_strata_inter_cost(const mca_coll_strata_decision_params_t *params,
-                                  mca_coll_strata_inter_t inter, int n, size_t bytes)
+/* The cost's latency part (messages x alpha) and bandwidth part (bytes per
+ * member x beta). */
+static void mca_coll_strata_inter_cost_parts(const mca_coll_strata_decision_params_t *params,
+                                             mca_coll_strata_inter_t inter, int n, size_t bytes,
+                                             double *lat, double *bw)
 {
     double a = params->alpha, b = params->beta, m = (double)bytes;
-    int l = mca_coll_strata_log2_floor(n), p = 1 << l;
-    double fold = (n > p) ? 2.0 * (a + m * b) : 0.0;
+    int l = mca_coll_strata_log2_floor(n), p = 1 << l, fold = (n > p) ? 2 : 0;
 
+    *lat = *bw = 0.0;
     if (n < 2) {
-        return 0.0;
+        return;
     }
     switch (inter) {
     case MCA_COLL_STRATA_INTER_RD:
-        return l * (a + m * b) + fold;
+        *lat = (l + fold) * a;
+        *bw = (l + fold) * m * b;
+        break;
     case MCA_COLL_STRATA_INTER_RHD:
-        return 2.0 * l * a + 2.0 * (p - 1) / p * m * b + fold;
+        *lat = (2.0 * l + fold) * a;
+        *bw = (2.0 * (p - 1) / p + fold) * m * b;
+        break;
     default:
-        return 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * m * b;
+        *lat = 2.0 * (n - 1) * a;
+        *bw = 2.0 * (n - 1) / n * m * b;
+        break;
     }
+}
+
+double mca_coll_strata_inter_cost(const mca_coll_strata_decision_params_t *params,
+                                  mca_coll_strata_inter_t inter, int n, size_t bytes)
+{
+    double lat, bw;
+
+    mca_coll_strata_inter_cost_parts(params, inter, n, bytes, &lat, &bw);
+    return lat + bw;
+}
+
+/* A message of several chunks keeps up to `slots` exchanges in flight on a
+ * rail: the rail's link (bytes) or the latencies shared among the slots set
+ * the pace, whichever is slower.  One chunk pays both in full. */
+static double mca_coll_strata_inter_cost_pipelined(const mca_coll_strata_decision_params_t *params,
+                                                   mca_coll_strata_inter_t inter, int n,
+                                                   size_t share, int slots)
+{
+    double lat, bw;
+
+    mca_coll_strata_inter_cost_parts(params, inter, n, share, &lat, &bw);
+    if (slots <= 1) {
+        return lat + bw;
+    }
+    return (lat / slots > bw) ? lat / slots : bw;
 }
 
 static mca_coll_strata_inter_t
@@ -152,8 +188,8 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
 {
     static const mca_coll_strata_inter_t candidates[] = {
         MCA_COLL_STRATA_INTER_RING, MCA_COLL_STRATA_INTER_RHD, MCA_COLL_STRATA_INTER_RD};
-    size_t chunk = (in->chunk_bytes > 0 && in->chunk_bytes < in->bytes) ? in->chunk_bytes
-                                                                         : in->bytes;
+    bool chunked = in->chunk_bytes > 0 && in->chunk_bytes < in->bytes;
+    size_t chunk = chunked ? in->chunk_bytes : in->bytes;
     size_t per_rail = chunk / (size_t)((nslices > 0) ? nslices : 1);
     mca_coll_strata_inter_t best = MCA_COLL_STRATA_INTER_RING;
     double best_cost = 0.0;
@@ -173,7 +209,8 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
      * read device memory with the CPU.  Cheapest by the cost model, per
      * chunk's exchange; ties go to the ring, then halving-doubling. */
     for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); ++i) {
-        double cost = mca_coll_strata_inter_cost(params, candidates[i], in->nnodes, per_rail);
+        double cost = mca_coll_strata_inter_cost_pipelined(params, candidates[i], in->nnodes,
+                                                           per_rail, chunked ? in->slots : 1);
 
         if (0 == i || cost < best_cost) {
             best = candidates[i];

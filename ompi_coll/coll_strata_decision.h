@@ -105,6 +105,7 @@ typedef struct mca_coll_strata_decision_input_t {
     bool device;      /* this rank's buffers include device memory (rank-local) */
     bool native;      /* every rank's data is on its GPU: the native path (agreed) */
     size_t chunk_bytes; /* the pipeline's chunk: each chunk has its own exchange (0: all) */
+    int slots;          /* chunks in flight (exchanges overlapping on a rail) */
 } mca_coll_strata_decision_input_t;
 
 typedef struct mca_coll_strata_decision_t {
