@@ -59,13 +59,14 @@
  * 0 prints "test_allreduce_ops: OK: <comm> (<n> ranks): <N> cases" per
  * communicator, N counting checked MPI_Allreduce calls.
  *
- * One file of ~1500 lines on purpose: it is a program a user runs alone
+ * One file of ~1600 lines on purpose: it is a program a user runs alone
  * against any MPI, and its type tables, input generators and references only
  * make sense together.
  */
 #include <mpi.h>
 #ifdef STRATA_TEST_DEVICE
-#include <cuda.h>
+#include "stest_cuda.h"
+#include "stest_mpi.h"
 #endif
 
 #include <complex.h>
@@ -1143,14 +1144,6 @@ static void verify_result(const comm_t *cm, const test_case_t *c, variant_t v, c
 }
 
 #ifdef STRATA_TEST_DEVICE
-static void cu_ok(CUresult res, const char *call)
-{
-    if (res != CUDA_SUCCESS) {
-        fprintf(stderr, PROG ": rank %d: %s failed (%d)\n", world_rank, call, (int)res);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-}
-
 /* The call on device twins of the variant's memory; the bytes come back. */
 static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v, char *block,
                             size_t block_bytes, char *sbuf, char *rbuf, size_t bytes)
@@ -1159,23 +1152,19 @@ static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v,
     char *drbuf, *dsb = NULL;
     int rc;
 
-    cu_ok(cuMemAlloc(&dblock, block_bytes), "cuMemAlloc");
-    cu_ok(cuMemcpyHtoD(dblock, block, block_bytes), "cuMemcpyHtoD");
-    drbuf = (char *)(uintptr_t)dblock + (rbuf - block);
+    dblock = stest_dev_dup(block, block_bytes);
+    drbuf  = (char *)(uintptr_t)dblock + (rbuf - block);
     if (v == SEPARATE) {
-        cu_ok(cuMemAlloc(&dsbuf, bytes ? bytes : 1), "cuMemAlloc");
-        cu_ok(cuMemcpyHtoD(dsbuf, sbuf, bytes), "cuMemcpyHtoD");
-        dsb = (char *)(uintptr_t)dsbuf;
+        dsbuf = stest_dev_dup(sbuf, bytes);
+        dsb   = (char *)(uintptr_t)dsbuf;
     } else if (v == ADJACENT) {
         dsb = (char *)(uintptr_t)dblock + (sbuf - block);
     }
     rc = MPI_Allreduce(v == INPLACE ? MPI_IN_PLACE : dsb, drbuf, (int)c->count, c->dt, c->mpi_op,
                        cm->comm);
-    cu_ok(cuMemcpyDtoH(block, dblock, block_bytes), "cuMemcpyDtoH");
-    cu_ok(cuMemFree(dblock), "cuMemFree");
+    stest_dev_read_free(block, dblock, block_bytes);
     if (v == SEPARATE) {
-        cu_ok(cuMemcpyDtoH(sbuf, dsbuf, bytes), "cuMemcpyDtoH");
-        cu_ok(cuMemFree(dsbuf), "cuMemFree");
+        stest_dev_read_free(sbuf, dsbuf, bytes);
     }
     return rc;
 }
@@ -1183,16 +1172,10 @@ static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v,
 /* 0 when a device is current, else the program skips (77). */
 static int device_init(void)
 {
-    CUdevice dev;
-    CUcontext ctx;
-    int n = 0;
+    stest_dev_t dev;
 
-    return (cuInit(0) == CUDA_SUCCESS && cuDeviceGetCount(&n) == CUDA_SUCCESS && n > 0 &&
-            cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
-            cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
-            cuCtxSetCurrent(ctx) == CUDA_SUCCESS)
-               ? 0
-               : -1;
+    stest_mpi_init(world_rank, STEST_MPI_FAIL_FIRST);
+    return stest_dev_open(0, &dev);
 }
 #else
 static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v, char *block,

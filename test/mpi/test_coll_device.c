@@ -88,13 +88,19 @@
  * communicator's counted once).  Exit 77 on all ranks: a kind needs CUDA
  * and there is no CUDA device.
  *
- * One file of ~1300 lines on purpose: a program a user runs alone against
- * any MPI; the 17 collectives share one set of buffer, input, reference and
- * check helpers, each family of collectives is one short function in the
- * table (colls[]), and the three other modes reuse all of it.
+ * One file of ~1250 lines on purpose: one mpirun covers every collective;
+ * the 17 collectives share one set of input, reference and check helpers,
+ * each family of collectives is one short function in the table (colls[]),
+ * and the three other modes reuse all of it.  Buffers of each memory kind
+ * come from test/common/stest_buf.c.
  */
 #define _GNU_SOURCE
-#include <cuda.h>
+#include "stest_buf.h"
+#include "stest_fail.h"
+#include "stest_mpi.h"
+#include "stest_pattern.h"
+#include "stest_watchdog.h"
+
 #include <mpi.h>
 
 #include <limits.h>
@@ -107,7 +113,7 @@
 #include <unistd.h>
 
 #define PROG       "test_coll_device"
-#define EXIT_SKIP  77
+#define EXIT_SKIP  STEST_EXIT_SKIP
 #define GUARD      64 /* bytes after every buffer that must keep the poison */
 #define POISON     0xA5
 #define SEND_GUARD 0x5A /* after send buffers: copied past the end, it shows */
@@ -133,8 +139,7 @@ static struct {
 static struct {
     int rank, size; /* in MPI_COMM_WORLD */
     int cuda;       /* a context is current */
-    CUdevice dev;
-    CUcontext ctx;
+    stest_dev_t dev;
     uint64_t calls;  /* checked calls so far, the same sequence on every rank of a communicator */
     long checks[2];  /* on MPI_COMM_WORLD, on the split communicator */
     int split_rank;
@@ -187,37 +192,21 @@ static size_t elem_size(elem_t e)
 
 /* ---- failing, the watchdog ---- */
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    printf("FAIL rank %d: ", g.rank);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(NULL);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    _exit(1);
-}
-
 static void mpi_fail(const check_t *c, const char *call, int rc) __attribute__((noreturn));
 static void mpi_fail(const check_t *c, const char *call, int rc)
 {
     char err[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, err, &len);
-    fail("%s: %s returned an error: %s", c->label, call, err);
+    stest_fail("%s: %s returned an error: %s", c->label, call, err);
 }
 
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
-    if (p == NULL) fail("cannot allocate %zu host bytes", n);
+    if (p == NULL) stest_fail("cannot allocate %zu host bytes", n);
     return p;
 }
-
-#include "test_device_util.h"
 
 /* ---- CUDA and buffers ---- */
 
@@ -231,29 +220,14 @@ static int kinds_need_cuda(void)
 
 static int cuda_setup(void)
 {
-    int count = 0, local_rank;
-    MPI_Comm node;
-    char name[128];
-
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local_rank);
-    MPI_Comm_free(&node);
-    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
-        printf("rank %d: skip: no CUDA device\n", g.rank);
-        return EXIT_SKIP;
-    }
-    CU_CHECK(cuDeviceGet(&g.dev, local_rank % count));
-    CU_CHECK(cuDevicePrimaryCtxRetain(&g.ctx, g.dev));
-    CU_CHECK(cuCtxSetCurrent(g.ctx));
-    CU_CHECK(cuDeviceGetName(name, sizeof(name), g.dev));
+    if (stest_mpi_dev_open(&g.dev) != 0) return EXIT_SKIP;
     g.cuda = 1;
-    if (g.rank == 0) printf("rank 0: device %d of %d: %s\n", local_rank % count, count, name);
+    if (g.rank == 0) printf("rank 0: device %d of %d: %s\n", g.dev.index, g.dev.count, g.dev.name);
     return 0;
 }
 
 typedef struct buf {
-    char kind;            /* 'd', 'h', 'm' */
-    void *ptr;
+    stest_buf_t mem;      /* 'd': device, 'h': host, 'm': managed memory */
     size_t nelem, esize;  /* GUARD bytes more are allocated */
     unsigned char *image; /* a send buffer's contents, which the call must not change */
 } buf_t;
@@ -262,54 +236,32 @@ static size_t buf_len(const buf_t *b) { return b->nelem * b->esize + GUARD; }
 
 static void buf_alloc(buf_t *b, char kind, size_t nelem, size_t esize)
 {
-    CUdeviceptr d;
-
     memset(b, 0, sizeof(*b));
-    b->kind = kind;
     b->nelem = nelem;
     b->esize = esize;
-    if (kind == 'h') {
-        b->ptr = xmalloc(buf_len(b));
-        return;
-    }
-    if (kind == 'd') CU_CHECK(cuMemAlloc(&d, buf_len(b)));
-    else CU_CHECK(cuMemAllocManaged(&d, buf_len(b), CU_MEM_ATTACH_GLOBAL));
-    b->ptr = (void *)(uintptr_t)d;
+    stest_buf_alloc(&b->mem, kind == 'h' ? STEST_MEM_HOST : kind == 'd' ? STEST_MEM_DEVICE : STEST_MEM_MANAGED,
+                    buf_len(b), &g.dev);
 }
 
 static void buf_write(buf_t *b, size_t off, const void *src, size_t n)
 {
-    if (n == 0) return;
-    if (b->kind == 'd') CU_CHECK(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)b->ptr + off, src, n));
-    else memcpy((char *)b->ptr + off, src, n);
+    stest_buf_write(&b->mem, off, src, n);
 }
 
 static void buf_read(const buf_t *b, size_t off, void *dst, size_t n)
 {
-    if (n == 0) return;
-    if (b->kind == 'd') CU_CHECK(cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)b->ptr + off, n));
-    else memcpy(dst, (const char *)b->ptr + off, n);
+    stest_buf_read(&b->mem, off, dst, n);
 }
 
 static void buf_free(buf_t *b)
 {
-    if (b->ptr == NULL) return;
-    if (b->kind == 'h') free(b->ptr);
-    else CU_CHECK(cuMemFree((CUdeviceptr)(uintptr_t)b->ptr));
+    if (b->mem.ptr == NULL) return;
+    stest_buf_free(&b->mem);
     free(b->image);
-    b->ptr = NULL;
     b->image = NULL;
 }
 
 /* ---- inputs and the reference ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-    x += UINT64_C(0x9e3779b97f4a7c15);
-    x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return x ^ (x >> 31);
-}
 
 /* Input element j of rank `rank` (in the check's communicator). */
 static void input_elem(const check_t *c, int rank, size_t j, void *dst)
@@ -321,7 +273,7 @@ static void input_elem(const check_t *c, int rank, size_t j, void *dst)
         memcpy(dst, &v, sizeof(v));
         return;
     }
-    h = mix64(c->seed + (uint64_t)rank * UINT64_C(0xd6e8feb86659fd93) + (uint64_t)j * UINT64_C(0xa0761d6478bd642f));
+    h = stest_mix64(c->seed + (uint64_t)rank * UINT64_C(0xd6e8feb86659fd93) + (uint64_t)j * UINT64_C(0xa0761d6478bd642f));
     if (c->red->elem == E_INT) {
         /* |v| < 2^23: sums over fewer than 256 ranks stay in range */
         int v = (int)(h & 0xffffff) - 0x800000;
@@ -431,7 +383,7 @@ static void compare(const check_t *c, const unsigned char *got, const unsigned c
         if ((idx >= skip_lo && idx < skip_hi) || memcmp(got + i * es, expect + i * es, es) == 0) continue;
         elem_str(c, expect + i * es, want, sizeof(want));
         elem_str(c, got + i * es, have, sizeof(have));
-        fail("%s index=%zu: expected %s got %s (%s%s)", c->label, idx, want, have, where,
+        stest_fail("%s index=%zu: expected %s got %s (%s%s)", c->label, idx, want, have, where,
              idx >= nelem ? ", guard after the buffer" : "");
     }
 }
@@ -445,7 +397,7 @@ static void *send_buf(const check_t *c, buf_t *b, size_t nelem)
     img_inputs(c, b->image, 0, c->rank, 0, nelem);
     memset(b->image + nelem * c->esize, SEND_GUARD, GUARD);
     buf_write(b, 0, b->image, buf_len(b));
-    return b->ptr;
+    return b->mem.ptr;
 }
 
 /* A receive buffer of `kind` holding `pre` (poison, and an in-place call's
@@ -455,7 +407,7 @@ static void *recv_buf(const check_t *c, buf_t *b, char kind, unsigned char *pre,
     buf_alloc(b, kind, nelem, c->esize);
     buf_write(b, 0, pre, buf_len(b));
     free(pre);
-    return b->ptr;
+    return b->mem.ptr;
 }
 
 /* b, and its guard, must hold `expect` but in [skip_lo, skip_hi); frees both. */
@@ -473,7 +425,7 @@ static void check_recv(const check_t *c, buf_t *b, unsigned char *expect, size_t
 /* A send buffer must come back unchanged; frees it. */
 static void buf_done(const check_t *c, buf_t *b)
 {
-    if (b->ptr != NULL && b->image != NULL) {
+    if (b->mem.ptr != NULL && b->image != NULL) {
         unsigned char *got = xmalloc(buf_len(b));
         buf_read(b, 0, got, buf_len(b));
         compare(c, got, b->image, 0, b->nelem + GUARD / c->esize, b->nelem, 0, 0, "sendbuf, which must not change");
@@ -494,7 +446,7 @@ static void deadlock_recv(const check_t *c)
 {
     int token = -1;
     MPI_Recv(&token, 1, MPI_INT, 0, TOKEN_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    if (token != (int)g.calls) fail("%s: token from rank 0: expected %d got %d", c->label, (int)g.calls, token);
+    if (token != (int)g.calls) stest_fail("%s: token from rank 0: expected %d got %d", c->label, (int)g.calls, token);
 }
 
 /* After the call (or its start, with its request): the nonblocking twin is
@@ -644,7 +596,7 @@ static void run_scatter_common(check_t *c, int v)
                    : MPI_Scatter(s, c->count, MPI_INT, rp, c->count, MPI_INT, root, c->comm);
     }
     coll_complete(c, rc, &req);
-    if (rb.ptr != NULL) {
+    if (rb.mem.ptr != NULL) {
         unsigned char *exp = img_new(c, (size_t)counts[r]);
         img_inputs(c, exp, 0, root, (size_t)displs[r], (size_t)counts[r]);
         check_recv(c, &rb, exp, 0, 0);
@@ -890,14 +842,14 @@ static void run_check(check_t *c, int comm_index)
     MPI_Comm_rank(c->comm, &c->rank);
     MPI_Comm_size(c->comm, &c->size);
     c->esize = elem_size(c->red->elem);
-    c->seed = mix64(++g.calls * 2 + (uint64_t)comm_index);
+    c->seed = stest_mix64(++g.calls * 2 + (uint64_t)comm_index);
     coll_name(c->coll, c->nb, name, sizeof(name));
     if (c->coll->flags & F_ONEBUF) kinds[1] = '\0';
     if (c->coll->flags & F_ROOTED) snprintf(root, sizeof(root), "%d", c->root);
     if (c->coll->flags & F_NOBUF) snprintf(c->label, sizeof(c->label), "%s%s", name, comm_tag);
     else snprintf(c->label, sizeof(c->label), "%s%s%s %s count=%d root=%s inplace=%d", name, c->red->tag, comm_tag,
                   kinds, c->count, root, c->inplace);
-    test_watchdog_arm(g.rank, c->label, opt.timeout);
+    stest_watchdog_arm(g.rank, c->label, opt.timeout);
     if (opt.mode == MODE_DEADLOCK && c->rank == 1) deadlock_recv(c);
     c->coll->run(c);
     alarm(0);
@@ -1060,7 +1012,7 @@ static void run_big(void)
     c.rank = g.rank;
     c.size = g.size;
     c.esize = sizeof(int);
-    c.seed = mix64(++g.calls);
+    c.seed = stest_mix64(++g.calls);
     buf_alloc(&sb, c.skind, (size_t)count, c.esize);
     buf_alloc(&rb, c.rkind, (size_t)count, c.esize);
     big_fill(&c, &sb, BIG_INPUTS, SEND_GUARD);
@@ -1071,9 +1023,9 @@ static void run_big(void)
                  c.inplace);
         big_fill(&c, &rb, c.inplace ? BIG_INPUTS : BIG_POISON, POISON);
         MPI_Barrier(MPI_COMM_WORLD);
-        test_watchdog_arm(g.rank, c.label, opt.timeout);
+        stest_watchdog_arm(g.rank, c.label, opt.timeout);
         t = MPI_Wtime();
-        rc = MPI_Allreduce(c.inplace ? MPI_IN_PLACE : sb.ptr, rb.ptr, c.count, MPI_INT, MPI_SUM, c.comm);
+        rc = MPI_Allreduce(c.inplace ? MPI_IN_PLACE : sb.mem.ptr, rb.mem.ptr, c.count, MPI_INT, MPI_SUM, c.comm);
         t = MPI_Wtime() - t;
         alarm(0);
         if (rc != MPI_SUCCESS) mpi_fail(&c, "the call", rc);
@@ -1115,10 +1067,10 @@ static void run_fault(void)
         char err[MPI_MAX_ERROR_STRING];
         int rc, len = 0, allowed;
 
-        c.seed = mix64(++g.calls);
+        c.seed = stest_mix64(++g.calls);
         snprintf(c.label, sizeof(c.label), "fault %s %c%c count=%d root=%s", names[i], c.skind, c.rkind, c.count,
                  i == 1 ? "0" : "-");
-        test_watchdog_arm(g.rank, c.label, opt.timeout);
+        stest_watchdog_arm(g.rank, c.label, opt.timeout);
         if (i == 1) {
             void *p = g.rank == 0 ? send_buf(&c, &sb, n) : recv_buf(&c, &sb, c.skind, img_new(&c, n), n);
             rc = MPI_Bcast(p, c.count, MPI_INT, 0, c.comm);
@@ -1140,9 +1092,9 @@ static void run_fault(void)
             else if (failing != NULL && strstr(failing, "HtoDAsync") != NULL) allowed = !writes;
             else allowed = 1;
             MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-            if (!any) fail("%s: no rank returned an error", c.label);
+            if (!any) stest_fail("%s: no rank returned an error", c.label);
         }
-        if (rc == MPI_SUCCESS && !allowed) fail("%s: returned MPI_SUCCESS, expected an error", c.label);
+        if (rc == MPI_SUCCESS && !allowed) stest_fail("%s: returned MPI_SUCCESS, expected an error", c.label);
         if (rc == MPI_SUCCESS) {
             printf("rank %d: %s: MPI_SUCCESS (its own copies worked)\n", g.rank, c.label);
             buf_done(&c, &sb);
@@ -1262,9 +1214,10 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
+    stest_mpi_init(g.rank, STEST_MPI_FAIL_FIRST);
     MPI_Comm_size(MPI_COMM_WORLD, &g.size);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGALRM, test_watchdog_fire);
+    stest_watchdog_init();
     parse_options(argc, argv);
     if (opt.mode == MODE_DEADLOCK && g.size < 2) {
         if (g.rank == 0) fprintf(stderr, PROG ": --mode deadlock needs at least 2 ranks\n");
@@ -1290,6 +1243,6 @@ int main(int argc, char **argv)
     /* The context outlives MPI: the library may hold streams and mappings in
      * it until MPI_Finalize. */
     MPI_Finalize();
-    if (g.cuda) cuDevicePrimaryCtxRelease(g.dev);
+    if (g.cuda) stest_dev_close(&g.dev);
     return 0;
 }

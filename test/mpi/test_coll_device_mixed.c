@@ -22,7 +22,9 @@
  * cuMemcpyDtoH).  A check that takes more than 60 s prints "hang" (alarm).
  * Exit 77 on every rank when no CUDA device can be had.
  */
-#include <cuda.h>
+#include "stest_cuda.h"
+#include "stest_mpi.h"
+
 #include <mpi.h>
 #include <signal.h>
 #include <stddef.h>
@@ -56,23 +58,13 @@ static void on_alarm(int sig)
     _exit(1);
 }
 
-static void cu_check(CUresult res, const char *call)
-{
-    if (res != CUDA_SUCCESS) {
-        fail(call, -1, CUDA_SUCCESS, res);
-    }
-}
-
 /* A buffer of `bytes` holding `host`: device memory on rank 0, else host. */
 static void *buffer_of(const void *host, size_t bytes, int device)
 {
-    CUdeviceptr d;
     void *h;
 
     if (device) {
-        cu_check(cuMemAlloc(&d, bytes), "cuMemAlloc");
-        cu_check(cuMemcpyHtoD(d, host, bytes), "cuMemcpyHtoD");
-        return (void *)d;
+        return (void *)stest_dev_dup(host, bytes);
     }
     h = malloc(bytes);
     if (h == NULL) {
@@ -86,8 +78,7 @@ static void *buffer_of(const void *host, size_t bytes, int device)
 static void read_back(void *buf, void *out, size_t bytes, int device)
 {
     if (device) {
-        cu_check(cuMemcpyDtoH(out, (CUdeviceptr)buf, bytes), "cuMemcpyDtoH");
-        cu_check(cuMemFree((CUdeviceptr)buf), "cuMemFree");
+        stest_dev_read_free(out, (CUdeviceptr)buf, bytes);
     } else {
         memcpy(out, buf, bytes);
         free(buf);
@@ -295,18 +286,15 @@ static void test_types(void)
 
 int main(int argc, char **argv)
 {
-    int n = 0, ok, all_ok, *in, *out, *expect;
-    CUdevice dev;
-    CUcontext ctx;
+    int ok, all_ok, *in, *out, *expect;
+    stest_dev_t dev;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     signal(SIGALRM, on_alarm);
-    ok = cuInit(0) == CUDA_SUCCESS && cuDeviceGetCount(&n) == CUDA_SUCCESS && n > 0 &&
-         cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
-         cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS &&
-         cuCtxSetCurrent(ctx) == CUDA_SUCCESS;
+    stest_mpi_init(rank, STEST_MPI_FAIL_FIRST);
+    ok = stest_dev_open(0, &dev) == 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_ok) {
         if (rank == 0) {

@@ -35,7 +35,12 @@
  * aborts.  Exit 77 (all ranks): no CUDA device.
  */
 #define _GNU_SOURCE
-#include <cuda.h>
+#include "stest_buf.h"
+#include "stest_fail.h"
+#include "stest_mpi.h"
+#include "stest_pattern.h"
+#include "stest_watchdog.h"
+
 #include <mpi.h>
 
 #include <signal.h>
@@ -49,7 +54,7 @@
 #include <unistd.h>
 
 #define GUARD     64
-#define EXIT_SKIP 77
+#define EXIT_SKIP STEST_EXIT_SKIP
 
 static struct {
     const char *types, *counts, *dirs, *expect, *timed;
@@ -60,25 +65,8 @@ static struct {
 
 static struct {
     int rank, size, partner;
-    CUdevice dev;
-    CUcontext ctx;
+    stest_dev_t dev;
 } g;
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    printf("rank %d: FAIL: ", g.rank);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(NULL);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    _exit(1);
-}
-
-#include "test_device_util.h"
 
 /* ---- datatypes ---- */
 
@@ -202,71 +190,44 @@ static void type_region(MPI_Datatype t, int count, MPI_Aint *lo, MPI_Aint *hi)
 /* ---- buffers ---- */
 
 typedef struct test_buf {
-    int on_device;
-    char *alloc; /* GUARD bytes before the region */
-    size_t len;  /* region plus both guards */
-    MPI_Aint lo; /* the region starts at buffer + lo */
+    stest_buf_t mem; /* GUARD bytes before the region */
+    size_t len;      /* region plus both guards */
+    MPI_Aint lo;     /* the region starts at buffer + lo */
 } test_buf_t;
 
 static void *buf_ptr(const test_buf_t *b)
 {
-    return b->alloc + GUARD - b->lo;
+    return (char *)b->mem.ptr + GUARD - b->lo;
 }
 
 static void buf_alloc(test_buf_t *b, int on_device, MPI_Aint lo, MPI_Aint hi)
 {
-    CUdeviceptr d;
-
-    b->on_device = on_device;
-    b->lo        = lo;
-    b->len       = (size_t)(hi - lo) + 2 * GUARD;
-    if (on_device) {
-        CU_CHECK(cuMemAlloc(&d, b->len));
-        b->alloc = (char *)(uintptr_t)d;
-    } else if ((b->alloc = malloc(b->len)) == NULL) {
-        fail("cannot allocate %zu host bytes", b->len);
-    }
+    b->lo  = lo;
+    b->len = (size_t)(hi - lo) + 2 * GUARD;
+    stest_buf_alloc(&b->mem, on_device ? STEST_MEM_DEVICE : STEST_MEM_HOST, b->len, &g.dev);
 }
 
 static void buf_free(test_buf_t *b)
 {
-    if (b->on_device) CU_CHECK(cuMemFree((CUdeviceptr)(uintptr_t)b->alloc));
-    else free(b->alloc);
+    stest_buf_free(&b->mem);
 }
 
 static void buf_write(test_buf_t *b, size_t off, const void *src, size_t n)
 {
-    if (n == 0) return;
-    if (b->on_device) CU_CHECK(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)b->alloc + off, src, n));
-    else memcpy(b->alloc + off, src, n);
+    stest_buf_write(&b->mem, off, src, n);
 }
 
 static void buf_read(const test_buf_t *b, size_t off, void *dst, size_t n)
 {
-    if (n == 0) return;
-    if (b->on_device) CU_CHECK(cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)b->alloc + off, n));
-    else memcpy(dst, b->alloc + off, n);
+    stest_buf_read(&b->mem, off, dst, n);
 }
 
 /* ---- patterns ---- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static void pattern_gen(char *dst, size_t n, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) dst[i] = (char)(mix64(seed + (i >> 3)) >> ((i & 7) * 8));
-}
-
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
-    if (p == NULL) fail("cannot allocate %zu bytes", n);
+    if (p == NULL) stest_fail("cannot allocate %zu bytes", n);
     return p;
 }
 
@@ -292,7 +253,7 @@ static void mpi_error_string(int rc, char *err)
 /* What rank `from` sends in this check, and the receive buffer's poison. */
 static uint64_t case_seed(unsigned t, int count, int d, int from)
 {
-    return mix64(mix64(mix64((uint64_t)t * 131 + (uint64_t)count) ^ (uint64_t)d) ^ (uint64_t)from);
+    return stest_mix64(stest_mix64(stest_mix64((uint64_t)t * 131 + (uint64_t)count) ^ (uint64_t)d) ^ (uint64_t)from);
 }
 
 /* The receive buffer as it must be: poison, with the partner's data
@@ -304,8 +265,8 @@ static char *expected_recv(MPI_Datatype t, int count, const test_buf_t *rb, uint
     char *src = xmalloc(rb->len), *want = xmalloc(rb->len), *packed;
     int size, pos = 0;
 
-    pattern_gen(src, rb->len, src_seed);
-    pattern_gen(want, rb->len, poison);
+    stest_hash_fill((uint8_t *)src, rb->len, src_seed, 0);
+    stest_hash_fill((uint8_t *)want, rb->len, poison, 0);
     MPI_Pack_size(count, t, MPI_COMM_SELF, &size);
     packed = xmalloc((size_t)size);
     MPI_Pack(src + GUARD - rb->lo, count, t, packed, size, &pos, MPI_COMM_SELF);
@@ -325,10 +286,10 @@ static void check_recv(MPI_Datatype t, int count, const test_buf_t *rb, uint64_t
          *before = xmalloc(rb->len);
 
     buf_read(rb, 0, got, rb->len);
-    pattern_gen(before, rb->len, poison);
+    stest_hash_fill((uint8_t *)before, rb->len, poison, 0);
     for (size_t i = 0; i < rb->len; i++) {
         if (got[i] != want[i]) {
-            fail("%s: receive buffer byte %zd (%s): expected 0x%02x, got 0x%02x", what,
+            stest_fail("%s: receive buffer byte %zd (%s): expected 0x%02x, got 0x%02x", what,
                  (ptrdiff_t)i - GUARD + rb->lo, want[i] == before[i] ? "gap, must keep its byte" : "data",
                  (unsigned char)want[i], (unsigned char)got[i]);
         }
@@ -355,28 +316,28 @@ static void run_case(unsigned t, MPI_Datatype type, int count, int d, const char
     buf_alloc(&sb, send_dev, lo, hi);
     buf_alloc(&rb, recv_dev, lo, hi);
     fill = xmalloc(sb.len);
-    pattern_gen(fill, sb.len, mine);
+    stest_hash_fill((uint8_t *)fill, sb.len, mine, 0);
     buf_write(&sb, 0, fill, sb.len);
-    pattern_gen(fill, rb.len, ~theirs);
+    stest_hash_fill((uint8_t *)fill, rb.len, ~theirs, 0);
     buf_write(&rb, 0, fill, rb.len);
     free(fill);
 
     rc_recv = MPI_Irecv(buf_ptr(&rb), count, type, g.partner, (int)t, MPI_COMM_WORLD, &rreq);
     rc_send = MPI_Isend(buf_ptr(&sb), count, type, g.partner, (int)t, MPI_COMM_WORLD, &sreq);
-    if (rc_recv != MPI_SUCCESS || rc_send != MPI_SUCCESS) fail("%s: MPI_Irecv/MPI_Isend failed", what);
+    if (rc_recv != MPI_SUCCESS || rc_send != MPI_SUCCESS) stest_fail("%s: MPI_Irecv/MPI_Isend failed", what);
     rc_send = MPI_Wait(&sreq, MPI_STATUS_IGNORE);
     rc_recv = MPI_Wait(&rreq, MPI_STATUS_IGNORE);
     if (rc_send != MPI_SUCCESS) {
         mpi_error_string(rc_send, err);
-        fail("%s: the send failed: %s", what, err);
+        stest_fail("%s: the send failed: %s", what, err);
     }
     if (want_recv_error && count > 0) {
-        if (rc_recv == MPI_SUCCESS) fail("%s: the receive succeeded, expected an MPI error", what);
+        if (rc_recv == MPI_SUCCESS) stest_fail("%s: the receive succeeded, expected an MPI error", what);
         mpi_error_string(rc_recv, err);
         if (g.rank == 0) printf("%s: the receive fails with an MPI error: %s\n", what, err);
     } else if (rc_recv != MPI_SUCCESS) {
         mpi_error_string(rc_recv, err);
-        fail("%s: the receive failed: %s", what, err);
+        stest_fail("%s: the receive failed: %s", what, err);
     } else {
         check_recv(type, count, &rb, theirs, ~theirs, zeros, what);
     }
@@ -400,7 +361,7 @@ static void run_cases(void)
             for (int d = 0; d < 4; d++) {
                 if (!listed(opt.dirs, dir_names[d])) continue;
                 snprintf(what, sizeof(what), "%s count %d %s", types[t].name, count, dir_names[d]);
-                test_watchdog_arm(g.rank, what, opt.timeout);
+                stest_watchdog_arm(g.rank, what, opt.timeout);
                 if (g.partner >= 0) run_case(t, type, count, d, what);
                 MPI_Barrier(MPI_COMM_WORLD);
                 alarm(0);
@@ -456,7 +417,7 @@ static void sparse_fill(test_buf_t *b, size_t stride, uint64_t seed)
     char *p = xmalloc(WINDOW);
 
     for (int w = 0; w < 2; w++) {
-        pattern_gen(p, WINDOW, seed + (uint64_t)w * 977);
+        stest_hash_fill((uint8_t *)p, WINDOW, seed + (uint64_t)w * 977, 0);
         buf_write(b, window_at(w, stride), p, WINDOW);
     }
     free(p);
@@ -470,13 +431,13 @@ static void sparse_check(const test_buf_t *rb, size_t stride, uint64_t poison, u
 
     for (int w = 0; w < 2; w++) {
         size_t at = window_block(w);
-        pattern_gen(want, WINDOW, poison + (uint64_t)w * 977);
-        pattern_gen(src, WINDOW, src_seed + (uint64_t)w * 977);
+        stest_hash_fill((uint8_t *)want, WINDOW, poison + (uint64_t)w * 977, 0);
+        stest_hash_fill((uint8_t *)src, WINDOW, src_seed + (uint64_t)w * 977, 0);
         memcpy(want + at, src + at, 2 * sizeof(int));
         buf_read(rb, window_at(w, stride), got, WINDOW);
         for (size_t i = 0; i < WINDOW; i++) {
             if (got[i] != want[i]) {
-                fail("%s: receive buffer byte %zd (%s): expected 0x%02x, got 0x%02x", what,
+                stest_fail("%s: receive buffer byte %zd (%s): expected 0x%02x, got 0x%02x", what,
                      (ptrdiff_t)(window_at(w, stride) + i) - GUARD,
                      i >= at && i < at + 2 * sizeof(int) ? "data" : "gap, must keep its byte",
                      (unsigned char)want[i], (unsigned char)got[i]);
@@ -499,20 +460,20 @@ static void one_way(MPI_Datatype type, int sender, test_buf_t *sb, test_buf_t *r
     int rc;
 
     MPI_Barrier(MPI_COMM_WORLD);
-    if (!peak_reset()) fail("cannot reset the peak memory (/proc/self/clear_refs)");
+    if (!peak_reset()) stest_fail("cannot reset the peak memory (/proc/self/clear_refs)");
     rss = status_kib("VmRSS:");
     if (g.rank == sender) {
         t0    = now();
         rc    = MPI_Send(buf_ptr(sb), 1, type, g.partner, 5, MPI_COMM_WORLD);
         *secs = now() - t0;
-        if (rc != MPI_SUCCESS) fail("one way: MPI_Send failed");
+        if (rc != MPI_SUCCESS) stest_fail("one way: MPI_Send failed");
     } else {
         /* the message is here: the receive's time is its own work */
         MPI_Probe(g.partner, 5, MPI_COMM_WORLD, &st);
         t0    = now();
         rc    = MPI_Recv(buf_ptr(rb), 1, type, g.partner, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         *secs = now() - t0;
-        if (rc != MPI_SUCCESS) fail("one way: MPI_Recv failed");
+        if (rc != MPI_SUCCESS) stest_fail("one way: MPI_Recv failed");
     }
     *peak_kib = status_kib("VmHWM:") - rss;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -533,7 +494,7 @@ static void both_ways(MPI_Datatype type, test_buf_t *sb, test_buf_t *rb, const c
            what, 1e3 * secs[0], (double)peak[0] / 1024, 1e3 * secs[1], (double)peak[1] / 1024);
     for (int role = 0; role < 2; role++) {
         if (peak[role] > opt.max_peak_mib << 10) {
-            fail("%s: the %s raised the peak memory by %.1f MiB (limit %zu MiB): the span was staged",
+            stest_fail("%s: the %s raised the peak memory by %.1f MiB (limit %zu MiB): the span was staged",
                  what, role ? "receive" : "send", (double)peak[role] / 1024, opt.max_peak_mib);
         }
     }
@@ -542,13 +503,13 @@ static void both_ways(MPI_Datatype type, test_buf_t *sb, test_buf_t *rb, const c
 static void run_sparse(void)
 {
     size_t stride   = opt.sparse_mib << 20;
-    uint64_t mine   = mix64(42 + (uint64_t)g.rank), theirs = mix64(42 + (uint64_t)g.partner);
+    uint64_t mine   = stest_mix64(42 + (uint64_t)g.rank), theirs = stest_mix64(42 + (uint64_t)g.partner);
     MPI_Datatype vec;
     test_buf_t sb, rb;
     char what[96];
 
     snprintf(what, sizeof(what), "sparse: 16 bytes over %zu MiB d->d", opt.sparse_mib);
-    test_watchdog_arm(g.rank, what, opt.timeout);
+    stest_watchdog_arm(g.rank, what, opt.timeout);
     MPI_Type_vector(2, 2, (int)(stride / sizeof(int)), MPI_INT, &vec);
     MPI_Type_commit(&vec);
     buf_alloc(&sb, 1, 0, (MPI_Aint)(stride + WINDOW));
@@ -577,20 +538,20 @@ static void run_timed(void)
 
     for (t = 0; t < NUM_TYPES && strcmp(types[t].name, opt.timed); t++) {
     }
-    if (t == NUM_TYPES) fail("--timed: no datatype named %s", opt.timed);
+    if (t == NUM_TYPES) stest_fail("--timed: no datatype named %s", opt.timed);
     mine   = case_seed(t, 1, 0, g.rank);
     theirs = case_seed(t, 1, 0, g.partner);
     snprintf(what, sizeof(what), "%s count 1 d->d one way", opt.timed);
-    test_watchdog_arm(g.rank, what, opt.timeout);
+    stest_watchdog_arm(g.rank, what, opt.timeout);
     type = types[t].make();
     MPI_Type_commit(&type);
     type_region(type, 1, &lo, &hi);
     buf_alloc(&sb, 1, lo, hi);
     buf_alloc(&rb, 1, lo, hi);
     fill = xmalloc(sb.len);
-    pattern_gen(fill, sb.len, mine);
+    stest_hash_fill((uint8_t *)fill, sb.len, mine, 0);
     buf_write(&sb, 0, fill, sb.len);
-    pattern_gen(fill, rb.len, ~mine);
+    stest_hash_fill((uint8_t *)fill, rb.len, ~mine, 0);
     buf_write(&rb, 0, fill, rb.len);
     free(fill);
     both_ways(type, &sb, &rb, what);
@@ -610,7 +571,7 @@ static void check_world_works(void)
     int one = 1, sum = 0;
 
     if (MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS || sum != g.size) {
-        fail("MPI_COMM_WORLD no longer works: allreduce gave %d, expected %d", sum, g.size);
+        stest_fail("MPI_COMM_WORLD no longer works: allreduce gave %d, expected %d", sum, g.size);
     }
     if (g.rank == 0) printf("MPI_COMM_WORLD still works\n");
 }
@@ -647,26 +608,6 @@ usage:
     exit(2);
 }
 
-static int cuda_setup(void)
-{
-    int count, local_rank;
-    MPI_Comm node;
-
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local_rank);
-    MPI_Comm_free(&node);
-    CU_CHECK(cuInit(0));
-    CU_CHECK(cuDeviceGetCount(&count));
-    if (count == 0) {
-        printf("rank %d: skip: no CUDA device\n", g.rank);
-        return EXIT_SKIP;
-    }
-    CU_CHECK(cuDeviceGet(&g.dev, local_rank % count));
-    CU_CHECK(cuDevicePrimaryCtxRetain(&g.ctx, g.dev));
-    CU_CHECK(cuCtxSetCurrent(g.ctx));
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     int skip, any_skip;
@@ -675,7 +616,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g.size);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGALRM, test_watchdog_fire);
+    stest_mpi_init(g.rank, STEST_MPI_FAIL_RANK_FIRST);
+    stest_watchdog_init();
     parse_options(argc, argv);
     if (g.size < 2 || ((opt.sparse_mib > 0 || opt.timed) && g.size != 2)) {
         if (g.rank == 0) fprintf(stderr, "test_p2p_datatypes: needs 2 ranks (--sparse, --timed: exactly 2)\n");
@@ -683,7 +625,7 @@ int main(int argc, char **argv)
         return 2;
     }
     g.partner = (g.rank ^ 1) < g.size ? g.rank ^ 1 : -1;
-    skip      = cuda_setup();
+    skip      = stest_mpi_dev_open(&g.dev);
     MPI_Allreduce(&skip, &any_skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any_skip) {
         MPI_Finalize();
@@ -695,6 +637,6 @@ int main(int argc, char **argv)
     else run_cases();
     if (strcmp(opt.expect, "ok")) check_world_works();
     MPI_Finalize();
-    cuDevicePrimaryCtxRelease(g.dev);
+    stest_dev_close(&g.dev);
     return 0;
 }

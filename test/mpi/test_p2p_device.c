@@ -26,7 +26,12 @@
  * Exit 77 (all ranks): no CUDA device, or the device lacks what --alloc needs.
  */
 #define _GNU_SOURCE
-#include <cuda.h>
+#include "stest_buf.h"
+#include "stest_fail.h"
+#include "stest_mpi.h"
+#include "stest_pattern.h"
+#include "stest_watchdog.h"
+
 #include <mpi.h>
 
 #include <signal.h>
@@ -40,10 +45,11 @@
 #include <unistd.h>
 
 #define GUARD     64
-#define EXIT_SKIP 77
+#define EXIT_SKIP STEST_EXIT_SKIP
 
 typedef enum { ALLOC_CUMEMALLOC, ALLOC_VMM, ALLOC_ASYNC, ALLOC_HOST } alloc_mode_t;
 typedef enum { MEM_HOST, MEM_DEVICE } mem_kind_t;
+typedef stest_buf_t test_buf_t;
 static const char *alloc_names[] = {"cumemalloc", "vmm", "async", "host"};
 
 static struct {
@@ -54,35 +60,10 @@ static struct {
 
 static struct {
     int rank, size, partner;
-    CUdevice dev;
-    CUcontext ctx;
-    CUstream stream;
+    stest_dev_t dev;
     uint8_t *stage;
     size_t stage_len;
 } g;
-
-typedef struct test_buf {
-    int on_device;
-    void *ptr;
-    size_t len, vmm_size;
-    CUmemGenericAllocationHandle vmm_handle;
-} test_buf_t;
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    printf("rank %d: FAIL: ", g.rank);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(NULL);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    _exit(1);
-}
-
-#include "test_device_util.h"
 
 /* ---- CUDA and buffers ---- */
 
@@ -90,99 +71,30 @@ static int device_allocs(void) { return opt.alloc != ALLOC_HOST; }
 
 static int cuda_setup(void)
 {
-    int count, local_rank, have = 1, a = 1, b = 1;
-    MPI_Comm node;
-    char name[128];
+    int have = 1, a = 1, b = 1;
 
     if (!device_allocs()) return 0;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &local_rank);
-    MPI_Comm_free(&node);
-    CU_CHECK(cuInit(0));
-    CU_CHECK(cuDeviceGetCount(&count));
-    if (count == 0) {
-        printf("rank %d: skip: no CUDA device\n", g.rank);
-        return EXIT_SKIP;
-    }
-    CU_CHECK(cuDeviceGet(&g.dev, local_rank % count));
-    CU_CHECK(cuDevicePrimaryCtxRetain(&g.ctx, g.dev));
-    CU_CHECK(cuCtxSetCurrent(g.ctx));
-    CU_CHECK(cuDeviceGetName(name, sizeof(name), g.dev));
-    printf("rank %d: device %d of %d: %s, --alloc %s\n", g.rank, local_rank % count, count, name,
+    if (stest_mpi_dev_open(&g.dev) != 0) return EXIT_SKIP;
+    printf("rank %d: device %d of %d: %s, --alloc %s\n", g.rank, g.dev.index, g.dev.count, g.dev.name,
            alloc_names[opt.alloc]);
     if (opt.alloc == ALLOC_VMM) {
-        CU_CHECK(cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, g.dev));
-        CU_CHECK(cuDeviceGetAttribute(&b, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, g.dev));
+        STEST_CU(cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, g.dev.dev));
+        STEST_CU(cuDeviceGetAttribute(&b, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, g.dev.dev));
     } else if (opt.alloc == ALLOC_ASYNC) {
-        CU_CHECK(cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, g.dev));
-        if (a) CU_CHECK(cuStreamCreate(&g.stream, CU_STREAM_NON_BLOCKING));
+        STEST_CU(cuDeviceGetAttribute(&a, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, g.dev.dev));
+        if (a) STEST_CU(cuStreamCreate(&g.dev.stream, CU_STREAM_NON_BLOCKING));
     }
     have = a && b;
     if (!have) printf("rank %d: skip: the device does not support --alloc %s\n", g.rank, alloc_names[opt.alloc]);
     return have ? 0 : EXIT_SKIP;
 }
 
-static void vmm_alloc(test_buf_t *b)
-{
-    CUmemAllocationProp prop = {0};
-    CUmemAccessDesc access = {0};
-    CUdeviceptr d;
-    size_t gran;
-
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = (int)g.dev;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    CU_CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    b->vmm_size = (b->len + gran - 1) / gran * gran;
-    CU_CHECK(cuMemCreate(&b->vmm_handle, b->vmm_size, &prop, 0));
-    CU_CHECK(cuMemAddressReserve(&d, b->vmm_size, 0, 0, 0));
-    CU_CHECK(cuMemMap(d, b->vmm_size, 0, b->vmm_handle, 0));
-    access.location = prop.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    CU_CHECK(cuMemSetAccess(d, b->vmm_size, &access, 1));
-    b->ptr = (void *)(uintptr_t)d;
-}
-
+/* A buffer of the sending or receiving kind: device memory as --alloc says. */
 static void buf_alloc(test_buf_t *b, mem_kind_t kind, size_t len)
 {
-    CUdeviceptr d;
+    static const stest_mem_t alloc_mem[] = {STEST_MEM_DEVICE, STEST_MEM_VMM, STEST_MEM_ASYNC, STEST_MEM_HOST};
 
-    memset(b, 0, sizeof(*b));
-    b->len = len ? len : 1;
-    b->on_device = kind == MEM_DEVICE && device_allocs();
-    if (!b->on_device) {
-        b->ptr = aligned_alloc(4096, (b->len + 4095) / 4096 * 4096);
-        if (b->ptr == NULL) fail("cannot allocate %zu host bytes", b->len);
-    } else if (opt.alloc == ALLOC_VMM) {
-        vmm_alloc(b);
-    } else if (opt.alloc == ALLOC_ASYNC) {
-        CU_CHECK(cuMemAllocAsync(&d, b->len, g.stream));
-        CU_CHECK(cuStreamSynchronize(g.stream));
-        b->ptr = (void *)(uintptr_t)d;
-    } else {
-        CU_CHECK(cuMemAlloc(&d, b->len));
-        b->ptr = (void *)(uintptr_t)d;
-    }
-}
-
-static void buf_free(test_buf_t *b)
-{
-    CUdeviceptr d = (CUdeviceptr)(uintptr_t)b->ptr;
-
-    if (!b->on_device) {
-        free(b->ptr);
-    } else if (opt.alloc == ALLOC_VMM) {
-        CU_CHECK(cuMemUnmap(d, b->vmm_size));
-        CU_CHECK(cuMemRelease(b->vmm_handle));
-        CU_CHECK(cuMemAddressFree(d, b->vmm_size));
-    } else if (opt.alloc == ALLOC_ASYNC) {
-        CU_CHECK(cuMemFreeAsync(d, g.stream));
-        CU_CHECK(cuStreamSynchronize(g.stream));
-    } else {
-        CU_CHECK(cuMemFree(d));
-    }
-    b->ptr = NULL;
+    stest_buf_alloc(b, kind == MEM_DEVICE ? alloc_mem[opt.alloc] : STEST_MEM_HOST, len, &g.dev);
 }
 
 static uint8_t *stage_get(size_t n)
@@ -190,7 +102,7 @@ static uint8_t *stage_get(size_t n)
     if (n > g.stage_len) {
         free(g.stage);
         g.stage = malloc(n);
-        if (g.stage == NULL) fail("cannot allocate %zu staging bytes", n);
+        if (g.stage == NULL) stest_fail("cannot allocate %zu staging bytes", n);
         g.stage_len = n;
     }
     return g.stage;
@@ -198,32 +110,9 @@ static uint8_t *stage_get(size_t n)
 
 /* ---- patterns ---- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint64_t seed_of(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
 {
-    return mix64(mix64(mix64(mix64(mix64(a) ^ b) ^ c) ^ d) ^ e);
-}
-
-static uint8_t pattern_byte(uint64_t seed, size_t index)
-{
-    return (uint8_t)(mix64(seed + (index >> 3)) >> ((index & 7) * 8));
-}
-
-static void pattern_gen(uint8_t *dst, size_t n, uint64_t seed, size_t first)
-{
-    uint64_t word = mix64(seed + (first >> 3));
-    for (size_t i = 0; i < n; i++) {
-        size_t index = first + i;
-        if (i > 0 && (index & 7) == 0) word = mix64(seed + (index >> 3));
-        dst[i] = (uint8_t)(word >> ((index & 7) * 8));
-    }
+    return stest_mix64(stest_mix64(stest_mix64(stest_mix64(stest_mix64(a) ^ b) ^ c) ^ d) ^ e);
 }
 
 /* Fills b[off, off + n) with the pattern's bytes off.. */
@@ -231,9 +120,8 @@ static void fill_pattern(test_buf_t *b, size_t off, size_t n, uint64_t seed)
 {
     uint8_t *s = stage_get(n);
     if (n == 0) return;
-    pattern_gen(s, n, seed, off);
-    if (b->on_device) CU_CHECK(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)b->ptr + off, s, n));
-    else memcpy((char *)b->ptr + off, s, n);
+    stest_hash_fill(s, n, seed, off);
+    stest_buf_write(b, off, s, n);
 }
 
 /* Reads b[0, n) into the staging buffer. */
@@ -241,16 +129,15 @@ static const uint8_t *buf_contents(test_buf_t *b, size_t n)
 {
     uint8_t *s = stage_get(n ? n : 1);
     if (n == 0) return s;
-    if (b->on_device) CU_CHECK(cuMemcpyDtoH(s, (CUdeviceptr)(uintptr_t)b->ptr, n));
-    else memcpy(s, b->ptr, n);
+    stest_buf_read(b, 0, s, n);
     return s;
 }
 
 static void check_byte(const uint8_t *got, size_t i, uint64_t seed, const char *what, size_t size, const char *part)
 {
-    uint8_t want = pattern_byte(seed, i);
+    uint8_t want = stest_hash_byte(seed, i);
     if (got[i] != want) {
-        fail("%s size %zu: %s byte %zu: expected 0x%02x, got 0x%02x", what, size, part, i, want, got[i]);
+        stest_fail("%s size %zu: %s byte %zu: expected 0x%02x, got 0x%02x", what, size, part, i, want, got[i]);
     }
 }
 
@@ -264,10 +151,10 @@ static void check_recv(test_buf_t *b, size_t size, uint64_t seed, uint64_t poiso
     if (size > expect_len) {
         free(expect);
         expect = malloc(size);
-        if (expect == NULL) fail("cannot allocate %zu bytes", size);
+        if (expect == NULL) stest_fail("cannot allocate %zu bytes", size);
         expect_len = size;
     }
-    pattern_gen(expect, size, seed, 0);
+    stest_hash_fill(expect, size, seed, 0);
     if (size > 0 && memcmp(got, expect, size) != 0) {
         for (size_t i = 0; i < size; i++) check_byte(got, i, seed, what, size, "message");
     }
@@ -297,7 +184,7 @@ static void mpi_check(int rc, const char *call, const char *what, size_t size)
     int len = 0;
     if (rc == MPI_SUCCESS) return;
     MPI_Error_string(rc, err, &len);
-    fail("%s size %zu: %s: %s", what, size, call, err);
+    stest_fail("%s size %zu: %s: %s", what, size, call, err);
 }
 
 static void run_round(int mode, int d, size_t size, int it, test_buf_t *src, test_buf_t *dst)
@@ -323,7 +210,7 @@ static void run_round(int mode, int d, size_t size, int it, test_buf_t *src, tes
                 mpi_check(MPI_Recv(dst->ptr, count, MPI_BYTE, g.partner, tag, MPI_COMM_WORLD, &st), "MPI_Recv", what,
                           size);
                 MPI_Get_count(&st, MPI_BYTE, &got);
-                if (got != count) fail("%s size %zu: received %d bytes", what, size, got);
+                if (got != count) stest_fail("%s size %zu: received %d bytes", what, size, got);
             }
         }
         break;
@@ -352,14 +239,14 @@ static void run_contiguous(const size_t *sizes, int num_sizes)
             for (int s = 0; s < num_sizes; s++) {
                 size_t size = sizes[s];
                 snprintf(what, sizeof(what), "%s %s %zu", mode_names[mode], dirs[d].name, size);
-                test_watchdog_arm(g.rank, what, opt.timeout);
+                stest_watchdog_arm(g.rank, what, opt.timeout);
                 if (g.partner >= 0) {
                     test_buf_t src, dst;
                     buf_alloc(&src, dirs[d].src, size + GUARD);
                     buf_alloc(&dst, dirs[d].dst, size + GUARD);
                     for (int it = 0; it < opt.iters; it++) run_round(mode, d, size, it, &src, &dst);
-                    buf_free(&src);
-                    buf_free(&dst);
+                    stest_buf_free(&src);
+                    stest_buf_free(&dst);
                 }
                 MPI_Barrier(MPI_COMM_WORLD);
                 alarm(0);
@@ -455,7 +342,7 @@ static int run_noncontig_interleaved(void)
     int rc = MPI_SUCCESS, any;
 
     snprintf(what, sizeof(what), "noncontig d->d two interleaved vector receives (%d blocks)", blocks);
-    test_watchdog_arm(g.rank, what, opt.timeout);
+    stest_watchdog_arm(g.rank, what, opt.timeout);
     if (g.partner >= 0) {
         test_buf_t src, dst;
         buf_alloc(&src, MEM_DEVICE, extent + GUARD);
@@ -472,8 +359,8 @@ static int run_noncontig_interleaved(void)
         } else {
             printf("rank %d: %s: MPI error: %s\n", g.rank, what, err);
         }
-        buf_free(&src);
-        buf_free(&dst);
+        stest_buf_free(&src);
+        stest_buf_free(&dst);
     }
     MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     alarm(0);
@@ -494,7 +381,7 @@ static int run_noncontig(void)
         uint64_t theirs = seed_of(7, (uint64_t)blocks, 0, 0, (uint64_t)g.partner);
 
         snprintf(what, sizeof(what), "noncontig d->d vector(%d x %d of %d MPI_INT)", blocks, NC_BLOCK, NC_STRIDE);
-        test_watchdog_arm(g.rank, what, opt.timeout);
+        stest_watchdog_arm(g.rank, what, opt.timeout);
         if (g.partner >= 0) {
             test_buf_t src, dst;
             buf_alloc(&src, MEM_DEVICE, extent + GUARD);
@@ -507,8 +394,8 @@ static int run_noncontig(void)
             if (outcome == 1) printf("rank %d: %s: MPI error: %s\n", g.rank, what, err);
             if (outcome == 2) printf("rank %d: %s: no completion within %d s\n", g.rank, what, opt.timeout / 2);
             if (outcome == 0) {
-                buf_free(&src);
-                buf_free(&dst);
+                stest_buf_free(&src);
+                stest_buf_free(&dst);
             }
         }
         MPI_Allreduce(&outcome, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -580,7 +467,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g.size);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    signal(SIGALRM, test_watchdog_fire);
+    stest_mpi_init(g.rank, STEST_MPI_FAIL_RANK_FIRST);
+    stest_watchdog_init();
     parse_options(argc, argv);
     if (g.size < 2) {
         if (g.rank == 0) fprintf(stderr, "test_p2p_device: needs at least 2 ranks\n");
@@ -614,6 +502,6 @@ int main(int argc, char **argv)
     /* The context outlives MPI: the transport may still hold streams and
      * mappings in it until MPI_Finalize. */
     MPI_Finalize();
-    if (device_allocs()) cuDevicePrimaryCtxRelease(g.dev);
+    if (device_allocs()) stest_dev_close(&g.dev);
     return 0;
 }

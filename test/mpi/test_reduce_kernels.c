@@ -30,6 +30,9 @@
 #include <common/strata_cuda.h>
 #include <common/strata_kernels.h>
 
+#include "stest_cuda.h"
+#include "stest_mpi.h"
+
 typedef enum { FILL_SMALL, FILL_BOOL, FILL_FLOAT, FILL_PAIR } fill_t;
 
 typedef struct {
@@ -213,12 +216,9 @@ static struct {
 
 static int device_setup(void)
 {
-    CUdevice d;
-    CUcontext ctx;
+    stest_dev_t d;
 
-    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&d, 0) != CUDA_SUCCESS ||
-        cuDevicePrimaryCtxRetain(&ctx, d) != CUDA_SUCCESS || cuCtxSetCurrent(ctx) != CUDA_SUCCESS ||
-        !strata_kernels_available()) {
+    if (stest_dev_open(0, &d) != 0 || !strata_kernels_available()) {
         return -1;
     }
     for (int i = 0; i < 6; ++i) {
@@ -274,6 +274,7 @@ int main(int argc, char **argv)
     unsigned char *src_base[6], *src[6], *ref, *saved, *out_base, *out;
 
     MPI_Init(&argc, &argv);
+    stest_mpi_init(0, STEST_MPI_FAIL_FIRST);
     set_types();
     dev.on = (argc > 1 && !strcmp(argv[1], "--device"));
     if (dev.on && device_setup() != 0) {

@@ -30,15 +30,18 @@
  * Exit 77: no CUDA device or no gpu_copy transport.
  *
  * Build (the driver from the toolkit's link stub; at run time the CUDA
- * stand-in or the real driver, first on LD_LIBRARY_PATH):
- *   gcc -O2 -I/usr/local/cuda/include test_gpu_copy_uct.c -o test_gpu_copy_uct \
+ * stand-in or the real driver, first on LD_LIBRARY_PATH), from test/, with
+ * the helpers of test/common/ (the UCT harness, device patterns):
+ *   gcc -O2 -I/usr/local/cuda/include -Icommon ucx/test_gpu_copy_uct.c common/stest_uct.c \
+ *       common/stest_cuda.c common/stest_pattern.c -o test_gpu_copy_uct \
  *       -luct -lucs -L/usr/local/cuda/lib64/stubs -lcuda -lpthread
  * Run (UCX 1.13 loads the plugin only when preloaded):
  *   LD_PRELOAD=.../libuct_strata.so LD_LIBRARY_PATH=<libcuda.so.1 dir> ./test_gpu_copy_uct
  */
-#include <cuda.h>
-#include <ucs/async/async_fwd.h>
-#include <uct/api/uct.h>
+#include "stest_cuda.h"
+#include "stest_fail.h"
+#include "stest_pattern.h"
+#include "stest_uct.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -48,32 +51,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TEST_MAX_SPIN 100000000UL
-
-typedef struct test_ctx {
-    uct_component_h component;
-    ucs_async_context_t *async;
-    uct_worker_h worker;
-    uct_md_h md;
-    char dev_name[UCT_DEVICE_NAME_MAX];
-} test_ctx_t;
+#define TEST_ADDR_MAX 64
 
 typedef struct test_iface {
     uct_iface_h iface;
     uct_ep_h ep;
 } test_iface_t;
 
-typedef struct test_comp {
-    uct_completion_t super; /* first: the callback casts back */
-    int calls;
-    int order;
-    ucs_status_t status;
-} test_comp_t;
-
-static int test_comp_counter;
-
-static void test_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void test_fail(const char *fmt, ...)
+void stest_fail(const char *fmt, ...)
 {
     va_list ap;
 
@@ -85,182 +70,7 @@ static void test_fail(const char *fmt, ...)
     exit(1);
 }
 
-#define TEST_CU(_call) \
-    do { \
-        CUresult _res = (_call); \
-        if (_res != CUDA_SUCCESS) { \
-            const char *_name = NULL; \
-            cuGetErrorName(_res, &_name); \
-            test_fail("%s: %s", #_call, _name ? _name : "?"); \
-        } \
-    } while (0)
-
-#define TEST_UCS(_call) \
-    do { \
-        ucs_status_t _status = (_call); \
-        if (_status != UCS_OK) { \
-            test_fail("%s: %s", #_call, ucs_status_string(_status)); \
-        } \
-    } while (0)
-
-/* ---- buffers ---- */
-
-static uint8_t test_pattern(unsigned seed, size_t i)
-{
-    return (uint8_t)(i * 131 + seed * 29 + (i >> 11) + 1);
-}
-
-static void test_fill(uint8_t *buf, size_t len, unsigned seed)
-{
-    size_t i;
-
-    for (i = 0; i < len; ++i) {
-        buf[i] = test_pattern(seed, i);
-    }
-}
-
-/* buf[i] must be pattern (seed, base + i): base is the slice's offset. */
-static void test_check_slice(const char *what, size_t size, const uint8_t *buf, size_t len,
-                             unsigned seed, size_t base)
-{
-    size_t i;
-
-    for (i = 0; i < len; ++i) {
-        if (buf[i] != test_pattern(seed, base + i)) {
-            test_fail("%s size %zu: index %zu expected 0x%02x got 0x%02x", what, size, base + i,
-                      test_pattern(seed, base + i), buf[i]);
-        }
-    }
-}
-
-static void test_check_host(const char *what, size_t size, const uint8_t *buf, size_t len,
-                            unsigned seed)
-{
-    test_check_slice(what, size, buf, len, seed, 0);
-}
-
-/* Reads device memory back with the driver and checks it. */
-static void test_check_dev_slice(const char *what, size_t size, CUdeviceptr dev, size_t len,
-                                 unsigned seed, size_t base)
-{
-    uint8_t *copy = malloc(len + 1);
-
-    if (copy == NULL) {
-        test_fail("out of memory");
-    }
-    if (len > 0) {
-        TEST_CU(cuMemcpyDtoH(copy, dev, len));
-    }
-    test_check_slice(what, size, copy, len, seed, base);
-    free(copy);
-}
-
-static void test_check_dev(const char *what, size_t size, CUdeviceptr dev, size_t len,
-                           unsigned seed)
-{
-    test_check_dev_slice(what, size, dev, len, seed, 0);
-}
-
-static void test_fill_dev(CUdeviceptr dev, size_t len, unsigned seed)
-{
-    uint8_t *buf = malloc(len + 1);
-
-    test_fill(buf, len, seed);
-    if (len > 0) {
-        TEST_CU(cuMemcpyHtoD(dev, buf, len));
-    }
-    free(buf);
-}
-
 /* ---- UCT plumbing ---- */
-
-static void test_comp_cb(uct_completion_t *self)
-{
-    test_comp_t *comp = (test_comp_t *)self;
-
-    comp->calls++;
-    comp->status = self->status;
-    comp->order  = test_comp_counter++;
-}
-
-static void test_comp_init(test_comp_t *comp)
-{
-    comp->super.func   = test_comp_cb;
-    comp->super.count  = 1;
-    comp->super.status = UCS_OK;
-    comp->calls        = 0;
-    comp->order        = -1;
-    comp->status       = UCS_INPROGRESS;
-}
-
-static void test_progress_until(test_ctx_t *ctx, const int *flag, const char *what)
-{
-    unsigned long spins;
-
-    for (spins = 0; !*flag; ++spins) {
-        if (spins > TEST_MAX_SPIN) {
-            test_fail("%s: no completion after %lu progress calls", what, spins);
-        }
-        uct_worker_progress(ctx->worker);
-    }
-}
-
-/* Waits for a copy that returned `status`; fails on an error. */
-static void test_wait(test_ctx_t *ctx, ucs_status_t status, test_comp_t *comp, const char *what)
-{
-    if (status == UCS_OK) {
-        return;
-    }
-    if (status != UCS_INPROGRESS) {
-        test_fail("%s: %s", what, ucs_status_string(status));
-    }
-    test_progress_until(ctx, &comp->calls, what);
-    if ((comp->calls != 1) || (comp->status != UCS_OK)) {
-        test_fail("%s: completion called %d times, status %s", what, comp->calls,
-                  ucs_status_string(comp->status));
-    }
-}
-
-static int test_find_component(test_ctx_t *ctx)
-{
-    uct_component_h *components;
-    unsigned num, i;
-    int found = 0;
-
-    TEST_UCS(uct_query_components(&components, &num));
-    for (i = 0; i < num; ++i) {
-        uct_component_attr_t attr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
-
-        TEST_UCS(uct_component_query(components[i], &attr));
-        if (!strcmp(attr.name, "strata")) {
-            ctx->component = components[i];
-            found          = 1;
-        }
-    }
-    uct_release_component_list(components);
-    return found;
-}
-
-static int test_open_md(test_ctx_t *ctx)
-{
-    uct_tl_resource_desc_t *resources;
-    uct_md_config_t *md_config;
-    unsigned num, i;
-    int found = 0;
-
-    TEST_UCS(uct_md_config_read(ctx->component, NULL, NULL, &md_config));
-    TEST_UCS(uct_md_open(ctx->component, "gpu_copy", md_config, &ctx->md));
-    uct_config_release(md_config);
-    TEST_UCS(uct_md_query_tl_resources(ctx->md, &resources, &num));
-    for (i = 0; i < num; ++i) {
-        if (!strcmp(resources[i].tl_name, "gpu_copy") && !found) {
-            snprintf(ctx->dev_name, sizeof(ctx->dev_name), "%s", resources[i].dev_name);
-            found = 1;
-        }
-    }
-    uct_release_tl_resource_list(resources);
-    return found;
-}
 
 static void test_check_attr(uct_iface_h iface)
 {
@@ -269,14 +79,14 @@ static void test_check_attr(uct_iface_h iface)
                     UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     uct_iface_attr_t attr;
 
-    TEST_UCS(uct_iface_query(iface, &attr));
+    STEST_UCS(uct_iface_query(iface, &attr));
     if ((attr.cap.flags & need) != need) {
-        test_fail("capabilities: expected flags 0x%" PRIx64 " got 0x%" PRIx64, need,
-                  attr.cap.flags);
+        stest_fail("capabilities: expected flags 0x%" PRIx64 " got 0x%" PRIx64, need,
+                   attr.cap.flags);
     }
     if ((attr.cap.put.max_iov != 1) || (attr.cap.get.max_iov != 1)) {
-        test_fail("max_iov: expected 1 got put %zu get %zu", attr.cap.put.max_iov,
-                  attr.cap.get.max_iov);
+        stest_fail("max_iov: expected 1 got put %zu get %zu", attr.cap.put.max_iov,
+                   attr.cap.get.max_iov);
     }
     printf("caps: ok (latency %.1f us, bandwidth %.0f MB/s, overhead %.1f us)\n",
            attr.latency.c * 1e6, attr.bandwidth.shared / (1 << 20), attr.overhead * 1e6);
@@ -285,56 +95,27 @@ static void test_check_attr(uct_iface_h iface)
 /* An endpoint to the interface's own address, as UCP's loopback. */
 static ucs_status_t test_connect(uct_iface_h iface, uct_ep_h *ep_p, int corrupt)
 {
-    uct_ep_params_t ep_params = {0};
-    uct_device_addr_t *dev_addr;
-    uct_iface_addr_t *iface_addr;
-    uct_iface_attr_t attr;
-    ucs_status_t status;
+    uint8_t dev_addr[TEST_ADDR_MAX], iface_addr[TEST_ADDR_MAX];
 
-    TEST_UCS(uct_iface_query(iface, &attr));
-    dev_addr   = calloc(1, attr.device_addr_len + 1);
-    iface_addr = calloc(1, attr.iface_addr_len + 1);
-    TEST_UCS(uct_iface_get_device_address(iface, dev_addr));
-    TEST_UCS(uct_iface_get_address(iface, iface_addr));
+    stest_uct_iface_addresses(iface, dev_addr, iface_addr, TEST_ADDR_MAX);
     if (corrupt) {
         /* another process's interface: a different process id */
-        ((uint8_t *)iface_addr)[0] ^= 0x5a;
+        iface_addr[0] ^= 0x5a;
     }
-    if (uct_iface_is_reachable(iface, dev_addr, iface_addr) == corrupt) {
-        test_fail("%s address: expected %s got the opposite", corrupt ? "foreign" : "own",
-                  corrupt ? "unreachable" : "reachable");
+    if (uct_iface_is_reachable(iface, (uct_device_addr_t *)dev_addr,
+                               (uct_iface_addr_t *)iface_addr) == corrupt) {
+        stest_fail("%s address: expected %s got the opposite", corrupt ? "foreign" : "own",
+                   corrupt ? "unreachable" : "reachable");
     }
-    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    ep_params.iface      = iface;
-    ep_params.dev_addr   = dev_addr;
-    ep_params.iface_addr = iface_addr;
-    status               = uct_ep_create(&ep_params, ep_p);
-    free(dev_addr);
-    free(iface_addr);
-    return status;
+    return stest_uct_ep_create(iface, dev_addr, iface_addr, ep_p);
 }
 
 /* An interface with an endpoint connected to itself; `settings` are
  * UCX_GPU_COPY_* overrides, NAME, VALUE pairs, NULL-terminated. */
-static void test_open_iface(test_ctx_t *ctx, test_iface_t *t, const char **settings)
+static void test_open_iface(stest_uct_t *ctx, test_iface_t *t, const char **settings)
 {
-    uct_iface_params_t params = {0};
-    uct_iface_config_t *config;
-    const char **s;
-
-    TEST_UCS(uct_md_iface_config_read(ctx->md, "gpu_copy", NULL, NULL, &config));
-    for (s = settings; (s != NULL) && (*s != NULL); s += 2) {
-        TEST_UCS(uct_config_modify(config, s[0], s[1]));
-    }
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = "gpu_copy";
-    params.mode.device.dev_name = ctx->dev_name;
-    TEST_UCS(uct_iface_open(ctx->md, ctx->worker, &params, config, &t->iface));
-    uct_config_release(config);
-    uct_iface_progress_enable(t->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-    TEST_UCS(test_connect(t->iface, &t->ep, 0));
+    t->iface = stest_uct_iface_open(ctx, "gpu_copy", settings, NULL, NULL);
+    STEST_UCS(test_connect(t->iface, &t->ep, 0));
 }
 
 static void test_close_iface(test_iface_t *t)
@@ -345,80 +126,73 @@ static void test_close_iface(test_iface_t *t)
 
 /* ---- copies ---- */
 
+/* Loopback copies: the device address is the remote one, no rkey. */
 static ucs_status_t test_put_zcopy(test_iface_t *t, const void *src, CUdeviceptr dst, size_t len,
-                                   test_comp_t *comp)
+                                   stest_uct_comp_t *comp)
 {
-    uct_iov_t iov = {.buffer = (void *)src, .length = len, .memh = UCT_MEM_HANDLE_NULL,
-                     .stride = 0, .count = 1};
-
-    test_comp_init(comp);
-    return uct_ep_put_zcopy(t->ep, &iov, 1, (uint64_t)dst, UCT_INVALID_RKEY, &comp->super);
+    return stest_uct_put_zcopy(t->ep, src, len, (uint64_t)dst, UCT_INVALID_RKEY, comp);
 }
 
 static ucs_status_t test_get_zcopy(test_iface_t *t, void *dst, CUdeviceptr src, size_t len,
-                                   test_comp_t *comp)
+                                   stest_uct_comp_t *comp)
 {
-    uct_iov_t iov = {.buffer = dst, .length = len, .memh = UCT_MEM_HANDLE_NULL,
-                     .stride = 0, .count = 1};
-
-    test_comp_init(comp);
-    return uct_ep_get_zcopy(t->ep, &iov, 1, (uint64_t)src, UCT_INVALID_RKEY, &comp->super);
+    return stest_uct_get_zcopy(t->ep, dst, len, (uint64_t)src, UCT_INVALID_RKEY, comp);
 }
 
 /* short, zcopy and device->device copies of `size` bytes at `offset`. */
-static void test_size(test_ctx_t *ctx, test_iface_t *t, size_t size, size_t offset)
+static void test_size(stest_uct_t *ctx, test_iface_t *t, size_t size, size_t offset)
 {
     size_t alloc = size + offset + 1;
     uint8_t *host_src = malloc(alloc), *host_dst = malloc(alloc);
     CUdeviceptr dev, dev2;
-    test_comp_t comp;
+    stest_uct_comp_t comp;
     char what[64];
 
     if ((host_src == NULL) || (host_dst == NULL)) {
-        test_fail("out of memory for %zu bytes", alloc);
+        stest_fail("out of memory for %zu bytes", alloc);
     }
-    TEST_CU(cuMemAlloc(&dev, alloc));
-    TEST_CU(cuMemAlloc(&dev2, alloc));
+    STEST_CU(cuMemAlloc(&dev, alloc));
+    STEST_CU(cuMemAlloc(&dev2, alloc));
 
     if (size <= UINT32_MAX) {
         snprintf(what, sizeof(what), "put_short h->d +%zu", offset);
-        test_fill(host_src + offset, size, 1);
-        TEST_UCS(uct_ep_put_short(t->ep, host_src + offset, (unsigned)size,
+        stest_seq_fill(host_src + offset, size, 1);
+        STEST_UCS(uct_ep_put_short(t->ep, host_src + offset, (unsigned)size,
                                   (uint64_t)(dev + offset), UCT_INVALID_RKEY));
-        test_check_dev(what, size, dev + offset, size, 1);
+        stest_dev_seq_check(what, size, dev + offset, size, 1, 0);
         printf("%s %zu: ok\n", what, size);
 
         snprintf(what, sizeof(what), "get_short d->h +%zu", offset);
         memset(host_dst, 0, alloc);
-        TEST_UCS(uct_ep_get_short(t->ep, host_dst + offset, (unsigned)size,
+        STEST_UCS(uct_ep_get_short(t->ep, host_dst + offset, (unsigned)size,
                                   (uint64_t)(dev + offset), UCT_INVALID_RKEY));
-        test_check_host(what, size, host_dst + offset, size, 1);
+        stest_seq_check(what, size, host_dst + offset, size, 1, 0);
         printf("%s %zu: ok\n", what, size);
     }
 
     snprintf(what, sizeof(what), "put_zcopy h->d +%zu", offset);
-    test_fill(host_src + offset, size, 2);
-    test_wait(ctx, test_put_zcopy(t, host_src + offset, dev + offset, size, &comp), &comp, what);
-    test_check_dev(what, size, dev + offset, size, 2);
+    stest_seq_fill(host_src + offset, size, 2);
+    stest_uct_wait(ctx, test_put_zcopy(t, host_src + offset, dev + offset, size, &comp), &comp, what);
+    stest_dev_seq_check(what, size, dev + offset, size, 2, 0);
     printf("%s %zu: ok\n", what, size);
 
     snprintf(what, sizeof(what), "get_zcopy d->h +%zu", offset);
-    test_fill_dev(dev + offset, size, 3);
+    stest_dev_seq_fill(dev + offset, size, 3);
     memset(host_dst, 0, alloc);
-    test_wait(ctx, test_get_zcopy(t, host_dst + offset, dev + offset, size, &comp), &comp, what);
-    test_check_host(what, size, host_dst + offset, size, 3);
+    stest_uct_wait(ctx, test_get_zcopy(t, host_dst + offset, dev + offset, size, &comp), &comp, what);
+    stest_seq_check(what, size, host_dst + offset, size, 3, 0);
     printf("%s %zu: ok\n", what, size);
 
     /* device->device: get_zcopy into a device "local" buffer. */
     snprintf(what, sizeof(what), "get_zcopy d->d +%zu", offset);
-    test_fill_dev(dev2, alloc, 9);
-    test_wait(ctx, test_get_zcopy(t, (void *)(dev2 + offset), dev + offset, size, &comp), &comp,
+    stest_dev_seq_fill(dev2, alloc, 9);
+    stest_uct_wait(ctx, test_get_zcopy(t, (void *)(dev2 + offset), dev + offset, size, &comp), &comp,
               what);
-    test_check_dev(what, size, dev2 + offset, size, 3);
+    stest_dev_seq_check(what, size, dev2 + offset, size, 3, 0);
     printf("%s %zu: ok\n", what, size);
 
-    TEST_CU(cuMemFree(dev));
-    TEST_CU(cuMemFree(dev2));
+    STEST_CU(cuMemFree(dev));
+    STEST_CU(cuMemFree(dev2));
     free(host_src);
     free(host_dst);
 }
@@ -427,51 +201,51 @@ static void test_size(test_ctx_t *ctx, test_iface_t *t, size_t size, size_t offs
 #define TEST_MANY_LEN 4096
 
 /* Many copies in flight in both directions, then a flush with completion. */
-static void test_many(test_ctx_t *ctx, test_iface_t *t)
+static void test_many(stest_uct_t *ctx, test_iface_t *t)
 {
-    static test_comp_t comps[TEST_MANY];
+    static stest_uct_comp_t comps[TEST_MANY];
     uint8_t *host = malloc(TEST_MANY * TEST_MANY_LEN);
     uint8_t *back = calloc(TEST_MANY, TEST_MANY_LEN);
-    test_comp_t flush_comp;
+    stest_uct_comp_t flush_comp;
     CUdeviceptr dev, dev_src;
     ucs_status_t status;
     int i, prev_h2d = -1, prev_d2h = -1;
 
-    TEST_CU(cuMemAlloc(&dev, TEST_MANY * TEST_MANY_LEN));
-    TEST_CU(cuMemAlloc(&dev_src, TEST_MANY * TEST_MANY_LEN));
-    test_fill(host, TEST_MANY * TEST_MANY_LEN, 4);
-    test_fill_dev(dev_src, TEST_MANY * TEST_MANY_LEN, 5);
+    STEST_CU(cuMemAlloc(&dev, TEST_MANY * TEST_MANY_LEN));
+    STEST_CU(cuMemAlloc(&dev_src, TEST_MANY * TEST_MANY_LEN));
+    stest_seq_fill(host, TEST_MANY * TEST_MANY_LEN, 4);
+    stest_dev_seq_fill(dev_src, TEST_MANY * TEST_MANY_LEN, 5);
     for (i = 0; i < TEST_MANY; ++i) {
         size_t off = (size_t)i * TEST_MANY_LEN;
 
         status = (i % 2) ? test_get_zcopy(t, back + off, dev_src + off, TEST_MANY_LEN, &comps[i]) :
                            test_put_zcopy(t, host + off, dev + off, TEST_MANY_LEN, &comps[i]);
         if (status != UCS_INPROGRESS) {
-            test_fail("many: copy %d expected INPROGRESS got %s", i, ucs_status_string(status));
+            stest_fail("many: copy %d expected INPROGRESS got %s", i, ucs_status_string(status));
         }
     }
     status = uct_iface_flush(t->iface, 0, NULL);
     if (status != UCS_INPROGRESS) {
-        test_fail("many: iface flush expected INPROGRESS got %s", ucs_status_string(status));
+        stest_fail("many: iface flush expected INPROGRESS got %s", ucs_status_string(status));
     }
-    test_comp_init(&flush_comp);
+    stest_uct_comp_init(&flush_comp);
     status = uct_ep_flush(t->ep, 0, &flush_comp.super);
     if (status != UCS_INPROGRESS) {
-        test_fail("many: ep flush expected INPROGRESS got %s", ucs_status_string(status));
+        stest_fail("many: ep flush expected INPROGRESS got %s", ucs_status_string(status));
     }
-    test_progress_until(ctx, &flush_comp.calls, "many: flush");
+    stest_uct_progress_until(ctx, &flush_comp.calls, "many: flush");
     for (i = 0; i < TEST_MANY; ++i) {
         int *prev = (i % 2) ? &prev_d2h : &prev_h2d;
 
         if ((comps[i].calls != 1) || (comps[i].status != UCS_OK)) {
-            test_fail("many: copy %d: completion called %d times (expected 1), status %s", i,
+            stest_fail("many: copy %d: completion called %d times (expected 1), status %s", i,
                       comps[i].calls, ucs_status_string(comps[i].status));
         }
         if (comps[i].order > flush_comp.order) {
-            test_fail("many: copy %d completed after the flush", i);
+            stest_fail("many: copy %d completed after the flush", i);
         }
         if (comps[i].order < *prev) {
-            test_fail("many: copy %d completed before an earlier copy of its direction", i);
+            stest_fail("many: copy %d completed before an earlier copy of its direction", i);
         }
         *prev = comps[i].order;
     }
@@ -479,56 +253,56 @@ static void test_many(test_ctx_t *ctx, test_iface_t *t)
         size_t off = (size_t)i * TEST_MANY_LEN;
 
         if (i % 2) {
-            test_check_slice("many d->h", TEST_MANY_LEN, back + off, TEST_MANY_LEN, 5, off);
+            stest_seq_check("many d->h", TEST_MANY_LEN, back + off, TEST_MANY_LEN, 5, off);
         } else {
-            test_check_dev_slice("many h->d", TEST_MANY_LEN, dev + off, TEST_MANY_LEN, 4, off);
+            stest_dev_seq_check("many h->d", TEST_MANY_LEN, dev + off, TEST_MANY_LEN, 4, off);
         }
     }
-    TEST_UCS(uct_iface_flush(t->iface, 0, NULL));
+    STEST_UCS(uct_iface_flush(t->iface, 0, NULL));
     printf("many: %d copies in flight, flush with completion: ok\n", TEST_MANY);
-    TEST_CU(cuMemFree(dev));
-    TEST_CU(cuMemFree(dev_src));
+    STEST_CU(cuMemFree(dev));
+    STEST_CU(cuMemFree(dev_src));
     free(host);
     free(back);
 }
 
 /* A fence orders a device->host copy after the host->device copy before it,
  * although the two directions run on different streams. */
-static void test_fence(test_ctx_t *ctx, test_iface_t *t)
+static void test_fence(stest_uct_t *ctx, test_iface_t *t)
 {
     size_t len    = 1 << 20;
     uint8_t *src  = malloc(len), *dst = calloc(1, len);
-    test_comp_t put_comp, get_comp;
+    stest_uct_comp_t put_comp, get_comp;
     CUdeviceptr dev;
 
-    TEST_CU(cuMemAlloc(&dev, len));
-    test_fill_dev(dev, len, 7);
-    test_fill(src, len, 6);
+    STEST_CU(cuMemAlloc(&dev, len));
+    stest_dev_seq_fill(dev, len, 7);
+    stest_seq_fill(src, len, 6);
     if (test_put_zcopy(t, src, dev, len, &put_comp) != UCS_INPROGRESS) {
-        test_fail("fence: put_zcopy did not go in flight");
+        stest_fail("fence: put_zcopy did not go in flight");
     }
-    TEST_UCS(uct_ep_fence(t->ep, 0));
+    STEST_UCS(uct_ep_fence(t->ep, 0));
     if (test_get_zcopy(t, dst, dev, len, &get_comp) != UCS_INPROGRESS) {
-        test_fail("fence: get_zcopy did not go in flight");
+        stest_fail("fence: get_zcopy did not go in flight");
     }
-    test_wait(ctx, UCS_INPROGRESS, &get_comp, "fence: get");
-    test_wait(ctx, UCS_INPROGRESS, &put_comp, "fence: put");
-    test_check_host("fence: d->h after h->d", len, dst, len, 6);
+    stest_uct_wait(ctx, UCS_INPROGRESS, &get_comp, "fence: get");
+    stest_uct_wait(ctx, UCS_INPROGRESS, &put_comp, "fence: put");
+    stest_seq_check("fence: d->h after h->d", len, dst, len, 6, 0);
     printf("fence: h->d zcopy, fence, d->h zcopy of the same bytes: ok\n");
 
     /* The short copy runs at once on its own stream: only the fence makes
      * it wait for the zero-copy operation still queued. */
-    test_fill(src, len, 12);
+    stest_seq_fill(src, len, 12);
     memset(dst, 0, len);
     if (test_put_zcopy(t, src, dev, len, &put_comp) != UCS_INPROGRESS) {
-        test_fail("fence: put_zcopy did not go in flight");
+        stest_fail("fence: put_zcopy did not go in flight");
     }
-    TEST_UCS(uct_ep_fence(t->ep, 0));
-    TEST_UCS(uct_ep_get_short(t->ep, dst, (unsigned)len, (uint64_t)dev, UCT_INVALID_RKEY));
-    test_check_host("fence: d->h short after h->d zcopy", len, dst, len, 12);
-    test_wait(ctx, UCS_INPROGRESS, &put_comp, "fence: put");
+    STEST_UCS(uct_ep_fence(t->ep, 0));
+    STEST_UCS(uct_ep_get_short(t->ep, dst, (unsigned)len, (uint64_t)dev, UCT_INVALID_RKEY));
+    stest_seq_check("fence: d->h short after h->d zcopy", len, dst, len, 12, 0);
+    stest_uct_wait(ctx, UCS_INPROGRESS, &put_comp, "fence: put");
     printf("fence: h->d zcopy, fence, d->h short of the same bytes: ok\n");
-    TEST_CU(cuMemFree(dev));
+    STEST_CU(cuMemFree(dev));
     free(src);
     free(dst);
 }
@@ -541,7 +315,7 @@ typedef struct test_pending {
     size_t len;
     int calls;
     ucs_status_t status;
-    test_comp_t comp;
+    stest_uct_comp_t comp;
 } test_pending_t;
 
 static ucs_status_t test_pending_cb(uct_pending_req_t *self)
@@ -561,61 +335,61 @@ static void test_purge_cb(uct_pending_req_t *self, void *arg)
 }
 
 /* MAX_EVENTS=2: a third copy is refused and goes through the pending queue. */
-static void test_pending(test_ctx_t *ctx)
+static void test_pending(stest_uct_t *ctx)
 {
     static const char *settings[] = {"MAX_EVENTS", "2", NULL};
     size_t len = 65536;
     uint8_t *src = malloc(3 * len);
     test_pending_t req = {0}, other = {0};
-    test_comp_t comps[2];
+    stest_uct_comp_t comps[2];
     test_iface_t t;
     uct_ep_h ep2;
     CUdeviceptr dev;
     int i;
 
     test_open_iface(ctx, &t, settings);
-    TEST_UCS(test_connect(t.iface, &ep2, 0));
-    TEST_CU(cuMemAlloc(&dev, 3 * len));
-    test_fill(src, 3 * len, 8);
+    STEST_UCS(test_connect(t.iface, &ep2, 0));
+    STEST_CU(cuMemAlloc(&dev, 3 * len));
+    stest_seq_fill(src, 3 * len, 8);
     for (i = 0; i < 2; ++i) {
         if (test_put_zcopy(&t, src + i * len, dev + i * len, len, &comps[i]) != UCS_INPROGRESS) {
-            test_fail("pending: copy %d did not go in flight", i);
+            stest_fail("pending: copy %d did not go in flight", i);
         }
     }
     req.status = test_put_zcopy(&t, src + 2 * len, dev + 2 * len, len, &req.comp);
     if (req.status != UCS_ERR_NO_RESOURCE) {
-        test_fail("pending: third copy expected NO_RESOURCE got %s", ucs_status_string(req.status));
+        stest_fail("pending: third copy expected NO_RESOURCE got %s", ucs_status_string(req.status));
     }
     req.super.func = test_pending_cb;
     req.t          = &t;
     req.src        = src + 2 * len;
     req.dst        = dev + 2 * len;
     req.len        = len;
-    TEST_UCS(uct_ep_pending_add(t.ep, &req.super, 0));
+    STEST_UCS(uct_ep_pending_add(t.ep, &req.super, 0));
     other.super.func = test_pending_cb;
-    TEST_UCS(uct_ep_pending_add(ep2, &other.super, 0));
+    STEST_UCS(uct_ep_pending_add(ep2, &other.super, 0));
     if (uct_ep_flush(t.ep, 0, NULL) != UCS_ERR_NO_RESOURCE) {
-        test_fail("pending: ep flush with a pending request expected NO_RESOURCE");
+        stest_fail("pending: ep flush with a pending request expected NO_RESOURCE");
     }
     uct_ep_pending_purge(ep2, test_purge_cb, NULL);
     if ((test_purged != 1) || (other.calls != 0)) {
-        test_fail("pending: purge expected 1 request removed got %d (%d run)", test_purged,
+        stest_fail("pending: purge expected 1 request removed got %d (%d run)", test_purged,
                   other.calls);
     }
-    test_progress_until(ctx, &req.calls, "pending: dispatch");
-    test_wait(ctx, req.status, &req.comp, "pending: dispatched copy");
-    test_wait(ctx, UCS_INPROGRESS, &comps[0], "pending: copy 0");
-    test_wait(ctx, UCS_INPROGRESS, &comps[1], "pending: copy 1");
-    test_check_dev("pending: 3 copies", 3 * len, dev, 3 * len, 8);
+    stest_uct_progress_until(ctx, &req.calls, "pending: dispatch");
+    stest_uct_wait(ctx, req.status, &req.comp, "pending: dispatched copy");
+    stest_uct_wait(ctx, UCS_INPROGRESS, &comps[0], "pending: copy 0");
+    stest_uct_wait(ctx, UCS_INPROGRESS, &comps[1], "pending: copy 1");
+    stest_dev_seq_check("pending: 3 copies", 3 * len, dev, 3 * len, 8, 0);
     printf("pending: MAX_EVENTS=2, third copy queued, dispatched by progress; purge: ok\n");
-    TEST_CU(cuMemFree(dev));
+    STEST_CU(cuMemFree(dev));
     uct_ep_destroy(ep2);
     test_close_iface(&t);
     free(src);
 }
 
 typedef struct test_thread_arg {
-    test_ctx_t *ctx;
+    stest_uct_t *ctx;
     test_iface_t *t;
     uint8_t *src, *dst;
     CUdeviceptr dev;
@@ -626,20 +400,20 @@ typedef struct test_thread_arg {
 static void *test_thread_run(void *p)
 {
     test_thread_arg_t *arg = p;
-    test_comp_t comp;
+    stest_uct_comp_t comp;
     CUcontext cuctx = NULL;
 
     cuCtxGetCurrent(&cuctx);
     arg->had_ctx = (cuctx != NULL);
-    TEST_UCS(uct_ep_put_short(arg->t->ep, arg->src, (unsigned)arg->len, (uint64_t)arg->dev,
+    STEST_UCS(uct_ep_put_short(arg->t->ep, arg->src, (unsigned)arg->len, (uint64_t)arg->dev,
                               UCT_INVALID_RKEY));
-    test_wait(arg->ctx, test_get_zcopy(arg->t, arg->dst, arg->dev, arg->len, &comp), &comp,
+    stest_uct_wait(arg->ctx, test_get_zcopy(arg->t, arg->dst, arg->dev, arg->len, &comp), &comp,
               "thread: get_zcopy");
     return NULL;
 }
 
 /* A new interface's first copies from a thread that never touched CUDA. */
-static void test_thread(test_ctx_t *ctx)
+static void test_thread(stest_uct_t *ctx)
 {
     test_thread_arg_t arg = {.ctx = ctx, .len = 100003};
     test_iface_t t;
@@ -649,44 +423,44 @@ static void test_thread(test_ctx_t *ctx)
     arg.t   = &t;
     arg.src = malloc(arg.len);
     arg.dst = calloc(1, arg.len);
-    TEST_CU(cuMemAlloc(&arg.dev, arg.len));
-    test_fill(arg.src, arg.len, 10);
+    STEST_CU(cuMemAlloc(&arg.dev, arg.len));
+    stest_seq_fill(arg.src, arg.len, 10);
     if (pthread_create(&thread, NULL, test_thread_run, &arg) != 0) {
-        test_fail("thread: pthread_create");
+        stest_fail("thread: pthread_create");
     }
     pthread_join(thread, NULL);
     if (arg.had_ctx) {
-        test_fail("thread: expected a thread without CUDA context, it had one");
+        stest_fail("thread: expected a thread without CUDA context, it had one");
     }
-    test_check_dev("thread: put_short", arg.len, arg.dev, arg.len, 10);
-    test_check_host("thread: get_zcopy", arg.len, arg.dst, arg.len, 10);
+    stest_dev_seq_check("thread: put_short", arg.len, arg.dev, arg.len, 10, 0);
+    stest_seq_check("thread: get_zcopy", arg.len, arg.dst, arg.len, 10, 0);
     printf("thread: copies from a thread with no CUDA context: ok\n");
-    TEST_CU(cuMemFree(arg.dev));
+    STEST_CU(cuMemFree(arg.dev));
     test_close_iface(&t);
     free(arg.src);
     free(arg.dst);
 }
 
 /* Bad ranges fail with a status; another process's address is unreachable. */
-static void test_errors(test_ctx_t *ctx, test_iface_t *t)
+static void test_errors(stest_uct_t *ctx, test_iface_t *t)
 {
     size_t len = 4096;
     uint8_t buf[64] = {0};
-    test_comp_t comp;
+    stest_uct_comp_t comp;
     ucs_status_t status;
     CUdeviceptr dev;
     uct_ep_h ep;
 
-    TEST_CU(cuMemAlloc(&dev, len));
+    STEST_CU(cuMemAlloc(&dev, len));
     status = test_put_zcopy(t, buf, dev + len - 8, sizeof(buf), &comp);
     if ((status == UCS_OK) || (status == UCS_INPROGRESS)) {
-        test_fail("errors: put_zcopy past the allocation expected an error got %s",
+        stest_fail("errors: put_zcopy past the allocation expected an error got %s",
                   ucs_status_string(status));
     }
     printf("errors: put_zcopy past the end of an allocation: %s: ok\n", ucs_status_string(status));
     status = test_get_zcopy(t, buf, dev + len - 8, sizeof(buf), &comp);
     if ((status == UCS_OK) || (status == UCS_INPROGRESS)) {
-        test_fail("errors: get_zcopy past the allocation expected an error got %s",
+        stest_fail("errors: get_zcopy past the allocation expected an error got %s",
                   ucs_status_string(status));
     }
     printf("errors: get_zcopy past the end of an allocation: %s: ok\n", ucs_status_string(status));
@@ -698,39 +472,39 @@ static void test_errors(test_ctx_t *ctx, test_iface_t *t)
                               UCT_INVALID_RKEY);
     printf("errors: put_short past the end of an allocation: %s: ok (no crash)\n",
            ucs_status_string(status));
-    TEST_UCS(uct_iface_flush(t->iface, 0, NULL));
-    TEST_CU(cuMemFree(dev));
+    STEST_UCS(uct_iface_flush(t->iface, 0, NULL));
+    STEST_CU(cuMemFree(dev));
 
     status = test_connect(t->iface, &ep, 1);
     if (status == UCS_OK) {
-        test_fail("errors: endpoint to another process's address expected an error got OK");
+        stest_fail("errors: endpoint to another process's address expected an error got OK");
     }
     printf("errors: endpoint to another process: %s: ok\n", ucs_status_string(status));
 }
 
 /* Closing with a copy in flight waits for it and does not crash. */
-static void test_close_busy(test_ctx_t *ctx)
+static void test_close_busy(stest_uct_t *ctx)
 {
     size_t len   = 1 << 20;
     uint8_t *src = malloc(len);
-    test_comp_t comp;
+    stest_uct_comp_t comp;
     test_iface_t t;
     CUdeviceptr dev;
 
     test_open_iface(ctx, &t, NULL);
-    TEST_CU(cuMemAlloc(&dev, len));
-    test_fill(src, len, 11);
+    STEST_CU(cuMemAlloc(&dev, len));
+    stest_seq_fill(src, len, 11);
     if (test_put_zcopy(&t, src, dev, len, &comp) != UCS_INPROGRESS) {
-        test_fail("close: put_zcopy did not go in flight");
+        stest_fail("close: put_zcopy did not go in flight");
     }
     printf("close: closing an interface with a copy in flight (a warning is expected)\n");
     test_close_iface(&t);
-    test_check_dev("close: copy in flight at close", len, dev, len, 11);
+    stest_dev_seq_check("close: copy in flight at close", len, dev, len, 11, 0);
     if (comp.calls != 0) {
-        test_fail("close: expected no completion call got %d", comp.calls);
+        stest_fail("close: expected no completion call got %d", comp.calls);
     }
     printf("close: copy finished before close returned, no completion called: ok\n");
-    TEST_CU(cuMemFree(dev));
+    STEST_CU(cuMemFree(dev));
     free(src);
 }
 
@@ -738,11 +512,9 @@ int main(int argc, char **argv)
 {
     static const size_t sizes[] = {0, 1, 3, 4095, 65537, (1 << 20) + 7, 64 << 20};
     size_t max_size = 64 << 20;
-    test_ctx_t ctx  = {0};
+    stest_uct_t ctx = {0};
     test_iface_t t;
-    CUcontext cuctx;
-    CUdevice cudev;
-    int count = 0;
+    stest_dev_t dev;
     unsigned i;
 
     if ((argc == 3) && !strcmp(argv[1], "--max-size")) {
@@ -751,22 +523,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [--max-size BYTES]\n", argv[0]);
         return 2;
     }
-    if ((cuInit(0) != CUDA_SUCCESS) || (cuDeviceGetCount(&count) != CUDA_SUCCESS) ||
-        (count == 0)) {
+    if (stest_dev_open(0, &dev) != 0) {
         printf("test_gpu_copy_uct: SKIP: no CUDA device\n");
         return 77;
     }
-    TEST_CU(cuDeviceGet(&cudev, 0));
-    TEST_CU(cuDevicePrimaryCtxRetain(&cuctx, cudev));
-    TEST_CU(cuCtxSetCurrent(cuctx));
-
-    TEST_UCS(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &ctx.async));
-    TEST_UCS(uct_worker_create(ctx.async, UCS_THREAD_MODE_SINGLE, &ctx.worker));
-    if (!test_find_component(&ctx)) {
+    stest_uct_worker_create(&ctx);
+    if (!stest_uct_find_component(&ctx, "strata")) {
         printf("test_gpu_copy_uct: SKIP: no UCT component 'strata' (LD_PRELOAD libuct_strata.so)\n");
         return 77;
     }
-    if (!test_open_md(&ctx)) {
+    STEST_UCS(stest_uct_md_open(&ctx, "gpu_copy", NULL));
+    if (!stest_uct_find_device(&ctx, "gpu_copy")) {
         printf("test_gpu_copy_uct: SKIP: memory domain gpu_copy has no gpu_copy device\n");
         return 77;
     }
@@ -790,11 +557,10 @@ int main(int argc, char **argv)
     test_errors(&ctx, &t);
     test_close_busy(&ctx);
 
-    TEST_UCS(uct_iface_flush(t.iface, 0, NULL));
+    STEST_UCS(uct_iface_flush(t.iface, 0, NULL));
     test_close_iface(&t);
     uct_md_close(ctx.md);
-    uct_worker_destroy(ctx.worker);
-    ucs_async_context_destroy(ctx.async);
+    stest_uct_worker_destroy(&ctx);
     printf("test_gpu_copy_uct: all checks passed\n");
     return 0;
 }

@@ -42,22 +42,27 @@
  * One line per check; the first wrong byte prints the check, size, index,
  * expected and got, and exits 1.  Exit 77: no CUDA device or no gpu_ipc.
  *
- * The file is longer than the house limit of ~800 lines because it is one
- * program a user builds with one compiler line; its parts are, in order, the
- * socketpair protocol, buffers, UCT plumbing, the owner, and one function per
- * check of the peer.  The key format's code is compiled in (below) for the
- * start check, which forges keys.
+ * The file is longer than the house limit of ~800 lines because the owner and
+ * the peer are the two ends of one socketpair protocol: each message type is
+ * read next to the code that answers it.  The UCT harness and the byte
+ * patterns are test/common/'s; the parts here are, in order, the socketpair
+ * protocol, the interface with its error handler, the owner, and one
+ * function per check of the peer.  The key format's code is compiled in
+ * (below) for the start check, which forges keys.
  *
  * Build (the driver from the toolkit's link stub; at run time the CUDA
- * stand-in or the real driver, first on LD_LIBRARY_PATH):
- *   gcc -O2 -I/usr/local/cuda/include test_gpu_ipc_uct.c -o test_gpu_ipc_uct \
- *       -luct -lucs -L/usr/local/cuda/lib64/stubs -lcuda
+ * stand-in or the real driver, first on LD_LIBRARY_PATH), from the source
+ * tree's top:
+ *   gcc -O2 -I/usr/local/cuda/include -Itest/common -Iucx_tl/gpu_ipc test/ucx/test_gpu_ipc_uct.c \
+ *       ucx_tl/gpu_ipc/gpu_ipc_key.c test/common/stest_uct.c test/common/stest_cuda.c \
+ *       test/common/stest_pattern.c -o test_gpu_ipc_uct -luct -lucs \
+ *       -L/usr/local/cuda/lib64/stubs -lcuda
  * Run (UCX 1.13 loads the plugin only when preloaded):
  *   LD_PRELOAD=.../libuct_strata.so LD_LIBRARY_PATH=<libcuda.so.1 dir> ./test_gpu_ipc_uct
  */
-#include <cuda.h>
-#include <ucs/async/async_fwd.h>
-#include <uct/api/uct.h>
+#include "stest_cuda.h"
+#include "stest_fail.h"
+#include "stest_uct.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -86,8 +91,7 @@ static const char *test_role = "peer";
 static size_t test_max_size  = TEST_OWNER_SIZE;
 static const char *test_cache_size; /* UCX_STRATA_IPC_CACHE_SIZE; NULL: as configured */
 
-static void test_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void test_fail(const char *fmt, ...)
+void stest_fail(const char *fmt, ...)
 {
     va_list ap;
 
@@ -99,32 +103,6 @@ static void test_fail(const char *fmt, ...)
     va_end(ap);
     exit(1);
 }
-
-#define TEST_CU(_call) \
-    do { \
-        CUresult _res = (_call); \
-        if (_res != CUDA_SUCCESS) { \
-            const char *_name = NULL; \
-            cuGetErrorName(_res, &_name); \
-            test_fail("%s: %s", #_call, _name ? _name : "?"); \
-        } \
-    } while (0)
-
-#define TEST_UCS(_call) \
-    do { \
-        ucs_status_t _status = (_call); \
-        if (_status != UCS_OK) { \
-            test_fail("%s: %s", #_call, ucs_status_string(_status)); \
-        } \
-    } while (0)
-
-#define TEST_EXPECT_STATUS(_what, _expected, _got) \
-    do { \
-        if ((_got) != (_expected)) { \
-            test_fail("%s: expected %s got %s", _what, ucs_status_string(_expected), \
-                      ucs_status_string(_got)); \
-        } \
-    } while (0)
 
 static void test_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void test_ok(const char *fmt, ...)
@@ -167,7 +145,7 @@ static int test_sock = -1;
 static void test_send(const test_msg_t *msg)
 {
     if (write(test_sock, msg, sizeof(*msg)) != (ssize_t)sizeof(*msg)) {
-        test_fail("write to the other process: %s", strerror(errno));
+        stest_fail("write to the other process: %s", strerror(errno));
     }
 }
 
@@ -178,7 +156,7 @@ static void test_read_full(void *buf, size_t len)
     while (got < len) {
         ssize_t n = read(test_sock, (char *)buf + got, len - got);
         if (n <= 0) {
-            test_fail("read from the other process: %s", n ? strerror(errno) : "closed");
+            stest_fail("read from the other process: %s", n ? strerror(errno) : "closed");
         }
         got += n;
     }
@@ -188,132 +166,28 @@ static void test_recv(test_msg_t *msg, test_msg_type_t expect)
 {
     test_read_full(msg, sizeof(*msg));
     if ((expect != (test_msg_type_t)-1) && (msg->type != expect)) {
-        test_fail("message type: expected %d got %d", expect, msg->type);
+        stest_fail("message type: expected %d got %d", expect, msg->type);
     }
 }
 
 /* ---- buffers ---- */
 
-static uint8_t test_pattern(unsigned seed, size_t i)
-{
-    return (uint8_t)(i * 131 + seed * 29 + (i >> 11) + 1);
-}
-
-static void test_fill_dev(CUdeviceptr dev, size_t len, unsigned seed)
-{
-    uint8_t *buf = malloc(len + 1);
-    size_t i;
-
-    for (i = 0; i < len; ++i) {
-        buf[i] = test_pattern(seed, i);
-    }
-    TEST_CU(cuMemcpyHtoD(dev, buf, len));
-    free(buf);
-}
-
 /* cuMemsetD8 is asynchronous for device memory, and gpu_ipc copies on
  * non-blocking streams that do not wait for the legacy stream: finish it. */
 static void test_zero_dev(CUdeviceptr dev, size_t len)
 {
-    TEST_CU(cuMemsetD8(dev, 0, len));
-    TEST_CU(cuCtxSynchronize());
-}
-
-/* Index + 1 of the first byte of dev[0..len) that is not pattern(seed, base + i), or 0. */
-static uint64_t test_find_wrong(CUdeviceptr dev, size_t len, unsigned seed, size_t base,
-                                uint8_t *expected, uint8_t *got)
-{
-    uint8_t *buf = malloc(len + 1);
-    uint64_t bad = 0;
-    size_t i;
-
-    TEST_CU(cuMemcpyDtoH(buf, dev, len));
-    for (i = 0; i < len; ++i) {
-        if (buf[i] != test_pattern(seed, base + i)) {
-            *expected = test_pattern(seed, base + i);
-            *got      = buf[i];
-            bad       = i + 1;
-            break;
-        }
-    }
-    free(buf);
-    return bad;
-}
-
-static void test_check_dev(const char *what, size_t size, CUdeviceptr dev, size_t len,
-                           unsigned seed, size_t base)
-{
-    uint8_t expected, got;
-    uint64_t bad = test_find_wrong(dev, len, seed, base, &expected, &got);
-
-    if (bad != 0) {
-        test_fail("%s size %zu: index %" PRIu64 " expected 0x%02x got 0x%02x", what, size,
-                  base + bad - 1, expected, got);
-    }
+    STEST_CU(cuMemsetD8(dev, 0, len));
+    STEST_CU(cuCtxSynchronize());
 }
 
 /* ---- UCT plumbing ---- */
 
 typedef struct test_ctx {
-    uct_component_h component;
-    ucs_async_context_t *async;
-    uct_worker_h worker;
-    uct_md_h md;
+    stest_uct_t uct;
     uct_iface_h iface;
-    char dev_name[UCT_DEVICE_NAME_MAX];
     int ep_errors;
     ucs_status_t ep_error_status;
 } test_ctx_t;
-
-typedef struct test_comp {
-    uct_completion_t super;
-    int calls;
-    ucs_status_t status;
-} test_comp_t;
-
-static void test_comp_cb(uct_completion_t *self)
-{
-    test_comp_t *comp = (test_comp_t *)self;
-
-    comp->calls++;
-    comp->status = self->status;
-}
-
-static void test_comp_init(test_comp_t *comp)
-{
-    comp->super.func   = test_comp_cb;
-    comp->super.count  = 1;
-    comp->super.status = UCS_OK;
-    comp->calls        = 0;
-    comp->status       = UCS_INPROGRESS;
-}
-
-static void test_progress_until(test_ctx_t *ctx, const int *flag, const char *what)
-{
-    unsigned long spins;
-
-    for (spins = 0; !*flag; ++spins) {
-        if (spins > TEST_MAX_SPIN) {
-            test_fail("%s: no completion after %lu progress calls", what, spins);
-        }
-        uct_worker_progress(ctx->worker);
-    }
-}
-
-static void test_wait(test_ctx_t *ctx, ucs_status_t status, test_comp_t *comp, const char *what)
-{
-    if (status == UCS_OK) {
-        return;
-    }
-    if (status != UCS_INPROGRESS) {
-        test_fail("%s: %s", what, ucs_status_string(status));
-    }
-    test_progress_until(ctx, &comp->calls, what);
-    if ((comp->calls != 1) || (comp->status != UCS_OK)) {
-        test_fail("%s: completion called %d times, status %s", what, comp->calls,
-                  ucs_status_string(comp->status));
-    }
-}
 
 static ucs_status_t test_err_handler(void *arg, uct_ep_h ep, ucs_status_t status)
 {
@@ -324,97 +198,40 @@ static ucs_status_t test_err_handler(void *arg, uct_ep_h ep, ucs_status_t status
     return UCS_OK;
 }
 
-static int test_find_component(test_ctx_t *ctx)
-{
-    uct_component_h *components;
-    unsigned num, i;
-    int found = 0;
-
-    TEST_UCS(uct_query_components(&components, &num));
-    for (i = 0; i < num; ++i) {
-        uct_component_attr_t attr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
-
-        TEST_UCS(uct_component_query(components[i], &attr));
-        if (!strcmp(attr.name, "strata")) {
-            ctx->component = components[i];
-            found          = 1;
-        }
-    }
-    uct_release_component_list(components);
-    return found;
-}
-
 /* Opens md gpu_ipc and an interface on its first device; 0 if there is none. */
 static int test_open(test_ctx_t *ctx, const char *max_events)
 {
-    uct_iface_params_t params = {0};
-    uct_tl_resource_desc_t *resources;
-    uct_iface_config_t *iface_config;
-    uct_md_config_t *md_config;
-    unsigned num, i;
-    int found = 0;
+    const char *md_settings[]    = {"IPC_CACHE_SIZE", test_cache_size, NULL};
+    const char *iface_settings[] = {"MAX_EVENTS", max_events, NULL};
 
     memset(ctx, 0, sizeof(*ctx));
-    if (!test_find_component(ctx)) {
+    if (!stest_uct_find_component(&ctx->uct, "strata")) {
         return 0;
     }
-    TEST_UCS(uct_md_config_read(ctx->component, NULL, NULL, &md_config));
-    if (test_cache_size != NULL) {
-        TEST_UCS(uct_config_modify(md_config, "IPC_CACHE_SIZE", test_cache_size));
-    }
-    if (uct_md_open(ctx->component, "gpu_ipc", md_config, &ctx->md) != UCS_OK) {
-        uct_config_release(md_config);
+    if ((stest_uct_md_open(&ctx->uct, "gpu_ipc", (test_cache_size != NULL) ? md_settings : NULL) !=
+         UCS_OK) ||
+        !stest_uct_find_device(&ctx->uct, "gpu_ipc")) {
         return 0;
     }
-    uct_config_release(md_config);
-    TEST_UCS(uct_md_query_tl_resources(ctx->md, &resources, &num));
-    for (i = 0; i < num; ++i) {
-        if (!strcmp(resources[i].tl_name, "gpu_ipc") && !found) {
-            snprintf(ctx->dev_name, sizeof(ctx->dev_name), "%s", resources[i].dev_name);
-            found = 1;
-        }
-    }
-    uct_release_tl_resource_list(resources);
-    if (!found) {
-        return 0;
-    }
-    TEST_UCS(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &ctx->async));
-    TEST_UCS(uct_worker_create(ctx->async, UCS_THREAD_MODE_SINGLE, &ctx->worker));
-    TEST_UCS(uct_md_iface_config_read(ctx->md, "gpu_ipc", NULL, NULL, &iface_config));
-    TEST_UCS(uct_config_modify(iface_config, "MAX_EVENTS", max_events));
-    params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |
-                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.open_mode               = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name     = "gpu_ipc";
-    params.mode.device.dev_name    = ctx->dev_name;
-    params.err_handler             = test_err_handler;
-    params.err_handler_arg         = ctx;
-    params.err_handler_flags       = 0;
-    TEST_UCS(uct_iface_open(ctx->md, ctx->worker, &params, iface_config, &ctx->iface));
-    uct_config_release(iface_config);
-    uct_iface_progress_enable(ctx->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    stest_uct_worker_create(&ctx->uct);
+    ctx->iface = stest_uct_iface_open(&ctx->uct, "gpu_ipc", iface_settings, test_err_handler, ctx);
     return 1;
 }
 
 static void test_close(test_ctx_t *ctx)
 {
     uct_iface_close(ctx->iface);
-    uct_worker_destroy(ctx->worker);
-    ucs_async_context_destroy(ctx->async);
-    uct_md_close(ctx->md);
+    stest_uct_worker_destroy(&ctx->uct);
+    uct_md_close(ctx->uct.md);
 }
 
 static void test_cuda_init(void)
 {
-    CUcontext cu_ctx;
-    CUdevice dev;
+    stest_dev_t dev;
 
-    TEST_CU(cuInit(0));
-    TEST_CU(cuDeviceGet(&dev, 0));
-    TEST_CU(cuDevicePrimaryCtxRetain(&cu_ctx, dev));
-    TEST_CU(cuCtxSetCurrent(cu_ctx));
+    if (stest_dev_open(0, &dev) != 0) {
+        stest_fail("cuInit/cuDeviceGetCount: no CUDA device");
+    }
 }
 
 /* Registers [addr, addr+length) and fills msg with its packed key. */
@@ -424,34 +241,28 @@ static uct_mem_h test_register(test_ctx_t *ctx, CUdeviceptr addr, size_t length,
     uct_md_attr_t attr;
     uct_mem_h memh;
 
-    TEST_UCS(uct_md_query(ctx->md, &attr));
+    STEST_UCS(uct_md_query(ctx->uct.md, &attr));
     if (attr.rkey_packed_size > TEST_RKEY_MAX) {
-        test_fail("rkey_packed_size %zu > %d", attr.rkey_packed_size, TEST_RKEY_MAX);
+        stest_fail("rkey_packed_size %zu > %d", attr.rkey_packed_size, TEST_RKEY_MAX);
     }
-    TEST_UCS(uct_md_mem_reg(ctx->md, (void *)addr, length, UCT_MD_MEM_ACCESS_ALL, &memh));
+    STEST_UCS(uct_md_mem_reg(ctx->uct.md, (void *)addr, length, UCT_MD_MEM_ACCESS_ALL, &memh));
     memset(msg, 0, sizeof(*msg));
     msg->type     = MSG_KEY;
     msg->addr     = addr;
     msg->length   = length;
     msg->rkey_len = attr.rkey_packed_size;
-    TEST_UCS(uct_md_mkey_pack(ctx->md, memh, msg->rkey));
+    STEST_UCS(uct_md_mkey_pack(ctx->uct.md, memh, msg->rkey));
     return memh;
 }
 
 /* Address exchange: iface and device address of each side, owner first. */
 static void test_exchange_addresses(test_ctx_t *ctx, uint8_t *dev_addr, uint8_t *iface_addr)
 {
-    uint8_t mine[2][TEST_ADDR_MAX] = {{0}};
-    uct_iface_attr_t attr;
+    uint8_t mine[2][TEST_ADDR_MAX];
 
-    TEST_UCS(uct_iface_query(ctx->iface, &attr));
-    if ((attr.device_addr_len > TEST_ADDR_MAX) || (attr.iface_addr_len > TEST_ADDR_MAX)) {
-        test_fail("addresses longer than %d bytes", TEST_ADDR_MAX);
-    }
-    TEST_UCS(uct_iface_get_device_address(ctx->iface, (uct_device_addr_t *)mine[0]));
-    TEST_UCS(uct_iface_get_address(ctx->iface, (uct_iface_addr_t *)mine[1]));
+    stest_uct_iface_addresses(ctx->iface, mine[0], mine[1], TEST_ADDR_MAX);
     if (write(test_sock, mine, sizeof(mine)) != sizeof(mine)) {
-        test_fail("address exchange: %s", strerror(errno));
+        stest_fail("address exchange: %s", strerror(errno));
     }
     test_read_full(dev_addr, TEST_ADDR_MAX);
     test_read_full(iface_addr, TEST_ADDR_MAX);
@@ -480,12 +291,12 @@ static void test_owner_send_vmm(test_ctx_t *ctx)
         test_send(&msg);
         return;
     }
-    TEST_CU(cuMemAddressReserve(&ptr, granularity, 0, 0, 0));
-    TEST_CU(cuMemMap(ptr, granularity, 0, handle, 0));
+    STEST_CU(cuMemAddressReserve(&ptr, granularity, 0, 0, 0));
+    STEST_CU(cuMemMap(ptr, granularity, 0, handle, 0));
     access.location = prop.location;
     access.flags    = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    TEST_CU(cuMemSetAccess(ptr, granularity, &access, 1));
-    test_fill_dev(ptr, granularity, 4);
+    STEST_CU(cuMemSetAccess(ptr, granularity, &access, 1));
+    stest_dev_seq_fill(ptr, granularity, 4);
     (void)test_register(ctx, ptr, granularity, &msg);
     msg.seed = 4;
     test_send(&msg);
@@ -497,7 +308,7 @@ static void test_owner_check_put(CUdeviceptr put_buf, const test_msg_t *req)
     test_msg_t reply = {.type = MSG_RESULT};
     uint8_t expected, got;
 
-    reply.result = test_find_wrong(put_buf + req->addr, req->length, req->seed, 0, &expected,
+    reply.result = stest_dev_seq_find_wrong(put_buf + req->addr, req->length, req->seed, 0, &expected,
                                    &got);
     reply.seed   = ((unsigned)expected << 8) | got;
     test_send(&reply);
@@ -514,12 +325,12 @@ static int test_owner(void)
     test_role = "owner";
     test_cuda_init();
     if (!test_open(&ctx, "inf")) {
-        test_fail("no gpu_ipc here but the peer has it");
+        stest_fail("no gpu_ipc here but the peer has it");
     }
     test_exchange_addresses(&ctx, peer_addr[0], peer_addr[1]);
-    TEST_CU(cuMemAlloc(&get_buf, TEST_OWNER_SIZE));
-    TEST_CU(cuMemAlloc(&put_buf, TEST_OWNER_SIZE));
-    test_fill_dev(get_buf, TEST_OWNER_SIZE, 1);
+    STEST_CU(cuMemAlloc(&get_buf, TEST_OWNER_SIZE));
+    STEST_CU(cuMemAlloc(&put_buf, TEST_OWNER_SIZE));
+    stest_dev_seq_fill(get_buf, TEST_OWNER_SIZE, 1);
     test_zero_dev(put_buf, TEST_OWNER_SIZE);
 
     get_memh = test_register(&ctx, get_buf, TEST_OWNER_SIZE, &msg);
@@ -535,16 +346,16 @@ static int test_owner(void)
             test_owner_check_put(put_buf, &msg);
             break;
         case MSG_REALLOC:
-            TEST_UCS(uct_md_mem_dereg(ctx.md, get_memh));
-            TEST_CU(cuMemFree(get_buf));
-            TEST_CU(cuMemAlloc(&get_buf, TEST_OWNER_SIZE));
-            test_fill_dev(get_buf, TEST_OWNER_SIZE, 2);
+            STEST_UCS(uct_md_mem_dereg(ctx.uct.md, get_memh));
+            STEST_CU(cuMemFree(get_buf));
+            STEST_CU(cuMemAlloc(&get_buf, TEST_OWNER_SIZE));
+            stest_dev_seq_fill(get_buf, TEST_OWNER_SIZE, 2);
             get_memh = test_register(&ctx, get_buf, TEST_OWNER_SIZE, &msg);
             msg.seed = 2;
             test_send(&msg);
             break;
         case MSG_MANAGED:
-            TEST_CU(cuMemAllocManaged(&managed, 1 << 20, CU_MEM_ATTACH_GLOBAL));
+            STEST_CU(cuMemAllocManaged(&managed, 1 << 20, CU_MEM_ATTACH_GLOBAL));
             memh = test_register(&ctx, managed, 1 << 20, &msg);
             test_send(&msg);
             (void)memh;
@@ -552,7 +363,7 @@ static int test_owner(void)
         case MSG_PAST_END:
             memh = test_register(&ctx, put_buf + TEST_OWNER_SIZE - 64, 4096, &msg);
             test_send(&msg);
-            TEST_UCS(uct_md_mem_dereg(ctx.md, memh));
+            STEST_UCS(uct_md_mem_dereg(ctx.uct.md, memh));
             break;
         case MSG_VMM:
             test_owner_send_vmm(&ctx);
@@ -561,7 +372,7 @@ static int test_owner(void)
             /* As a crash would: no cleanup, no goodbye. */
             _exit(0);
         default:
-            test_fail("unexpected message %d", msg.type);
+            stest_fail("unexpected message %d", msg.type);
         }
     }
     (void)put_memh;
@@ -581,27 +392,19 @@ static ucs_status_t test_unpack(test_ctx_t *ctx, const test_msg_t *msg, test_rem
     remote->addr   = msg->addr;
     remote->length = msg->length;
     remote->seed   = msg->seed;
-    return uct_rkey_unpack(ctx->component, msg->rkey, &remote->rkey);
+    return uct_rkey_unpack(ctx->uct.component, msg->rkey, &remote->rkey);
 }
 
 static ucs_status_t test_get(test_ctx_t *ctx, uct_ep_h ep, CUdeviceptr local, uint64_t remote,
-                             size_t len, uct_rkey_t rkey, test_comp_t *comp)
+                             size_t len, uct_rkey_t rkey, stest_uct_comp_t *comp)
 {
-    uct_iov_t iov = {.buffer = (void *)local, .length = len, .memh = UCT_MEM_HANDLE_NULL,
-                     .stride = 0, .count = 1};
-
-    test_comp_init(comp);
-    return uct_ep_get_zcopy(ep, &iov, 1, remote, rkey, &comp->super);
+    return stest_uct_get_zcopy(ep, (void *)local, len, remote, rkey, comp);
 }
 
 static ucs_status_t test_put(test_ctx_t *ctx, uct_ep_h ep, CUdeviceptr local, uint64_t remote,
-                             size_t len, uct_rkey_t rkey, test_comp_t *comp)
+                             size_t len, uct_rkey_t rkey, stest_uct_comp_t *comp)
 {
-    uct_iov_t iov = {.buffer = (void *)local, .length = len, .memh = UCT_MEM_HANDLE_NULL,
-                     .stride = 0, .count = 1};
-
-    test_comp_init(comp);
-    return uct_ep_put_zcopy(ep, &iov, 1, remote, rkey, &comp->super);
+    return stest_uct_put_zcopy(ep, (const void *)local, len, remote, rkey, comp);
 }
 
 static const size_t test_sizes[] = {1, 3, 4095, 65537, (1 << 20) + 7, TEST_OWNER_SIZE};
@@ -611,7 +414,7 @@ static void test_peer_get(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *rem
                           CUdeviceptr local, const char *what)
 {
     size_t s, o, largest = 0;
-    test_comp_t comp;
+    stest_uct_comp_t comp;
 
     for (s = 0; s < sizeof(test_sizes) / sizeof(test_sizes[0]); ++s) {
         for (o = 0; o < sizeof(test_offsets) / sizeof(test_offsets[0]); ++o) {
@@ -623,9 +426,9 @@ static void test_peer_get(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *rem
             }
             largest = (size > largest) ? size : largest;
             test_zero_dev(local, size);
-            test_wait(ctx, test_get(ctx, ep, local, remote->addr + offset, size,
+            stest_uct_wait(&ctx->uct, test_get(ctx, ep, local, remote->addr + offset, size,
                                     remote->rkey.rkey, &comp), &comp, what);
-            test_check_dev(what, size, local, size, remote->seed, offset);
+            stest_dev_seq_check(what, size, local, size, remote->seed, offset);
         }
     }
     test_ok("%s: get_zcopy of sizes 1..%zu at offsets 0, 1, 4097: bytes match", what, largest);
@@ -635,7 +438,7 @@ static void test_peer_put(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *rem
                           CUdeviceptr local)
 {
     test_msg_t msg = {.type = MSG_CHECK_PUT};
-    test_comp_t comp;
+    stest_uct_comp_t comp;
     size_t s, offset = 129;
 
     for (s = 0; s < sizeof(test_sizes) / sizeof(test_sizes[0]); ++s) {
@@ -643,8 +446,8 @@ static void test_peer_put(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *rem
         if ((size > test_max_size) || (offset + size > remote->length)) {
             continue;
         }
-        test_fill_dev(local, size, 3 + s);
-        test_wait(ctx, test_put(ctx, ep, local, remote->addr + offset, size, remote->rkey.rkey,
+        stest_dev_seq_fill(local, size, 3 + s);
+        stest_uct_wait(&ctx->uct, test_put(ctx, ep, local, remote->addr + offset, size, remote->rkey.rkey,
                                 &comp), &comp, "put");
         msg.type   = MSG_CHECK_PUT;
         msg.addr   = offset;
@@ -653,7 +456,7 @@ static void test_peer_put(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *rem
         test_send(&msg);
         test_recv(&msg, MSG_RESULT);
         if (msg.result != 0) {
-            test_fail("put size %zu: owner reads index %" PRIu64 " expected 0x%02x got 0x%02x",
+            stest_fail("put size %zu: owner reads index %" PRIu64 " expected 0x%02x got 0x%02x",
                       size, msg.result - 1, msg.seed >> 8, msg.seed & 0xff);
         }
     }
@@ -665,7 +468,7 @@ static void test_peer_many(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *re
                            CUdeviceptr local)
 {
     enum { N = 32, CHUNK = 65536 };
-    test_comp_t comps[N], flush_comp;
+    stest_uct_comp_t comps[N], flush_comp;
     ucs_status_t status;
     int i;
 
@@ -673,23 +476,23 @@ static void test_peer_many(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *re
     for (i = 0; i < N; ++i) {
         status = test_get(ctx, ep, local + i * CHUNK, remote->addr + i * CHUNK, CHUNK,
                           remote->rkey.rkey, &comps[i]);
-        TEST_EXPECT_STATUS("many: get in flight", UCS_INPROGRESS, status);
+        STEST_EXPECT_STATUS("many: get in flight", UCS_INPROGRESS, status);
     }
-    test_comp_init(&flush_comp);
+    stest_uct_comp_init(&flush_comp);
     status = uct_ep_flush(ep, 0, &flush_comp.super);
     if (status == UCS_INPROGRESS) {
-        test_progress_until(ctx, &flush_comp.calls, "many: flush");
+        stest_uct_progress_until(&ctx->uct, &flush_comp.calls, "many: flush");
     } else {
-        TEST_EXPECT_STATUS("many: flush", UCS_OK, status);
+        STEST_EXPECT_STATUS("many: flush", UCS_OK, status);
     }
     for (i = 0; i < N; ++i) {
         if (comps[i].calls != 1) {
-            test_fail("many: get %d completed %d times at flush completion", i, comps[i].calls);
+            stest_fail("many: get %d completed %d times at flush completion", i, comps[i].calls);
         }
     }
-    test_check_dev("many", N * CHUNK, local, N * CHUNK, remote->seed, 0);
-    TEST_EXPECT_STATUS("many: second flush", UCS_OK, uct_ep_flush(ep, 0, NULL));
-    TEST_EXPECT_STATUS("many: iface flush", UCS_OK, uct_iface_flush(ctx->iface, 0, NULL));
+    stest_dev_seq_check("many", N * CHUNK, local, N * CHUNK, remote->seed, 0);
+    STEST_EXPECT_STATUS("many: second flush", UCS_OK, uct_ep_flush(ep, 0, NULL));
+    STEST_EXPECT_STATUS("many: iface flush", UCS_OK, uct_iface_flush(ctx->iface, 0, NULL));
     test_ok("many: %d gets in flight, then ep flush with a completion: all completed before "
             "it, bytes match", N);
 }
@@ -701,7 +504,7 @@ typedef struct test_pending_req {
     CUdeviceptr local;
     uint64_t remote;
     uct_rkey_t rkey;
-    test_comp_t comp;
+    stest_uct_comp_t comp;
     int started;
 } test_pending_req_t;
 
@@ -724,7 +527,7 @@ static void test_peer_pending(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t 
 {
     test_pending_req_t req = {.ctx = ctx, .ep = ep, .local = local + 2 * 4096,
                               .remote = remote->addr + 2 * 4096, .rkey = remote->rkey.rkey};
-    test_comp_t comps[2];
+    stest_uct_comp_t comps[2];
     ucs_status_t status;
     int i;
 
@@ -732,19 +535,19 @@ static void test_peer_pending(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t 
     for (i = 0; i < 2; ++i) {
         status = test_get(ctx, ep, local + i * 4096, remote->addr + i * 4096, 4096,
                           remote->rkey.rkey, &comps[i]);
-        TEST_EXPECT_STATUS("pending: get within MAX_EVENTS", UCS_INPROGRESS, status);
+        STEST_EXPECT_STATUS("pending: get within MAX_EVENTS", UCS_INPROGRESS, status);
     }
     status = test_get(ctx, ep, req.local, req.remote, 4096, req.rkey, &req.comp);
-    TEST_EXPECT_STATUS("pending: third get", UCS_ERR_NO_RESOURCE, status);
-    TEST_EXPECT_STATUS("pending: add", UCS_OK, uct_ep_pending_add(ep, &req.super, 0));
-    TEST_EXPECT_STATUS("pending: flush with a pending request", UCS_ERR_NO_RESOURCE,
+    STEST_EXPECT_STATUS("pending: third get", UCS_ERR_NO_RESOURCE, status);
+    STEST_EXPECT_STATUS("pending: add", UCS_OK, uct_ep_pending_add(ep, &req.super, 0));
+    STEST_EXPECT_STATUS("pending: flush with a pending request", UCS_ERR_NO_RESOURCE,
                        uct_ep_flush(ep, 0, NULL));
-    test_progress_until(ctx, &req.started, "pending: dispatch");
-    test_progress_until(ctx, &req.comp.calls, "pending: dispatched get");
+    stest_uct_progress_until(&ctx->uct, &req.started, "pending: dispatch");
+    stest_uct_progress_until(&ctx->uct, &req.comp.calls, "pending: dispatched get");
     for (i = 0; i < 2; ++i) {
-        test_progress_until(ctx, &comps[i].calls, "pending: first gets");
+        stest_uct_progress_until(&ctx->uct, &comps[i].calls, "pending: first gets");
     }
-    test_check_dev("pending", 3 * 4096, local, 3 * 4096, remote->seed, 0);
+    stest_dev_seq_check("pending", 3 * 4096, local, 3 * 4096, remote->seed, 0);
     test_ok("pending: MAX_EVENTS=2, the third get is refused (NO_RESOURCE), queued, and runs "
             "from progress");
 }
@@ -752,15 +555,15 @@ static void test_peer_pending(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t 
 static void test_peer_range(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *remote,
                             CUdeviceptr local)
 {
-    test_comp_t comp;
+    stest_uct_comp_t comp;
 
     printf("range: an error message from gpu_ipc is expected next\n");
     fflush(stdout);
-    TEST_EXPECT_STATUS("range: get past the end of the remote allocation",
+    STEST_EXPECT_STATUS("range: get past the end of the remote allocation",
                        UCS_ERR_INVALID_PARAM,
                        test_get(ctx, ep, local, remote->addr + remote->length - 8, 16,
                                 remote->rkey.rkey, &comp));
-    TEST_EXPECT_STATUS("range: get before the remote allocation", UCS_ERR_INVALID_PARAM,
+    STEST_EXPECT_STATUS("range: get before the remote allocation", UCS_ERR_INVALID_PARAM,
                        test_get(ctx, ep, local, remote->addr - 1, 16, remote->rkey.rkey,
                                 &comp));
     test_ok("range: gets outside the remote allocation fail with UCS_ERR_INVALID_PARAM");
@@ -780,22 +583,22 @@ static void test_peer_corrupt(test_ctx_t *ctx, const test_msg_t *good)
     for (i = 0; i < good->rkey_len; i += 7) {
         bad = *good;
         bad.rkey[i] ^= 0x40;
-        status = uct_rkey_unpack(ctx->component, bad.rkey, &rkey);
+        status = uct_rkey_unpack(ctx->uct.component, bad.rkey, &rkey);
         /* A damaged magic or version reads as another format or version of
          * the key: unreachable (UCP falls back), not an error. */
         if ((status == UCS_OK) ||
             ((status == UCS_ERR_UNREACHABLE) && (i >= KEY_FORMAT_BYTES))) {
-            test_fail("corrupt: rkey with byte %zu damaged: %s", i, ucs_status_string(status));
+            stest_fail("corrupt: rkey with byte %zu damaged: %s", i, ucs_status_string(status));
         }
     }
     bad = *good;
     memset(bad.rkey + good->rkey_len / 2, 0, sizeof(bad.rkey) - good->rkey_len / 2);
-    status = uct_rkey_unpack(ctx->component, bad.rkey, &rkey);
-    TEST_EXPECT_STATUS("corrupt: truncated rkey", UCS_ERR_INVALID_PARAM, status);
+    status = uct_rkey_unpack(ctx->uct.component, bad.rkey, &rkey);
+    STEST_EXPECT_STATUS("corrupt: truncated rkey", UCS_ERR_INVALID_PARAM, status);
     memset(bad.rkey, 0, sizeof(bad.rkey));
     snprintf((char *)bad.rkey, sizeof(bad.rkey), "some other transport's key");
-    status = uct_rkey_unpack(ctx->component, bad.rkey, &rkey);
-    TEST_EXPECT_STATUS("corrupt: foreign rkey", UCS_ERR_UNREACHABLE, status);
+    status = uct_rkey_unpack(ctx->uct.component, bad.rkey, &rkey);
+    STEST_EXPECT_STATUS("corrupt: foreign rkey", UCS_ERR_UNREACHABLE, status);
     test_ok("corrupt: damaged (every 7th byte) and truncated rkeys fail to unpack with an "
             "error; a foreign one is unreachable");
 }
@@ -807,9 +610,9 @@ static void test_peer_own(test_ctx_t *ctx, CUdeviceptr local)
     uct_mem_h memh;
 
     memh = test_register(ctx, local, 4096, &msg);
-    TEST_EXPECT_STATUS("own: unpack of this process's key", UCS_ERR_UNREACHABLE,
+    STEST_EXPECT_STATUS("own: unpack of this process's key", UCS_ERR_UNREACHABLE,
                        test_unpack(ctx, &msg, &remote));
-    TEST_UCS(uct_md_mem_dereg(ctx->md, memh));
+    STEST_UCS(uct_md_mem_dereg(ctx->uct.md, memh));
     test_ok("own: this process's key is unreachable");
 }
 
@@ -821,10 +624,10 @@ static void test_peer_stale(test_ctx_t *ctx, uct_ep_h ep, test_remote_t *old, CU
     /* The old rkey stays unpacked (referenced) across the reallocation. */
     test_send(&msg);
     test_recv(&msg, MSG_KEY);
-    TEST_UCS(test_unpack(ctx, &msg, &remote));
+    STEST_UCS(test_unpack(ctx, &msg, &remote));
     test_peer_get(ctx, ep, &remote, local, msg.addr == old->addr ? "stale (same address)" :
                                                                    "stale (new address)");
-    TEST_UCS(uct_rkey_release(ctx->component, &old->rkey));
+    STEST_UCS(uct_rkey_release(ctx->uct.component, &old->rkey));
     test_peer_get(ctx, ep, &remote, local, "stale: after releasing the old key");
     *old = remote;
 }
@@ -836,12 +639,12 @@ static void test_peer_none(test_ctx_t *ctx)
 
     test_send(&msg);
     test_recv(&msg, MSG_KEY);
-    TEST_EXPECT_STATUS("none: managed memory", UCS_ERR_UNREACHABLE,
+    STEST_EXPECT_STATUS("none: managed memory", UCS_ERR_UNREACHABLE,
                        test_unpack(ctx, &msg, &remote));
     msg.type = MSG_PAST_END;
     test_send(&msg);
     test_recv(&msg, MSG_KEY);
-    TEST_EXPECT_STATUS("none: range past its allocation", UCS_ERR_UNREACHABLE,
+    STEST_EXPECT_STATUS("none: range past its allocation", UCS_ERR_UNREACHABLE,
                        test_unpack(ctx, &msg, &remote));
     test_ok("none: managed memory and a range past its allocation are unreachable");
 }
@@ -863,19 +666,19 @@ static void test_peer_start(test_ctx_t *ctx, const test_msg_t *msg, const char *
     char why[128];
 
     if (uct_gpu_ipc_key_unpack(msg->rkey, &key, why, sizeof(why)) != 0) {
-        test_fail("start: the owner's %s key does not unpack: %s", what, why);
+        stest_fail("start: the owner's %s key does not unpack: %s", what, why);
     }
     key.owner_start += 1;
     forged = *msg;
     uct_gpu_ipc_key_pack(&key, forged.rkey);
     status = test_unpack(ctx, &forged, &remote);
     if (status == UCS_OK) {
-        TEST_UCS(uct_rkey_release(ctx->component, &remote.rkey));
+        STEST_UCS(uct_rkey_release(ctx->uct.component, &remote.rkey));
     }
     snprintf(why, sizeof(why), "start: unpack of a %s key naming the owner's pid %u with "
              "start time %llu (the owner's + 1)", what, key.owner_pid,
              (unsigned long long)key.owner_start);
-    TEST_EXPECT_STATUS(why, UCS_ERR_UNREACHABLE, status);
+    STEST_EXPECT_STATUS(why, UCS_ERR_UNREACHABLE, status);
     test_ok("start: a %s key naming the owner's pid %u with start time %llu (the owner's + 1) "
             "is unreachable", what, key.owner_pid, (unsigned long long)key.owner_start);
 }
@@ -900,9 +703,9 @@ static void test_peer_vmm(test_ctx_t *ctx, uct_ep_h ep, CUdeviceptr local)
                "nothing\n");
         return;
     }
-    TEST_EXPECT_STATUS("vmm: unpack", UCS_OK, status);
+    STEST_EXPECT_STATUS("vmm: unpack", UCS_OK, status);
     test_peer_get(ctx, ep, &remote, local, "vmm");
-    TEST_UCS(uct_rkey_release(ctx->component, &remote.rkey));
+    STEST_UCS(uct_rkey_release(ctx->uct.component, &remote.rkey));
 }
 
 /* The inflight check's round, and its marks on stderr: there they interleave
@@ -917,16 +720,12 @@ static void test_inflight_mark(const char *what)
 static void test_inflight_comp_cb(uct_completion_t *self)
 {
     test_inflight_mark("a copy completed");
-    test_comp_cb(self);
+    stest_uct_comp_cb(self);
 }
 
-static void test_inflight_wait(test_ctx_t *ctx, test_comp_t *comp, const char *what)
+static void test_inflight_wait(test_ctx_t *ctx, stest_uct_comp_t *comp, const char *what)
 {
-    test_progress_until(ctx, &comp->calls, what);
-    if ((comp->calls != 1) || (comp->status != UCS_OK)) {
-        test_fail("%s: completion called %d times, status %s", what, comp->calls,
-                  ucs_status_string(comp->status));
-    }
+    stest_uct_wait(&ctx->uct, UCS_INPROGRESS, comp, what);
 }
 
 /* A get from `a` and a put into `b` in flight at once, each holding (with
@@ -935,45 +734,45 @@ static void test_peer_inflight_round(test_ctx_t *ctx, uct_ep_h ep, const test_ms
                                      const test_msg_t *b_msg, CUdeviceptr local, size_t size)
 {
     test_msg_t msg = {.type = MSG_CHECK_PUT};
-    test_comp_t get_comp, put_comp;
+    stest_uct_comp_t get_comp, put_comp;
     test_remote_t a, b;
     unsigned seed = 10 + test_inflight_round;
 
     test_zero_dev(local, size);
-    test_fill_dev(local + size, size, seed);
-    TEST_UCS(test_unpack(ctx, a_msg, &a));
+    stest_dev_seq_fill(local + size, size, seed);
+    STEST_UCS(test_unpack(ctx, a_msg, &a));
     if (test_inflight_round == 2) {
         /* Both mapped: the cache is past its limit of one. */
-        TEST_UCS(test_unpack(ctx, b_msg, &b));
+        STEST_UCS(test_unpack(ctx, b_msg, &b));
     }
     /* Completion callbacks run from progress only: set after the call. */
-    TEST_EXPECT_STATUS("inflight: get", UCS_INPROGRESS,
+    STEST_EXPECT_STATUS("inflight: get", UCS_INPROGRESS,
                        test_get(ctx, ep, local, a.addr, size, a.rkey.rkey, &get_comp));
     get_comp.super.func = test_inflight_comp_cb;
     test_inflight_mark("copies queued");
     if (test_inflight_round == 1) {
         /* a's mapping is idle but for the get: mapping b evicts it. */
-        TEST_UCS(uct_rkey_release(ctx->component, &a.rkey));
-        TEST_UCS(test_unpack(ctx, b_msg, &b));
+        STEST_UCS(uct_rkey_release(ctx->uct.component, &a.rkey));
+        STEST_UCS(test_unpack(ctx, b_msg, &b));
     }
-    TEST_EXPECT_STATUS("inflight: put", UCS_INPROGRESS,
+    STEST_EXPECT_STATUS("inflight: put", UCS_INPROGRESS,
                        test_put(ctx, ep, local + size, b.addr, size, b.rkey.rkey, &put_comp));
     put_comp.super.func = test_inflight_comp_cb;
     if (test_inflight_round == 2) {
         /* Back under the limit: releasing a's rkey would unmap it. */
-        TEST_UCS(uct_rkey_release(ctx->component, &a.rkey));
+        STEST_UCS(uct_rkey_release(ctx->uct.component, &a.rkey));
     }
-    TEST_UCS(uct_rkey_release(ctx->component, &b.rkey));
+    STEST_UCS(uct_rkey_release(ctx->uct.component, &b.rkey));
     test_inflight_wait(ctx, &get_comp, "inflight: get");
     test_inflight_wait(ctx, &put_comp, "inflight: put");
-    test_check_dev("inflight get", size, local, size, a.seed, 0);
+    stest_dev_seq_check("inflight get", size, local, size, a.seed, 0);
     msg.addr   = 0;
     msg.length = size;
     msg.seed   = seed;
     test_send(&msg);
     test_recv(&msg, MSG_RESULT);
     if (msg.result != 0) {
-        test_fail("inflight put size %zu: owner reads index %" PRIu64 " expected 0x%02x got "
+        stest_fail("inflight put size %zu: owner reads index %" PRIu64 " expected 0x%02x got "
                   "0x%02x", size, msg.result - 1, msg.seed >> 8, msg.seed & 0xff);
     }
 }
@@ -996,25 +795,25 @@ static void test_peer_death(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *r
                             CUdeviceptr local, pid_t owner)
 {
     test_msg_t msg = {.type = MSG_DIE};
-    test_comp_t comp;
+    stest_uct_comp_t comp;
     unsigned long spins;
     int wstatus;
 
     test_send(&msg);
     if (waitpid(owner, &wstatus, 0) != owner) {
-        test_fail("death: waitpid: %s", strerror(errno));
+        stest_fail("death: waitpid: %s", strerror(errno));
     }
-    TEST_UCS(uct_ep_check(ep, 0, NULL));
+    STEST_UCS(uct_ep_check(ep, 0, NULL));
     for (spins = 0; (ctx->ep_errors == 0) && (spins < TEST_MAX_SPIN); ++spins) {
-        uct_worker_progress(ctx->worker);
+        uct_worker_progress(ctx->uct.worker);
     }
     if (ctx->ep_errors != 1) {
-        test_fail("death: error handler called %d times after ep_check", ctx->ep_errors);
+        stest_fail("death: error handler called %d times after ep_check", ctx->ep_errors);
     }
-    TEST_EXPECT_STATUS("death: error handler status", UCS_ERR_ENDPOINT_TIMEOUT,
+    STEST_EXPECT_STATUS("death: error handler status", UCS_ERR_ENDPOINT_TIMEOUT,
                        ctx->ep_error_status);
     if (remote != NULL) {
-        TEST_EXPECT_STATUS("death: get from a dead owner", UCS_ERR_ENDPOINT_TIMEOUT,
+        STEST_EXPECT_STATUS("death: get from a dead owner", UCS_ERR_ENDPOINT_TIMEOUT,
                            test_get(ctx, ep, local, remote->addr, 16, remote->rkey.rkey, &comp));
     }
     test_ok("death: the owner exited; ep_check reports UCS_ERR_ENDPOINT_TIMEOUT%s",
@@ -1024,19 +823,13 @@ static void test_peer_death(test_ctx_t *ctx, uct_ep_h ep, const test_remote_t *r
 static uct_ep_h test_peer_connect(test_ctx_t *ctx, const uint8_t *dev_addr,
                                   const uint8_t *iface_addr)
 {
-    uct_ep_params_t ep_params = {0};
     uct_ep_h ep;
 
     if (!uct_iface_is_reachable(ctx->iface, (const uct_device_addr_t *)dev_addr,
                                 (const uct_iface_addr_t *)iface_addr)) {
-        test_fail("the owner's interface is not reachable");
+        stest_fail("the owner's interface is not reachable");
     }
-    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    ep_params.iface      = ctx->iface;
-    ep_params.dev_addr   = (const uct_device_addr_t *)dev_addr;
-    ep_params.iface_addr = (const uct_iface_addr_t *)iface_addr;
-    TEST_UCS(uct_ep_create(&ep_params, &ep));
+    STEST_UCS(stest_uct_ep_create(ctx->iface, dev_addr, iface_addr, &ep));
     return ep;
 }
 
@@ -1047,12 +840,12 @@ static int test_peer_only(test_ctx_t *ctx, uct_ep_h ep, const char *only,
     test_remote_t get_remote;
     CUdeviceptr local;
 
-    TEST_CU(cuMemAlloc(&local, TEST_OWNER_SIZE + 4096));
+    STEST_CU(cuMemAlloc(&local, TEST_OWNER_SIZE + 4096));
     if (!strcmp(only, "start")) {
         test_peer_start(ctx, get_msg, "legacy");
-        TEST_UCS(test_unpack(ctx, get_msg, &get_remote));
+        STEST_UCS(test_unpack(ctx, get_msg, &get_remote));
         test_peer_get(ctx, ep, &get_remote, local, "start: the owner's real legacy key");
-        TEST_UCS(uct_rkey_release(ctx->component, &get_remote.rkey));
+        STEST_UCS(uct_rkey_release(ctx->uct.component, &get_remote.rkey));
         test_peer_vmm(ctx, ep, local);
     } else {
         test_peer_inflight(ctx, ep, get_msg, put_msg, local);
@@ -1060,7 +853,7 @@ static int test_peer_only(test_ctx_t *ctx, uct_ep_h ep, const char *only,
     test_peer_death(ctx, ep, NULL, 0, owner);
     uct_ep_destroy(ep);
     test_close(ctx);
-    TEST_CU(cuMemFree(local));
+    STEST_CU(cuMemFree(local));
     printf("test_gpu_ipc_uct: all checks passed\n");
     return 0;
 }
@@ -1096,15 +889,15 @@ static int test_peer(pid_t owner, int expect_unreachable, const char *only)
     }
     status = test_unpack(&ctx, &get_msg, &get_remote);
     if (expect_unreachable) {
-        TEST_EXPECT_STATUS("unpack when the driver refuses to open handles",
+        STEST_EXPECT_STATUS("unpack when the driver refuses to open handles",
                            UCS_ERR_UNREACHABLE, status);
         test_ok("unreachable: a handle the driver cannot open makes the key unreachable");
         test_peer_death(&ctx, ep, NULL, 0, owner);
         return 0;
     }
-    TEST_EXPECT_STATUS("unpack", UCS_OK, status);
-    TEST_UCS(test_unpack(&ctx, &put_msg, &put_remote));
-    TEST_CU(cuMemAlloc(&local, TEST_OWNER_SIZE + 4096));
+    STEST_EXPECT_STATUS("unpack", UCS_OK, status);
+    STEST_UCS(test_unpack(&ctx, &put_msg, &put_remote));
+    STEST_CU(cuMemAlloc(&local, TEST_OWNER_SIZE + 4096));
 
     test_peer_get(&ctx, ep, &get_remote, local, "get");
     test_peer_put(&ctx, ep, &put_remote, local);
@@ -1115,7 +908,7 @@ static int test_peer(pid_t owner, int expect_unreachable, const char *only)
 
     /* A second interface in the same process shares the mapping cache. */
     if (!test_open(&pctx, "2")) {
-        test_fail("second gpu_ipc interface");
+        stest_fail("second gpu_ipc interface");
     }
     pep = test_peer_connect(&pctx, dev_addr, iface_addr);
     test_peer_pending(&pctx, pep, &get_remote, local);
@@ -1127,11 +920,11 @@ static int test_peer(pid_t owner, int expect_unreachable, const char *only)
     test_peer_vmm(&ctx, ep, local);
     test_peer_death(&ctx, ep, &get_remote, local, owner);
 
-    TEST_UCS(uct_rkey_release(ctx.component, &get_remote.rkey));
-    TEST_UCS(uct_rkey_release(ctx.component, &put_remote.rkey));
+    STEST_UCS(uct_rkey_release(ctx.uct.component, &get_remote.rkey));
+    STEST_UCS(uct_rkey_release(ctx.uct.component, &put_remote.rkey));
     uct_ep_destroy(ep);
     test_close(&ctx);
-    TEST_CU(cuMemFree(local));
+    STEST_CU(cuMemFree(local));
     printf("test_gpu_ipc_uct: all checks passed\n");
     return 0;
 }
@@ -1162,12 +955,12 @@ int main(int argc, char **argv)
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
-        test_fail("socketpair: %s", strerror(errno));
+        stest_fail("socketpair: %s", strerror(errno));
     }
     /* Before any CUDA call: a CUDA context does not survive fork. */
     pid = fork();
     if (pid < 0) {
-        test_fail("fork: %s", strerror(errno));
+        stest_fail("fork: %s", strerror(errno));
     }
     if (pid == 0) {
         close(sv[0]);

@@ -37,6 +37,12 @@ unit_coll_sched() {
     "$STRATA_BUILDDIR/test/unit/test_sched"
 }
 
+# The scale simulator against closed forms: zero network costs give the node
+# phases, alpha-only costs the cost model's formula (test/sim/strata_sim.c).
+unit_sim_self_check() {
+    "$STRATA_BUILDDIR/test/sim/strata_sim" --self-check
+}
+
 unit_gpu_ipc_cache() {
     "$STRATA_BUILDDIR/test/unit/test_gpu_ipc_cache"
 }
@@ -44,6 +50,7 @@ unit_gpu_ipc_cache() {
 strata_test unit_coll_decision 60 unit_coll_decision
 strata_test unit_coll_sched 120 unit_coll_sched
 strata_test unit_gpu_ipc_cache 60 unit_gpu_ipc_cache
+strata_test unit_sim_self_check 60 unit_sim_self_check
 if [ "$STRATA_HAVE_UCX" = yes ]; then
     strata_test unit_uct_module_registers 60 unit_uct_module_registers
     strata_test unit_uct_absent_without_module 60 unit_uct_absent_without_module
