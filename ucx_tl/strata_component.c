@@ -10,12 +10,18 @@
  * resource query.
  */
 #include "strata_md.h"
+#include "gpu_copy/gpu_copy_md.h"
 #include "gpu_ipc/gpu_ipc_md.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
 #include <string.h>
+
+static const uct_strata_md_desc_t *const uct_strata_md_descs[] = {
+    &uct_gpu_copy_md_desc,
+    &uct_gpu_ipc_md_desc,
+};
 
 /*
  * Two memory domains when the driver is usable and sees a GPU; none
@@ -26,7 +32,6 @@ static ucs_status_t uct_strata_query_md_resources(uct_component_t *component,
                                                   uct_md_resource_desc_t **resources_p,
                                                   unsigned *num_resources_p)
 {
-    static const char *names[] = {UCT_STRATA_MD_NAME_COPY, UCT_STRATA_MD_NAME_IPC};
     uct_md_resource_desc_t *resources;
     unsigned i;
 
@@ -36,16 +41,33 @@ static ucs_status_t uct_strata_query_md_resources(uct_component_t *component,
                                                              : strata_cuda_error());
         return uct_md_query_empty_md_resource(resources_p, num_resources_p);
     }
-    resources = ucs_calloc(ucs_static_array_size(names), sizeof(*resources), "strata md resources");
+    resources = ucs_calloc(ucs_static_array_size(uct_strata_md_descs), sizeof(*resources),
+                           "strata md resources");
     if (resources == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    for (i = 0; i < ucs_static_array_size(names); ++i) {
-        ucs_snprintf_zero(resources[i].md_name, sizeof(resources[i].md_name), "%s", names[i]);
+    for (i = 0; i < ucs_static_array_size(uct_strata_md_descs); ++i) {
+        ucs_snprintf_zero(resources[i].md_name, sizeof(resources[i].md_name), "%s",
+                          uct_strata_md_descs[i]->name);
     }
     *resources_p     = resources;
-    *num_resources_p = ucs_static_array_size(names);
+    *num_resources_p = ucs_static_array_size(uct_strata_md_descs);
     return UCS_OK;
+}
+
+static ucs_status_t uct_strata_component_md_open(uct_component_t *component, const char *md_name,
+                                                 const uct_md_config_t *config, uct_md_h *md_p)
+{
+    unsigned i;
+
+    for (i = 0; i < ucs_static_array_size(uct_strata_md_descs); ++i) {
+        if (!strcmp(md_name, uct_strata_md_descs[i]->name)) {
+            return uct_strata_md_open(uct_strata_md_descs[i], component, config, md_p);
+        }
+    }
+    ucs_error("component %s has no memory domain '%s' (it has %s and %s)",
+              UCT_STRATA_COMPONENT_NAME, md_name, UCT_STRATA_MD_NAME_COPY, UCT_STRATA_MD_NAME_IPC);
+    return UCS_ERR_NO_DEVICE;
 }
 
 /*
@@ -61,7 +83,7 @@ static ucs_status_t uct_strata_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
     *rkey_p   = UCT_INVALID_RKEY;
     *handle_p = NULL;
     memcpy(&magic, rkey_buffer, sizeof(magic));
-    if (magic == UCT_STRATA_COPY_KEY_MAGIC) {
+    if (magic == UCT_GPU_COPY_KEY_MAGIC) {
         return UCS_OK;
     }
     return uct_gpu_ipc_rkey_unpack(component, rkey_buffer, rkey_p, handle_p);
@@ -78,7 +100,7 @@ static ucs_status_t uct_strata_rkey_release(uct_component_t *component, uct_rkey
 
 uct_component_t uct_strata_component = {
     .query_md_resources = uct_strata_query_md_resources,
-    .md_open            = uct_strata_md_open,
+    .md_open            = uct_strata_component_md_open,
     .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
     .rkey_unpack        = uct_strata_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,

@@ -25,9 +25,6 @@
 #define UCT_STRATA_MD_NAME_COPY   "gpu_copy"
 #define UCT_STRATA_MD_NAME_IPC    "gpu_ipc"
 
-/* The whole packed key of the gpu_copy domain (it has nothing to say). */
-#define UCT_STRATA_COPY_KEY_MAGIC 0x59504353u /* "SCPY" in memory */
-
 typedef enum uct_strata_md_kind {
     UCT_STRATA_MD_COPY,
     UCT_STRATA_MD_IPC,
@@ -52,12 +49,23 @@ typedef struct uct_strata_md {
     } config;
 } uct_strata_md_t;
 
-extern uct_component_t uct_strata_component;
+/* One domain of the component: what opening it adds to the shared part. */
+typedef struct uct_strata_md_desc {
+    const char *name;
+    uct_strata_md_kind_t kind;
+    uct_md_ops_t *ops;
+    /* Applies the settings to the new domain; NULL: nothing to do. */
+    ucs_status_t (*init)(uct_strata_md_t *md, const uct_strata_md_config_t *config);
+} uct_strata_md_desc_t;
 
-/* Component method: opens "gpu_copy" or "gpu_ipc". */
-ucs_status_t uct_strata_md_open(uct_component_t *component, const char *md_name,
-                                const uct_md_config_t *uct_config, uct_md_h *md_p);
+extern uct_component_t uct_strata_component;
 extern ucs_config_field_t uct_strata_md_config_table[];
+
+/* Opens the domain `desc` describes (the component picks it by name). */
+ucs_status_t uct_strata_md_open(const uct_strata_md_desc_t *desc, uct_component_t *component,
+                                const uct_md_config_t *uct_config, uct_md_h *md_p);
+/* Frees a domain; its ops' close, after what the domain itself releases. */
+void uct_strata_md_close(uct_md_h uct_md);
 
 /*
  * Runs a driver call, logs a failure with the call's text and the driver's
@@ -95,8 +103,11 @@ ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
 ucs_status_t uct_strata_iface_device(const uct_iface_params_t *params, const char *tl_name,
                                      int *ordinal_p);
 
-/* Device resource descriptor list with one entry per GPU, named "gpu<N>". */
-ucs_status_t uct_strata_query_gpu_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
+/* Device resource descriptor list with one entry per GPU, named "gpu<N>",
+ * on a domain of `kind` (each transport works with one domain); none on the
+ * other. */
+ucs_status_t uct_strata_query_gpu_devices(uct_md_h uct_md, uct_strata_md_kind_t kind,
+                                          uct_tl_device_resource_t **devices_p,
                                           unsigned *num_devices_p);
 
 #endif /* UCT_STRATA_MD_H */

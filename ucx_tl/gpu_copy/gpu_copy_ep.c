@@ -1,7 +1,7 @@
 /*
  * gpu_copy endpoint: the copies.  Short operations are synchronous on the
- * iface's short stream; zero-copy operations are queued on the stream of
- * their direction and completed by the iface's progress.
+ * iface's short stream; zero-copy operations are queued on the base
+ * iface's queue of their direction and completed by its progress.
  */
 #include "gpu_copy_ep.h"
 
@@ -21,26 +21,19 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_copy_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_INVALID_PARAM;
     }
     dev_addr = (params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) ? params->dev_addr : NULL;
-    if (!uct_iface_is_reachable(&iface->super.super, dev_addr, params->iface_addr)) {
+    if (!uct_iface_is_reachable(&iface->super.super.super, dev_addr, params->iface_addr)) {
         ucs_error("gpu_copy: the peer interface belongs to another process");
         return UCS_ERR_UNREACHABLE;
     }
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+    UCS_CLASS_CALL_SUPER_INIT(uct_gpu_base_ep_t, &iface->super, NULL);
     return UCS_OK;
-}
-
-static void uct_gpu_copy_ep_pending_drop(uct_pending_req_t *req, void *arg)
-{
-    ucs_warn("gpu_copy: endpoint %p destroyed with pending request %p", arg, req);
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gpu_copy_ep_t)
 {
-    /* The queue is the iface's: leave no request pointing at a dead ep. */
-    uct_gpu_copy_ep_pending_purge(&self->super.super, uct_gpu_copy_ep_pending_drop, self);
 }
 
-UCS_CLASS_DEFINE(uct_gpu_copy_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE(uct_gpu_copy_ep_t, uct_gpu_base_ep_t);
 UCS_CLASS_DEFINE_NEW_FUNC(uct_gpu_copy_ep_t, uct_ep_t, const uct_ep_params_t *);
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_gpu_copy_ep_t, uct_ep_t);
 
@@ -78,23 +71,13 @@ static ucs_status_t uct_gpu_copy_ep_direction(void *dst, const void *src, size_t
     return UCS_OK;
 }
 
-static ucs_status_t uct_gpu_copy_ep_op_event(uct_gpu_copy_op_t *op)
-{
-    if (op->event != NULL) {
-        return UCS_OK;
-    }
-    /* Without timing an event is a plain completion marker, the cheapest
-     * kind to record and query. */
-    return UCT_STRATA_CUDA(strata_cuda.cuEventCreate(&op->event, CU_EVENT_DISABLE_TIMING));
-}
-
 /* Queues one copy and its event; UCS_INPROGRESS until progress sees it. */
 static ucs_status_t uct_gpu_copy_ep_post(uct_ep_h tl_ep, void *dst, const void *src, size_t length,
                                          uct_completion_t *comp)
 {
     uct_gpu_copy_iface_t *iface = uct_gpu_copy_ep_iface(tl_ep);
-    uct_gpu_copy_queue_t *queue;
-    uct_gpu_copy_op_t *op;
+    uct_gpu_base_queue_t *queue;
+    uct_gpu_base_op_t *op;
     uct_gpu_copy_dir_t dir;
     CUdeviceptr gpu_ptr;
     CUcontext restore;
@@ -103,61 +86,32 @@ static ucs_status_t uct_gpu_copy_ep_post(uct_ep_h tl_ep, void *dst, const void *
     if (length == 0) {
         return UCS_OK;
     }
-    if (!uct_gpu_copy_iface_has_resources(iface)) {
-        UCT_TL_IFACE_STAT_TX_NO_DESC(&iface->super);
+    if (!uct_gpu_base_iface_has_resources(&iface->super)) {
+        UCT_TL_IFACE_STAT_TX_NO_DESC(&iface->super.super);
         return UCS_ERR_NO_RESOURCE;
     }
     status = uct_gpu_copy_ep_direction(dst, src, length, &dir, &gpu_ptr);
     if (status != UCS_OK) {
         return status;
     }
-    status = uct_gpu_copy_iface_ctx_enter(iface, gpu_ptr, &restore);
+    status = uct_gpu_base_iface_ctx_enter(&iface->super, gpu_ptr, &restore);
     if (status != UCS_OK) {
         return status;
     }
-    queue  = &iface->queues[dir];
-    status = uct_gpu_copy_iface_stream_get(&queue->stream);
+    queue  = &iface->super.queues[dir];
+    status = uct_gpu_base_iface_op_get(&iface->super, queue, &op);
     if (status != UCS_OK) {
-        goto err_leave;
-    }
-    op = ucs_mpool_get(&iface->op_mp);
-    if (op == NULL) {
-        ucs_error("gpu_copy: out of memory for a copy descriptor");
-        status = UCS_ERR_NO_MEMORY;
-        goto err_leave;
-    }
-    status = uct_gpu_copy_ep_op_event(op);
-    if (status != UCS_OK) {
-        goto err_put_op;
-    }
-    status = uct_gpu_copy_iface_fence_wait(iface, queue->stream);
-    if (status != UCS_OK) {
-        goto err_put_op;
+        goto out_leave;
     }
     status = UCT_STRATA_CUDA(strata_cuda.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, length,
                                                        queue->stream));
     if (status != UCS_OK) {
-        goto err_put_op;
+        ucs_mpool_put(op);
+        goto out_leave;
     }
-    status = UCT_STRATA_CUDA(strata_cuda.cuEventRecord(op->event, queue->stream));
-    if (status != UCS_OK) {
-        goto err_sync;
-    }
-    op->comp = comp;
-    op->seq  = ++iface->seq;
-    ucs_queue_push(&queue->ops, &op->queue);
-    ++iface->outstanding;
-    uct_gpu_copy_iface_ctx_leave(restore);
-    return UCS_INPROGRESS;
-
-err_sync:
-    /* The copy is queued but cannot be tracked: let it finish, so that the
-     * caller may reuse the buffers once it sees the error. */
-    (void)UCT_STRATA_CUDA(strata_cuda.cuStreamSynchronize(queue->stream));
-err_put_op:
-    ucs_mpool_put(op);
-err_leave:
-    uct_gpu_copy_iface_ctx_leave(restore);
+    status = uct_gpu_base_iface_op_push(&iface->super, queue, op, comp);
+out_leave:
+    uct_gpu_base_iface_ctx_leave(restore);
     return status;
 }
 
@@ -179,15 +133,15 @@ static ucs_status_t uct_gpu_copy_ep_copy_sync(uct_ep_h tl_ep, void *dst, const v
     if (length == 0) {
         return UCS_OK;
     }
-    status = uct_gpu_copy_iface_ctx_enter(iface, gpu_ptr, &restore);
+    status = uct_gpu_base_iface_ctx_enter(&iface->super, gpu_ptr, &restore);
     if (status != UCS_OK) {
         return status;
     }
-    status = uct_gpu_copy_iface_stream_get(&iface->short_stream);
+    status = uct_gpu_base_iface_stream_get(&iface->short_stream);
     if (status != UCS_OK) {
         goto out_leave;
     }
-    status = uct_gpu_copy_iface_fence_wait(iface, iface->short_stream);
+    status = uct_gpu_base_iface_fence_wait(&iface->super, iface->short_stream);
     if (status != UCS_OK) {
         goto out_leave;
     }
@@ -198,7 +152,7 @@ static ucs_status_t uct_gpu_copy_ep_copy_sync(uct_ep_h tl_ep, void *dst, const v
     }
     status = UCT_STRATA_CUDA(strata_cuda.cuStreamSynchronize(iface->short_stream));
 out_leave:
-    uct_gpu_copy_iface_ctx_leave(restore);
+    uct_gpu_base_iface_ctx_leave(restore);
     return status;
 }
 
@@ -281,70 +235,4 @@ ucs_status_t uct_gpu_copy_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, siz
     ucs_trace_data("gpu_copy GET_ZCOPY %zu bytes 0x%" PRIx64 " -> %p: %s", length, remote_addr,
                    iov[0].buffer, ucs_status_string(status));
     return status;
-}
-
-/*
- * Requests wait on the iface, because the resource they wait for (a free
- * descriptor under MAX_EVENTS) is the iface's; the ep is kept to purge.
- */
-ucs_status_t uct_gpu_copy_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags)
-{
-    uct_gpu_copy_iface_t *iface       = uct_gpu_copy_ep_iface(tl_ep);
-    uct_gpu_copy_pending_priv_t *priv = (uct_gpu_copy_pending_priv_t *)req->priv;
-
-    UCS_STATIC_ASSERT(sizeof(*priv) <= UCT_PENDING_REQ_PRIV_LEN);
-    if (uct_gpu_copy_iface_has_resources(iface)) {
-        return UCS_ERR_BUSY;
-    }
-    priv->ep = tl_ep;
-    ucs_queue_push(&iface->pending, &priv->queue_elem);
-    UCT_TL_EP_STAT_PEND(ucs_derived_of(tl_ep, uct_base_ep_t));
-    return UCS_OK;
-}
-
-void uct_gpu_copy_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb, void *arg)
-{
-    uct_gpu_copy_iface_t *iface = uct_gpu_copy_ep_iface(tl_ep);
-    uct_gpu_copy_pending_priv_t *priv;
-    ucs_queue_iter_t iter;
-
-    ucs_queue_for_each_safe(priv, iter, &iface->pending, queue_elem) {
-        if (priv->ep != tl_ep) {
-            continue;
-        }
-        ucs_queue_del_iter(&iface->pending, iter);
-        if (cb != NULL) {
-            cb(ucs_container_of(priv, uct_pending_req_t, priv), arg);
-        }
-    }
-}
-
-/*
- * The ep's copies share the iface's queues, so an ep flush waits for every
- * copy posted so far: more than it must, never less.  Requests still in the
- * pending queue come before the flush, so it returns UCS_ERR_NO_RESOURCE
- * and the caller queues it behind them.
- */
-ucs_status_t uct_gpu_copy_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
-{
-    uct_gpu_copy_iface_t *iface = uct_gpu_copy_ep_iface(tl_ep);
-    ucs_status_t status;
-
-    if (!uct_gpu_copy_iface_pending_is_clear(iface)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    status = uct_gpu_copy_iface_flush_copies(iface, comp);
-    if (status == UCS_OK) {
-        UCT_TL_EP_STAT_FLUSH(ucs_derived_of(tl_ep, uct_base_ep_t));
-    } else if (status == UCS_INPROGRESS) {
-        UCT_TL_EP_STAT_FLUSH_WAIT(ucs_derived_of(tl_ep, uct_base_ep_t));
-    }
-    return status;
-}
-
-ucs_status_t uct_gpu_copy_ep_fence(uct_ep_h tl_ep, unsigned flags)
-{
-    uct_gpu_copy_iface_fence_request(uct_gpu_copy_ep_iface(tl_ep));
-    UCT_TL_EP_STAT_FENCE(ucs_derived_of(tl_ep, uct_base_ep_t));
-    return UCS_OK;
 }

@@ -7,12 +7,14 @@
 #define UCT_GPU_COPY_EP_H
 
 #include "gpu_copy_iface.h"
+#include "../base/gpu_base_ep.h"
 
 #include <uct/base/uct_iface.h>
 #include <ucs/type/class.h>
 
+/* Its copies go to the iface's queue of their direction (queue NULL). */
 typedef struct uct_gpu_copy_ep {
-    uct_base_ep_t super;
+    uct_gpu_base_ep_t super;
 } uct_gpu_copy_ep_t;
 
 UCS_CLASS_DECLARE_NEW_FUNC(uct_gpu_copy_ep_t, uct_ep_t, const uct_ep_params_t *);
@@ -31,13 +33,5 @@ ucs_status_t uct_gpu_copy_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, siz
 ucs_status_t uct_gpu_copy_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                                        uint64_t remote_addr, uct_rkey_t rkey,
                                        uct_completion_t *comp);
-
-ucs_status_t uct_gpu_copy_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags);
-
-void uct_gpu_copy_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb, void *arg);
-
-ucs_status_t uct_gpu_copy_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp);
-
-ucs_status_t uct_gpu_copy_ep_fence(uct_ep_h tl_ep, unsigned flags);
 
 #endif /* UCT_GPU_COPY_EP_H */

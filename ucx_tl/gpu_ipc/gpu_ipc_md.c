@@ -233,12 +233,6 @@ static ucs_status_t uct_gpu_ipc_mkey_pack(UCT_STRATA_MKEY_PACK_ARGS)
     return UCS_OK;
 }
 
-static void uct_gpu_ipc_md_close(uct_md_h uct_md)
-{
-    /* The mapping cache is the process's, not the domain's: it outlives it. */
-    ucs_free(uct_md);
-}
-
 static ucs_status_t uct_gpu_ipc_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
 {
     md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
@@ -576,11 +570,12 @@ UCS_STATIC_CLEANUP
               stats.hits, stats.misses, stats.maps, stats.stale, stats.evictions, stats.mapped);
 }
 
-void uct_gpu_ipc_md_configure(uct_strata_md_t *md)
+/* One cache per process (a legacy handle opens once per process), so the
+ * domain opened last sets its size. */
+static ucs_status_t uct_gpu_ipc_md_init(uct_strata_md_t *md, const uct_strata_md_config_t *config)
 {
-    /* One cache per process (a legacy handle opens once per process), so
-     * the domain opened last sets its size. */
     uct_gpu_ipc_cache_set_limit(uct_gpu_ipc_global_cache(), md->config.ipc_cache_size);
+    return UCS_OK;
 }
 
 ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
@@ -646,8 +641,9 @@ ucs_status_t uct_gpu_ipc_rkey_release(uct_component_t *component, uct_rkey_t uct
     return UCS_OK;
 }
 
-uct_md_ops_t uct_gpu_ipc_md_ops = {
-    .close                  = uct_gpu_ipc_md_close,
+/* The mapping cache is the process's, not the domain's: it outlives it. */
+static uct_md_ops_t uct_gpu_ipc_md_ops = {
+    .close                  = uct_strata_md_close,
     .query                  = uct_gpu_ipc_md_query,
     .mem_alloc              = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
     .mem_free               = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
@@ -658,4 +654,11 @@ uct_md_ops_t uct_gpu_ipc_md_ops = {
     .mkey_pack              = uct_gpu_ipc_mkey_pack,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero,
     .detect_memory_type     = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported,
+};
+
+const uct_strata_md_desc_t uct_gpu_ipc_md_desc = {
+    .name = UCT_STRATA_MD_NAME_IPC,
+    .kind = UCT_STRATA_MD_IPC,
+    .ops  = &uct_gpu_ipc_md_ops,
+    .init = uct_gpu_ipc_md_init,
 };

@@ -10,7 +10,7 @@
 
 #include <sys/types.h>
 
-extern uct_md_ops_t uct_gpu_ipc_md_ops;
+extern const uct_strata_md_desc_t uct_gpu_ipc_md_desc;
 
 /*
  * An unpacked remote key (uct_rkey_t points to it): a peer allocation mapped
@@ -36,10 +36,6 @@ int uct_gpu_ipc_owner_is_alive(pid_t pid, uint64_t start);
 
 /* The process-wide cache of peer mappings that rkeys and copies reference. */
 uct_gpu_ipc_cache_t *uct_gpu_ipc_global_cache(void);
-
-/* Applies the component settings to a freshly opened gpu_ipc domain
- * (mapping cache size, which handle types may be exported). */
-void uct_gpu_ipc_md_configure(uct_strata_md_t *md);
 
 /* Component-level key functions (a key is unpacked without a domain). */
 ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS);

@@ -1,0 +1,163 @@
+/*
+ * The gpu_copy memory domain (see gpu_copy_md.h): capabilities, no-op
+ * registration, memory type detection, and its opening.
+ */
+#include "gpu_copy_md.h"
+#include "../strata_memhooks.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <limits.h>
+#include <string.h>
+
+/* Open gpu_copy domains: UCP closes a domain none of whose transports it
+ * selected, so a nonzero count means some UCP context in the process
+ * detects CUDA memory (common/strata_uct_probe.h). */
+static int uct_gpu_copy_md_open_count;
+
+__attribute__((visibility("default"))) int uct_strata_gpu_copy_domains_open(void)
+{
+    return __atomic_load_n(&uct_gpu_copy_md_open_count, __ATOMIC_ACQUIRE);
+}
+
+static void uct_gpu_copy_md_close(uct_md_h uct_md)
+{
+    __atomic_sub_fetch(&uct_gpu_copy_md_open_count, 1, __ATOMIC_RELEASE);
+    uct_strata_md_close(uct_md);
+}
+
+static ucs_status_t uct_gpu_copy_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
+{
+    /* UCP 1.13 chooses a "copy across memory types" lane only on a domain
+     * that registers host memory, so gpu_copy claims registration of host
+     * and device memory; registering costs nothing (see mem_reg).  It needs
+     * no rkey: UCP copies through loopback endpoints of gpu_copy, one call
+     * per fragment, and a key per fragment would cost more than the copy. */
+    md_attr->cap.flags            = UCT_MD_FLAG_REG;
+    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
+                                    UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
+                                    UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
+    md_attr->cap.alloc_mem_types  = 0;
+    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
+                                    UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
+    md_attr->cap.detect_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
+                                    UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
+    md_attr->cap.max_alloc        = 0;
+    md_attr->cap.max_reg          = ULONG_MAX;
+    md_attr->rkey_packed_size     = sizeof(uint32_t);
+    md_attr->reg_cost             = ucs_linear_func_make(0, 0);
+    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    return UCS_OK;
+}
+
+/*
+ * Registration is a no-op: copies need nothing pinned or exported.  Host
+ * memory is deliberately not page-locked here: UCP registers host buffers
+ * with every domain that accepts them, and pinning each would slow down
+ * host-only traffic.  The handle only has to be non-NULL.
+ */
+static ucs_status_t uct_gpu_copy_md_mem_reg(UCT_STRATA_MEM_REG_ARGS)
+{
+    *memh_p = (uct_mem_h)uct_md;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpu_copy_md_mem_dereg(UCT_STRATA_MEM_DEREG_ARGS)
+{
+    return UCS_OK;
+}
+
+/* UCP packs a key for every domain a buffer is registered with, and a
+ * loopback endpoint may hand it back to this component's rkey_unpack: the
+ * magic tells it apart from a gpu_ipc key (see strata_component.c). */
+static ucs_status_t uct_gpu_copy_md_mkey_pack(UCT_STRATA_MKEY_PACK_ARGS)
+{
+    const uint32_t magic = UCT_GPU_COPY_KEY_MAGIC;
+
+    memcpy(rkey_buffer, &magic, sizeof(magic));
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *address, size_t length,
+                                              uct_md_mem_attr_t *mem_attr)
+{
+    uct_strata_mem_info_t info;
+    ucs_status_t status;
+
+    status = uct_strata_mem_info_get(address, length, &info);
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* Not ours: UCP asks the next domain, or assumes host memory.  Device
+     * memory is always answered as such, even when the range crosses into
+     * another mapping: "not detected" would send it to host transports. */
+    if (info.mem_type == UCS_MEMORY_TYPE_HOST) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    /* Memory the allocation hooks did not see (hooks off, or allocated
+     * before UCX started) gets SYNC_MEMOPS when UCP first asks about it. */
+    if (info.mem_type == UCS_MEMORY_TYPE_CUDA) {
+        strata_mem_set_sync_memops(info.base);
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
+        mem_attr->mem_type = info.mem_type;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
+        mem_attr->sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
+        mem_attr->base_address = (void *)info.base;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
+        mem_attr->alloc_length = info.length;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gpu_copy_md_detect_memory_type(uct_md_h uct_md, const void *address,
+                                                       size_t length, ucs_memory_type_t *mem_type_p)
+{
+    uct_md_mem_attr_t mem_attr = {.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE};
+    ucs_status_t status;
+
+    status = uct_gpu_copy_md_mem_query(uct_md, address, length, &mem_attr);
+    if (status == UCS_OK) {
+        *mem_type_p = mem_attr.mem_type;
+    }
+    return status;
+}
+
+static uct_md_ops_t uct_gpu_copy_md_ops = {
+    .close                  = uct_gpu_copy_md_close,
+    .query                  = uct_gpu_copy_md_query,
+    .mem_alloc              = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
+    .mem_free               = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
+    .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
+    .mem_reg                = uct_gpu_copy_md_mem_reg,
+    .mem_dereg              = uct_gpu_copy_md_mem_dereg,
+    .mem_query              = uct_gpu_copy_md_mem_query,
+    .mkey_pack              = uct_gpu_copy_md_mkey_pack,
+    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero,
+    .detect_memory_type     = uct_gpu_copy_md_detect_memory_type,
+};
+
+/* The detecting domain is the one UCP's memory type cache relies on, so its
+ * opening is where the cache gets its source of events. */
+static ucs_status_t uct_gpu_copy_md_init(uct_strata_md_t *md, const uct_strata_md_config_t *config)
+{
+    ucs_status_t status;
+
+    status = uct_strata_memhooks_init(config->memtype_hooks);
+    if (status != UCS_OK) {
+        return status;
+    }
+    __atomic_add_fetch(&uct_gpu_copy_md_open_count, 1, __ATOMIC_RELEASE);
+    return UCS_OK;
+}
+
+const uct_strata_md_desc_t uct_gpu_copy_md_desc = {
+    .name = UCT_STRATA_MD_NAME_COPY,
+    .kind = UCT_STRATA_MD_COPY,
+    .ops  = &uct_gpu_copy_md_ops,
+    .init = uct_gpu_copy_md_init,
+};
