@@ -284,6 +284,8 @@ typedef struct mca_coll_strata_module_t {
     uint64_t chunk_serial;
     /* per slot: the inter-node phase of the chunk in it */
     struct mca_coll_strata_xchg_t *xchgs;
+    /* idle polls of the pipeline before it yields the core (adapts) */
+    unsigned spin_budget;
 } mca_coll_strata_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);

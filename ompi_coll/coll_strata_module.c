@@ -31,6 +31,7 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     memset(&module->shm, 0, sizeof(module->shm));
     module->chunk_serial = 0;
     module->xchgs = NULL;
+    module->spin_budget = 8;
     memset(&module->node_host, 0, sizeof(module->node_host));
 }
 

@@ -53,7 +53,8 @@
 #include "ompi/constants.h"
 #include "opal/runtime/opal_progress.h"
 
-/* Idle polls of the pipeline before each further one also yields the core. */
+/* Most idle polls of the pipeline before each further one also yields the
+ * core (the budget adapts per communicator, see below). */
 #define MCA_COLL_STRATA_PIPELINE_SPINS 64
 
 
@@ -362,6 +363,7 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
                                        mca_coll_strata_node_t *node)
 {
     unsigned idle = 0;
+    bool yielded = false;
     mca_coll_strata_pipeline_t p = {
         .module = module,
         .shm = node->shm,
@@ -408,9 +410,20 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
          * spinning rank would starve the one it waits for.  The polls first:
          * a peer that is about to arrive is not worth a system call. */
         opal_progress();
-        if (++idle > MCA_COLL_STRATA_PIPELINE_SPINS) {
+        if (++idle > module->spin_budget) {
             sched_yield();
+            yielded = true;
         }
+    }
+    /* Waits that outlast the polls mean the peers need this core (or are
+     * far): poll less next time; waits the polls cover, poll more, up to
+     * MCA_COLL_STRATA_PIPELINE_SPINS. */
+    if (yielded) {
+        module->spin_budget /= 2;
+    } else if (module->spin_budget < MCA_COLL_STRATA_PIPELINE_SPINS) {
+        module->spin_budget = (2 * module->spin_budget + 1 < MCA_COLL_STRATA_PIPELINE_SPINS)
+                                  ? 2 * module->spin_budget + 1
+                                  : MCA_COLL_STRATA_PIPELINE_SPINS;
     }
     if (OMPI_SUCCESS != p.node_error && p.peer_failed) {
         static bool warned = false;
