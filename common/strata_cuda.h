@@ -28,6 +28,7 @@ extern "C" {
  * Names are written as an application writes them; cuda.h's macros turn
  * them into the versioned symbol (see strata_cuda.c).
  */
+/* clang-format off */
 #define STRATA_CUDA_FUNCS(_req, _opt) \
     _req(cuInit) \
     _req(cuDriverGetVersion) \
@@ -90,6 +91,7 @@ extern "C" {
     _opt(cuModuleUnload) \
     _opt(cuModuleGetFunction) \
     _opt(cuLaunchKernel)
+/* clang-format on */
 
 #define STRATA_CUDA_DECLARE_PTR(_name) __typeof__(&_name) _name;
 

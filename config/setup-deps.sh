@@ -18,10 +18,11 @@ die() { echo "setup-deps: $*" >&2; exit 1; }
 
 # Build: autotools, compiler, Open MPI and UCX development packages.
 # Tests: the MPI launcher, iproute2 (namespaces, veth, tc), util-linux (unshare),
-# procps, valgrind (memcheck of coll/strata).  Benchmarks: gnuplot, python3.
+# procps, valgrind (memcheck of coll/strata), clang-format (the format check
+# of changed lines, config/check-format.sh).  Benchmarks: gnuplot, python3.
 # dpkg-dev unpacks the UCX source.
 PACKAGES=(
-    build-essential autoconf automake libtool pkg-config
+    build-essential autoconf automake libtool pkg-config clang-format
     openmpi-bin libopenmpi-dev
     ucx-utils libucx-dev libucx0
     rdma-core libibverbs-dev librdmacm-dev

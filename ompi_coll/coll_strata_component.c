@@ -16,6 +16,7 @@ static int mca_coll_strata_component_register(void);
 static int mca_coll_strata_component_open(void);
 static int mca_coll_strata_component_close(void);
 
+/* clang-format off */
 mca_coll_strata_component_t mca_coll_strata_component = {
     .super = {
         .collm_version = {
@@ -38,6 +39,7 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     .verbose = 0,
     .output = -1,
 };
+/* clang-format on */
 
 /* An MCA enum from one of the decision's name tables, less `skip` (a value
  * a user cannot ask for). */

@@ -58,6 +58,7 @@ struct mca_coll_strata_node_device_t {
 
 static const char *mca_coll_strata_node_device_type_name(struct ompi_datatype_t *dtype)
 {
+    /* clang-format off */
     static const struct {
         MPI_Datatype type;
         const char *name;
@@ -75,6 +76,7 @@ static const char *mca_coll_strata_node_device_type_name(struct ompi_datatype_t 
         {MPI_DOUBLE_INT, "double_int"}, {MPI_LONG_INT, "long_int"},   {MPI_2INT, "2int"},
         {MPI_SHORT_INT, "short_int"},
     };
+    /* clang-format on */
 
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); ++i) {
         if (types[i].type == dtype) {

@@ -19,6 +19,7 @@ static int mca_hook_strata_component_close(void);
 static void mca_hook_strata_mpi_init_top_post_opal(int argc, char **argv, int requested,
                                                   int *provided);
 
+/* clang-format off */
 mca_hook_strata_component_t mca_hook_strata_component = {
     .super = {
         .hookm_version = {
@@ -47,6 +48,7 @@ mca_hook_strata_component_t mca_hook_strata_component = {
     .output = -1,
     .uct_handle = NULL,
 };
+/* clang-format on */
 
 /* Where `make install` put the UCT module; configure substitutes it. */
 static char *mca_hook_strata_default_uct_module = STRATA_UCT_MODULE_PATH;

@@ -98,6 +98,7 @@ static ucs_status_t uct_strata_rkey_release(uct_component_t *component, uct_rkey
     return uct_gpu_ipc_rkey_release(component, rkey, handle);
 }
 
+/* clang-format off */
 uct_component_t uct_strata_component = {
     .query_md_resources = uct_strata_query_md_resources,
     .md_open            = uct_strata_component_md_open,
@@ -117,4 +118,5 @@ uct_component_t uct_strata_component = {
     .flags              = 0,
     UCT_STRATA_COMPONENT_VFS_INIT
 };
+/* clang-format on */
 UCT_COMPONENT_REGISTER(&uct_strata_component)

@@ -100,6 +100,21 @@ build_default_install_dirs() {
         && [ -n "$(find "$dir" -path '*/ucx/libuct_strata.so')" ]
 }
 
+# The C sources the last change touches follow .clang-format, on the lines it
+# changed (config/check-format.sh: base $STRATA_FORMAT_BASE, else the
+# merge-base with origin/main, else HEAD~1).
+build_format() {
+    "$STRATA_SRCDIR/config/check-format.sh"
+}
+
+if ! command -v "${CLANG_FORMAT:-clang-format}" >/dev/null 2>&1; then
+    strata_skip build_format "clang-format is not installed (config/setup-deps.sh installs it)"
+elif ! git -C "$STRATA_SRCDIR" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    strata_skip build_format "the source tree is not a git checkout: no change to check"
+else
+    strata_test build_format 60 build_format
+fi
+
 if [ "$STRATA_HAVE_OMPI" = yes ] && [ "$STRATA_HAVE_UCX" = yes ]; then
     strata_test build_no_ompi 120 build_no_ompi
     strata_test build_no_ompi_dev_headers 120 build_no_ompi_dev_headers

@@ -66,6 +66,7 @@
  * injection and tracing; CUDA_STANDIN_CALL refuses to compile for a name that
  * is missing here.
  */
+/* clang-format off */
 #define CUDA_STANDIN_APIS(_x) \
     _x(cuInit) \
     _x(cuDriverGetVersion) \
@@ -166,6 +167,7 @@ typedef enum cuda_standin_api_id {
     CUDA_STANDIN_APIS(CUDA_STANDIN_API_ENUM)
     CUDA_STANDIN_API_COUNT
 } cuda_standin_api_id_t;
+/* clang-format on */
 
 #define CUDA_STANDIN_PATCHABLE_DECLARE(_name) \
     extern __typeof__(_name) cuda_standin_patchable_##_name __attribute__((visibility("hidden")));
