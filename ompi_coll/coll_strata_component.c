@@ -348,6 +348,8 @@ static void mca_coll_strata_component_check(void)
         c->inter_bandwidth_gbs = 1.25;
     }
     c->decision.alpha = c->inter_latency_us * 1e-6;
+    /* folds run memory-bound on one core: about 4 GB/s */
+    c->decision.gamma = 1.0 / 4e9;
     c->decision.beta = 1.0 / (c->inter_bandwidth_gbs * 1e9);
 }
 

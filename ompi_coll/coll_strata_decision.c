@@ -28,8 +28,8 @@
  * nodes and the bytes per rail: recursive doubling for small shares (log2 N
  * messages), halving-doubling for medium ones, the ring for large ones
  * where N is not a power of two.  A message of several chunks keeps up to
- * `slots` exchanges in flight per rail, so there the slower of the link's
- * bytes and the latencies shared among the slots decides.  The rail's own allreduce (coll) runs only
+ * `slots` exchanges in flight per rail, so there the latencies count once
+ * per `slots` chunks and the bytes in full.  The rail's own allreduce (coll) runs only
  * when forced, and never on device data.
  */
 #include "coll_strata_decision.h"
@@ -124,16 +124,16 @@ static int mca_coll_strata_log2_floor(int n)
  *   ring  2(n-1) alpha + 2(n-1)/n m beta
  *   rd    log2 p (alpha + m beta), + 2 (alpha + m beta) to fold n - p in
  *   rhd   2 log2 p alpha + 2(p-1)/p m beta, + the same fold
- * Reductions cost about the same in all three (each member reduces about
- * m, rd log2 p m): left out.
+ * plus the folds, gamma per byte: ring (n-1)/n m, rd log2 p m (each step
+ * folds the whole share), rhd (p-1)/p m, and the fold-in m more.
  */
 /* The cost's latency part (messages x alpha) and bandwidth part (bytes per
- * member x beta). */
+ * member x beta, and the bytes it folds in x gamma). */
 static void mca_coll_strata_inter_cost_parts(const mca_coll_strata_decision_params_t *params,
                                              mca_coll_strata_inter_t inter, int n, size_t bytes,
                                              double *lat, double *bw)
 {
-    double a = params->alpha, b = params->beta, m = (double)bytes;
+    double a = params->alpha, b = params->beta, m = (double)bytes, g = params->gamma;
     int l = mca_coll_strata_log2_floor(n), p = 1 << l, fold = (n > p) ? 2 : 0;
 
     *lat = *bw = 0.0;
@@ -142,16 +142,17 @@ static void mca_coll_strata_inter_cost_parts(const mca_coll_strata_decision_para
     }
     switch (inter) {
     case MCA_COLL_STRATA_INTER_RD:
+        /* every step folds the whole share */
         *lat = (l + fold) * a;
-        *bw = (l + fold) * m * b;
+        *bw = (l + fold) * m * b + (l + fold / 2) * m * g;
         break;
     case MCA_COLL_STRATA_INTER_RHD:
         *lat = (2.0 * l + fold) * a;
-        *bw = (2.0 * (p - 1) / p + fold) * m * b;
+        *bw = (2.0 * (p - 1) / p + fold) * m * b + ((double)(p - 1) / p + fold / 2) * m * g;
         break;
     default:
         *lat = 2.0 * (n - 1) * a;
-        *bw = 2.0 * (n - 1) / n * m * b;
+        *bw = 2.0 * (n - 1) / n * m * b + (double)(n - 1) / n * m * g;
         break;
     }
 }
@@ -166,8 +167,8 @@ double mca_coll_strata_inter_cost(const mca_coll_strata_decision_params_t *param
 }
 
 /* A message of several chunks keeps up to `slots` exchanges in flight on a
- * rail: the rail's link (bytes) or the latencies shared among the slots set
- * the pace, whichever is slower.  One chunk pays both in full. */
+ * rail: the link carries every byte, while the latencies of the exchanges
+ * in flight overlap, `slots` at a time.  One chunk pays both in full. */
 static double mca_coll_strata_inter_cost_pipelined(const mca_coll_strata_decision_params_t *params,
                                                    mca_coll_strata_inter_t inter, int n,
                                                    size_t share, int slots)
@@ -175,10 +176,7 @@ static double mca_coll_strata_inter_cost_pipelined(const mca_coll_strata_decisio
     double lat, bw;
 
     mca_coll_strata_inter_cost_parts(params, inter, n, share, &lat, &bw);
-    if (slots <= 1) {
-        return lat + bw;
-    }
-    return (lat / slots > bw) ? lat / slots : bw;
+    return lat / ((slots > 1) ? slots : 1) + bw;
 }
 
 static mca_coll_strata_inter_t

@@ -95,6 +95,7 @@ typedef struct mca_coll_strata_decision_params_t {
      * alpha, seconds per message; beta, seconds per byte */
     double alpha;
     double beta;
+    double gamma; /* seconds per byte a member folds in (its reductions) */
 } mca_coll_strata_decision_params_t;
 
 typedef struct mca_coll_strata_decision_input_t {

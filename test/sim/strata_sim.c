@@ -368,6 +368,7 @@ static void strata_sim_decide(const strata_sim_params_t *p, int path, int inter_
         .small_max = p->small_max,
         .alpha = p->decide_alpha,
         .beta = p->decide_beta,
+        .gamma = 1.0 / 4e9, /* coll/strata's */
     };
     mca_coll_strata_decision_input_t in = {
         .bytes = bytes,
@@ -384,6 +385,7 @@ static void strata_sim_decide(const strata_sim_params_t *p, int path, int inter_
 
         dp.alpha = p->L + 2 * p->o;
         dp.beta = p->G * share;
+        dp.gamma = 1.0 / p->reduce_bw;
     }
     mca_coll_strata_decide(&dp, &in, d);
 }
