@@ -108,16 +108,6 @@ bool mca_coll_strata_decide_device_direct(int device_net, bool pml_carries, bool
     return (MCA_COLL_STRATA_DEVICE_NET_STAGED != device_net) && pml_carries;
 }
 
-static int mca_coll_strata_log2_floor(int n)
-{
-    int l = 0;
-
-    while ((2 << l) <= n) {
-        ++l;
-    }
-    return l;
-}
-
 /*
  * alpha-beta costs (Thakur, Rabenseifner and Gropp 2005) of the schedules
  * of coll_strata_sched.c, m bytes among n members, p = 2^floor(log2 n):

@@ -139,6 +139,18 @@ const char *mca_coll_strata_device_path_name(mca_coll_strata_device_path_t path)
  * `index` starts at *offset and holds *count items (the first total % parts
  * parts hold one more).  Used for slices of a chunk and blocks of a ring.
  */
+/* floor(log2 n) for n >= 1: the power-of-two core of n members is 2^this
+ * (the schedules of coll_strata_sched.c and their costs share it). */
+static inline int mca_coll_strata_log2_floor(int n)
+{
+    int l = 0;
+
+    while ((2 << l) <= n) {
+        ++l;
+    }
+    return l;
+}
+
 static inline void mca_coll_strata_partition(size_t total, int parts, int index,
                                              size_t *offset, size_t *count)
 {

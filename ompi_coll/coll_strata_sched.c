@@ -3,7 +3,7 @@
  */
 #include "coll_strata_sched.h"
 
-#include "coll_strata_decision.h" /* mca_coll_strata_partition */
+#include "coll_strata_decision.h" /* mca_coll_strata_partition, _log2_floor */
 
 static void mca_coll_strata_sched_none(mca_coll_strata_sched_step_t *step)
 {
@@ -47,20 +47,10 @@ static void mca_coll_strata_sched_ring(int n, int r, size_t count, int i,
 
 /* ---- the power-of-two core and its fold ---- */
 
-static int mca_coll_strata_sched_log2(int n)
-{
-    int l = 0;
-
-    while ((2 << l) <= n) {
-        ++l;
-    }
-    return l; /* floor(log2 n) */
-}
-
 /* Virtual rank among the p = 2^log2(n) core members, -1 for an extra one. */
 static int mca_coll_strata_sched_vrank(int n, int r)
 {
-    int rem = n - (1 << mca_coll_strata_sched_log2(n));
+    int rem = n - (1 << mca_coll_strata_log2_floor(n));
 
     if (r < 2 * rem) {
         return (r % 2) ? r / 2 : -1;
@@ -70,7 +60,7 @@ static int mca_coll_strata_sched_vrank(int n, int r)
 
 static int mca_coll_strata_sched_real(int n, int v)
 {
-    int rem = n - (1 << mca_coll_strata_sched_log2(n));
+    int rem = n - (1 << mca_coll_strata_log2_floor(n));
 
     return (v < rem) ? 2 * v + 1 : v + rem;
 }
@@ -80,7 +70,7 @@ static int mca_coll_strata_sched_real(int n, int v)
 static void mca_coll_strata_sched_fold(int n, int r, size_t count, bool back,
                                        mca_coll_strata_sched_step_t *step)
 {
-    int rem = n - (1 << mca_coll_strata_sched_log2(n));
+    int rem = n - (1 << mca_coll_strata_log2_floor(n));
 
     mca_coll_strata_sched_none(step);
     if (r >= 2 * rem) {
@@ -101,7 +91,7 @@ static void mca_coll_strata_sched_fold(int n, int r, size_t count, bool back,
 static void mca_coll_strata_sched_rd(int n, int r, size_t count, int i,
                                      mca_coll_strata_sched_step_t *step)
 {
-    int l = mca_coll_strata_sched_log2(n), v = mca_coll_strata_sched_vrank(n, r), pv;
+    int l = mca_coll_strata_log2_floor(n), v = mca_coll_strata_sched_vrank(n, r), pv;
 
     if (0 == i || l + 1 == i) {
         mca_coll_strata_sched_fold(n, r, count, 0 != i, step);
@@ -121,7 +111,7 @@ static void mca_coll_strata_sched_rd(int n, int r, size_t count, int i,
 static void mca_coll_strata_sched_rhd(int n, int r, size_t count, int i,
                                       mca_coll_strata_sched_step_t *step)
 {
-    int l = mca_coll_strata_sched_log2(n), p = 1 << l, v = mca_coll_strata_sched_vrank(n, r);
+    int l = mca_coll_strata_log2_floor(n), p = 1 << l, v = mca_coll_strata_sched_vrank(n, r);
     int m, pv, base, keep, give;
 
     if (0 == i || 2 * l + 1 == i) {
@@ -164,9 +154,9 @@ int mca_coll_strata_sched_nsteps(mca_coll_strata_sched_alg_t alg, int n)
     }
     switch (alg) {
     case MCA_COLL_STRATA_SCHED_RD:
-        return mca_coll_strata_sched_log2(n) + 2;
+        return mca_coll_strata_log2_floor(n) + 2;
     case MCA_COLL_STRATA_SCHED_RHD:
-        return 2 * mca_coll_strata_sched_log2(n) + 2;
+        return 2 * mca_coll_strata_log2_floor(n) + 2;
     default:
         return 2 * (n - 1);
     }
