@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs, on Debian 12 as root, everything Strata's build, tests and
+# Installs, on Debian 12 or 13 as root, everything Strata's build, tests and
 # benchmarks need, from Debian's own archive only, and fetches the UCX source
 # package that matches the installed UCX (UCT's internal headers are not in
 # libucx-dev).  Idempotent: a second run changes nothing and is quick.
 #
 # Usage: config/setup-deps.sh [--quiet]
 #   STRATA_UCX_SRC_ROOT  where the UCX source goes (default /usr/src/strata);
-#                        configure looks in $STRATA_UCX_SRC_ROOT/ucx-VERSION.
+#                        configure looks in $STRATA_UCX_SRC_ROOT/ucx-VERSION,
+#                        and in openmpi-VERSION for the Open MPI headers that
+#                        Debian 13's libopenmpi-dev lacks (fetched only then).
 set -euo pipefail
 
 UCX_SRC_ROOT=${STRATA_UCX_SRC_ROOT:-/usr/src/strata}
@@ -34,10 +36,10 @@ PACKAGES=(
 
 check_platform() {
     [ "$(id -u)" = 0 ] || die "must run as root (it installs Debian packages): sudo $0"
-    command -v apt-get >/dev/null || die "apt-get not found: this script is for Debian 12 (bookworm)"
+    command -v apt-get >/dev/null || die "apt-get not found: this script is for Debian 12 (bookworm) and 13 (trixie)"
     . /etc/os-release
-    if [ "${ID:-}" != debian ] || [ "${VERSION_ID:-}" != 12 ]; then
-        say "warning: written for Debian 12, this is ${PRETTY_NAME:-unknown}; trying anyway"
+    if [ "${ID:-}" != debian ] || { [ "${VERSION_ID:-}" != 12 ] && [ "${VERSION_ID:-}" != 13 ]; }; then
+        say "warning: written for Debian 12 and 13, this is ${PRETTY_NAME:-unknown}; trying anyway"
     fi
 }
 
@@ -110,15 +112,26 @@ add_deb_src() {
 }
 
 # The UCX source of exactly the installed version, with Debian's patches, in
-# $UCX_SRC_ROOT/ucx-<upstream version>.
+# $UCX_SRC_ROOT/ucx-<upstream version>.  The source package's version, not the
+# binary's: a binNMU (Debian 13's libucx0 1.18.1+ds-2+b1) has no source
+# package of its own.
 fetch_ucx_source() {
     local debver upstream dest
-    debver=$(dpkg-query -W -f='${Version}' libucx0)
+    debver=$(dpkg-query -W -f='${source:Version}' libucx0)
     upstream=${debver%-*}
     upstream=${upstream#*:}
+    upstream=${upstream%%+*}      # 1.18.1+ds: Debian's repack suffix
     dest="$UCX_SRC_ROOT/ucx-$upstream"
     if [ -f "$dest/src/uct/base/uct_md.h" ] && [ "$(cat "$dest/.strata-debian-version" 2>/dev/null)" = "$debver" ]; then
         say "UCX $debver source already in $dest"
+        return 0
+    fi
+    # A tree put there by hand (e.g. the release of the same version, where
+    # the archive does not serve the source package) is kept when its version
+    # is right.
+    if [ -f "$dest/src/uct/base/uct_md.h" ] && [ ! -f "$dest/.strata-debian-version" ] &&
+        [ "$(sh "$(dirname "$0")/ucx-src-version.sh" "$dest")" = "$upstream" ]; then
+        say "UCX $upstream source already in $dest (not from Debian's source package; kept)"
         return 0
     fi
     add_deb_src
@@ -137,7 +150,61 @@ fetch_ucx_source() {
     say "UCX source in $dest"
 }
 
+# Open MPI's opal_config.h names implementation headers (threads, timer) by
+# path; prints those the development package did not install (Debian 13's
+# lacks opal/mca/threads/pthreads/ and opal/mca/timer/linux/).
+ompi_missing_headers() {
+    local incdirs config header dir found
+    incdirs=$(mpicc --showme:incdirs)
+    for dir in $incdirs; do
+        [ -f "$dir/opal_config.h" ] && config="$dir/opal_config.h"
+    done
+    [ -n "${config:-}" ] || return 0
+    sed -n 's/^#define MCA_[a-z_]*_HEADER "\(.\+\)"$/\1/p; s/^#define MCA_[a-z_]*_IMPLEMENTATION_HEADER "\(.\+\)"$/\1/p' "$config" |
+        sort -u | while read -r header; do
+            found=no
+            for dir in $incdirs; do [ -f "$dir/$header" ] && found=yes; done
+            [ $found = yes ] || echo "$header"
+        done
+}
+
+# The Open MPI source of exactly the installed version, only where the
+# development package lacks headers a component needs, in
+# $UCX_SRC_ROOT/openmpi-<upstream version> (configure looks there).
+fetch_ompi_source_if_needed() {
+    local missing debver upstream dest
+    missing=$(ompi_missing_headers)
+    if [ -z "$missing" ]; then
+        say "Open MPI's internal headers are complete"
+        return 0
+    fi
+    debver=$(dpkg-query -W -f='${source:Version}' libopenmpi-dev)
+    upstream=${debver%-*}
+    upstream=${upstream#*:}
+    upstream=${upstream%%+*}
+    dest="$UCX_SRC_ROOT/openmpi-$upstream"
+    if [ -f "$dest/VERSION" ] && [ "$(cat "$dest/.strata-debian-version" 2>/dev/null)" = "$debver" ]; then
+        say "Open MPI $debver source already in $dest (for: $(echo $missing))"
+        return 0
+    fi
+    say "libopenmpi-dev lacks $(echo $missing); fetching the openmpi $debver source package into $dest"
+    add_deb_src
+    apt_update_once
+    local tmp; tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' RETURN
+    (cd "$tmp" && chown _apt "$tmp" 2>/dev/null; apt_quiet source "openmpi=$debver") \
+        || die "could not fetch the openmpi=$debver source package (is a deb-src entry for the Debian archive reachable?)"
+    local unpacked; unpacked=$(find "$tmp" -maxdepth 1 -mindepth 1 -type d -name 'openmpi-*' | head -n 1)
+    [ -n "$unpacked" ] && [ -f "$unpacked/VERSION" ] || die "the openmpi source package did not unpack as expected in $tmp"
+    mkdir -p "$UCX_SRC_ROOT"
+    rm -rf "$dest"
+    mv "$unpacked" "$dest"
+    echo "$debver" >"$dest/.strata-debian-version"
+    say "Open MPI source in $dest"
+}
+
 check_platform
 install_packages
+fetch_ompi_source_if_needed
 fetch_ucx_source
 say "done: Open MPI $(dpkg-query -W -f='${Version}' libopenmpi-dev), UCX $(dpkg-query -W -f='${Version}' libucx0)"

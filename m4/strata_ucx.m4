@@ -37,10 +37,23 @@ AC_DEFUN([STRATA_CHECK_UCX], [
   or point --with-ucx=DIR at a UCX prefix, or use --without-ucx to build only the Open MPI components.])])
 
         AC_MSG_CHECKING([for the installed UCX version])
-        strata_ucx_version=`$UCX_INFO -v 2>/dev/null | $SED -n 's/^# Version \(@<:@0-9.@:>@*\).*/\1/p'`
+        # 1.13 prints '# Version 1.13.1'; 1.18 '# Library version: 1.18.1'.
+        strata_ucx_version=`$UCX_INFO -v 2>/dev/null | $SED -n 's/^# Version \(@<:@0-9.@:>@*\).*/\1/p; s/^# Library version: \(@<:@0-9.@:>@*\).*/\1/p' | head -n 1`
         AS_IF([test -z "$strata_ucx_version"],
             [AC_MSG_ERROR([could not read the UCX version from '$UCX_INFO -v'])])
         AC_MSG_RESULT([$strata_ucx_version])
+
+        # The versions whose internal ABI ucx_tl/strata_ucx_compat.h spells
+        # and that are built and tested.
+        AC_MSG_CHECKING([whether UCX $strata_ucx_version is supported])
+        AS_CASE(["$strata_ucx_version"],
+            [1.13.*|1.18.*], [AC_MSG_RESULT([yes])],
+            [AC_MSG_RESULT([no])
+             AC_MSG_ERROR([UCX $strata_ucx_version is not supported: libuct_strata.so is built for UCX 1.13.x (Debian 12)
+  and 1.18.x (Debian 13). A UCT module shares UCT's internal structures, which change between
+  UCX releases; another version's differences must be added to ucx_tl/strata_ucx_compat.h and
+  tested first. Use --with-ucx=DIR to point at a supported UCX, or --without-ucx to build only
+  the Open MPI components.])])
 
         # Where the libraries live: UCX's pkg-config file knows; the prefix
         # of ucx_info is the fallback.
@@ -122,7 +135,7 @@ AC_DEFUN([STRATA_FIND_UCX_SRC], [
               [AC_MSG_RESULT([yes]); strata_ucx_src="$strata_dir"; break],
               [AC_MSG_RESULT([no])])
     done
-    strata_ucx_debver=`dpkg-query -W -f='${Version}' libucx0 2>/dev/null`
+    strata_ucx_debver=`dpkg-query -W -f='${source:Version}' libucx0 2>/dev/null`
     AS_IF([test -n "$strata_ucx_debver"],
           [strata_ucx_fetch_hint="as root run config/setup-deps.sh, or 'apt-get source ucx=$strata_ucx_debver' (needs a deb-src entry)"],
           [strata_ucx_fetch_hint="unpack the UCX $strata_ucx_version release tarball"])

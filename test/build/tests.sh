@@ -40,6 +40,68 @@ build_no_ompi() {
     expect_configure_error "install the packages openmpi-bin and libopenmpi-dev" --with-ompi=/nonexistent
 }
 
+# An Open MPI of a release series Strata has no adapter for: its wrapper and
+# mpi.h work, its version is 4.0.7.
+build_unsupported_ompi_version() {
+    local fake="$STRATA_TEST_TMP/fake" incdir
+    mkdir -p "$fake/bin" "$fake/include" "$fake/lib"
+    for incdir in $(mpicc --showme:incdirs); do
+        cp "$incdir"/mpi.h "$incdir"/mpi_portable_platform.h "$fake/include/" 2>/dev/null || true
+    done
+    sed -i 's/^#define OMPI_MAJOR_VERSION .*/#define OMPI_MAJOR_VERSION 4/; s/^#define OMPI_MINOR_VERSION .*/#define OMPI_MINOR_VERSION 0/; s/^#define OMPI_RELEASE_VERSION .*/#define OMPI_RELEASE_VERSION 7/' "$fake/include/mpi.h"
+    printf '#!/bin/sh\ncase "$1" in --showme:compile) echo "-I%s/include" ;; --showme:libdirs) echo "%s/lib" ;; *) exec gcc "$@" ;; esac\n' "$fake" "$fake" >"$fake/bin/mpicc"
+    printf '#!/bin/sh\necho "path:pkglibdir:%s/lib/openmpi"\n' "$fake" >"$fake/bin/ompi_info"
+    chmod +x "$fake/bin/mpicc" "$fake/bin/ompi_info"
+    expect_configure_error "Open MPI 4.0.7 is not supported" --with-ompi="$fake" --without-ucx
+}
+
+# A UCX whose internal ABI the adapter does not spell (1.16, as Ubuntu 24.04
+# ships): refused before anything else is looked at.
+build_unsupported_ucx_version() {
+    local fake="$STRATA_TEST_TMP/fake"
+    mkdir -p "$fake/bin"
+    printf '#!/bin/sh\necho "# Library version: 1.16.0"\n' >"$fake/bin/ucx_info"
+    chmod +x "$fake/bin/ucx_info"
+    expect_configure_error "UCX 1.16.0 is not supported" --with-ucx="$fake" --without-ompi
+}
+
+# Open MPI's opal_config.h names an implementation header its development
+# package did not install (as Debian 13's lacks opal/mca/threads/pthreads/):
+# configure takes it from the source tree of the same version given with
+# --with-ompi-src, and refuses a tree of another version.
+build_ompi_headers_from_source() {
+    local fake="$STRATA_TEST_TMP/fake" src="$STRATA_TEST_TMP/ompi-src" root header v moved=0
+    root=$(mpicc --showme:incdirs | awk '{print $1}')
+    mkdir -p "$fake/bin" "$fake/lib" "$src"
+    cp -a "$root" "$fake/include"
+    # Move the implementation headers opal_config.h names out of the
+    # installed tree into a "source tree".
+    for header in $(sed -n 's/^#define MCA_[A-Za-z_]*HEADER "\(.\+\)"$/\1/p' "$fake/include/openmpi/opal_config.h"); do
+        [ -f "$fake/include/openmpi/$header" ] || continue
+        mkdir -p "$src/$(dirname "$header")"
+        mv "$fake/include/openmpi/$header" "$src/$header"
+        moved=$((moved + 1))
+    done
+    [ $moved -gt 0 ] || { echo "opal_config.h names no installed implementation header"; return 1; }
+    v=$(mpicc --showme:version 2>&1 | sed -n 's/.*Open MPI \([0-9.]*\).*/\1/p')
+    printf 'major=%s\nminor=%s\nrelease=%s\n' $(echo "$v" | tr . ' ') >"$src/VERSION"
+    printf '#!/bin/sh\ncase "$1" in --showme:compile) echo "-I%s/include -I%s/include/openmpi" ;; --showme:incdirs) echo "%s/include %s/include/openmpi" ;; --showme:libdirs) echo "%s" ;; *) exec gcc "$@" ;; esac\n' \
+        "$fake" "$fake" "$fake" "$fake" "$(mpicc --showme:libdirs)" >"$fake/bin/mpicc"
+    printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v ompi_info)" >"$fake/bin/ompi_info"
+    chmod +x "$fake/bin/mpicc" "$fake/bin/ompi_info"
+    # Without the source tree: the error names the way out.
+    expect_configure_error "--with-ompi-src=DIR" --with-ompi="$fake" --with-ompi-src=/nonexistent --without-ucx || return 1
+    # With it: found, used after the installed headers.
+    local dir="$STRATA_TEST_TMP/withsrc"
+    configure_in "$dir" --with-ompi="$fake" --with-ompi-src="$src" --without-ucx >"$dir.out" 2>&1 \
+        || { tail -n 20 "$dir.out"; echo "configure with --with-ompi-src failed"; return 1; }
+    grep "internal headers" "$dir.out"
+    grep -q "for the missing internal headers in $src... yes" "$dir.out" || return 1
+    # A source tree of another version is not used.
+    printf 'major=9\nminor=9\nrelease=9\n' >"$src/VERSION"
+    expect_configure_error "--with-ompi-src=DIR" --with-ompi="$fake" --with-ompi-src="$src" --without-ucx
+}
+
 build_ucx_src_wrong_version() {
     local fake="$STRATA_TEST_TMP/fake"
     mkdir -p "$fake/src/uct/base"
@@ -118,6 +180,9 @@ fi
 if [ "$STRATA_HAVE_OMPI" = yes ] && [ "$STRATA_HAVE_UCX" = yes ]; then
     strata_test build_no_ompi 120 build_no_ompi
     strata_test build_no_ompi_dev_headers 120 build_no_ompi_dev_headers
+    strata_test build_unsupported_ompi_version 120 build_unsupported_ompi_version
+    strata_test build_unsupported_ucx_version 120 build_unsupported_ucx_version
+    strata_test build_ompi_headers_from_source 180 build_ompi_headers_from_source
     strata_test build_ucx_src_wrong_version 120 build_ucx_src_wrong_version
     strata_test build_ucx_src_missing 120 build_ucx_src_missing
     strata_test build_cuda_explicit_missing 120 build_cuda_explicit_missing
