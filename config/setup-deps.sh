@@ -4,7 +4,10 @@
 # package that matches the installed UCX (UCT's internal headers are not in
 # libucx-dev).  Idempotent: a second run changes nothing and is quick.
 #
-# Usage: config/setup-deps.sh [--quiet]
+# Usage: config/setup-deps.sh [--quiet] [--ucx-src-optional]
+#   --ucx-src-optional  where the archive does not serve UCX's source package,
+#                       warn instead of failing (the UCX module is then not
+#                       built: configure says so); for CI's Debian 13 layer
 #   STRATA_UCX_SRC_ROOT  where the UCX source goes (default /usr/src/strata);
 #                        configure looks in $STRATA_UCX_SRC_ROOT/ucx-VERSION,
 #                        and in openmpi-VERSION for the Open MPI headers that
@@ -12,8 +15,14 @@
 set -euo pipefail
 
 UCX_SRC_ROOT=${STRATA_UCX_SRC_ROOT:-/usr/src/strata}
-QUIET=no
-[ "${1:-}" = --quiet ] && QUIET=yes
+QUIET=no UCX_SRC_OPTIONAL=no
+for arg in "$@"; do
+    case "$arg" in
+    --quiet) QUIET=yes ;;
+    --ucx-src-optional) UCX_SRC_OPTIONAL=yes ;;
+    *) echo "setup-deps: unknown option '$arg' (--quiet, --ucx-src-optional)" >&2; exit 2 ;;
+    esac
+done
 
 say() { echo "setup-deps: $*"; }
 die() { echo "setup-deps: $*" >&2; exit 1; }
@@ -22,7 +31,8 @@ die() { echo "setup-deps: $*" >&2; exit 1; }
 # Tests: the MPI launcher, iproute2 (namespaces, veth, tc), util-linux (unshare),
 # procps, valgrind (memcheck of coll/strata), clang-format (the format check
 # of changed lines, config/check-format.sh).  Benchmarks: gnuplot, python3.
-# dpkg-dev unpacks the UCX source.
+# dpkg-dev unpacks the UCX source.  debootstrap makes the Debian 13 tree of
+# the debian13 test layer.
 PACKAGES=(
     build-essential autoconf automake libtool pkg-config clang-format
     openmpi-bin libopenmpi-dev
@@ -31,7 +41,7 @@ PACKAGES=(
     hwloc libhwloc-dev
     iproute2 util-linux procps kmod valgrind
     gnuplot-nox python3
-    dpkg-dev xz-utils
+    dpkg-dev xz-utils debootstrap
 )
 
 check_platform() {
@@ -139,8 +149,12 @@ fetch_ucx_source() {
     say "fetching the ucx $debver source package into $dest"
     local tmp; tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' RETURN
-    (cd "$tmp" && chown _apt "$tmp" 2>/dev/null; apt_quiet source "ucx=$debver") \
-        || die "could not fetch the ucx=$debver source package (is a deb-src entry for the Debian archive reachable?)"
+    if ! (cd "$tmp" && chown _apt "$tmp" 2>/dev/null; apt_quiet source "ucx=$debver"); then
+        local why="could not fetch the ucx=$debver source package (is a deb-src entry for the Debian archive reachable?)"
+        [ $UCX_SRC_OPTIONAL = yes ] || die "$why; or unpack the UCX $upstream release into $dest"
+        say "warning: $why; the UCX module cannot be built (unpack the UCX $upstream release into $dest to build it)"
+        return 0
+    fi
     local unpacked; unpacked=$(find "$tmp" -maxdepth 1 -mindepth 1 -type d -name 'ucx-*' | head -n 1)
     [ -n "$unpacked" ] && [ -f "$unpacked/src/uct/base/uct_md.h" ] || die "the ucx source package did not unpack as expected in $tmp"
     mkdir -p "$UCX_SRC_ROOT"

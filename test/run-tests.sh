@@ -4,8 +4,9 @@
 #   N passed, N failed[, N skipped]
 #
 # Usage: run-tests.sh --builddir DIR [-k PATTERN] [--list] [LAYER ...]
-#   LAYER: build unit ucx mpi cluster bench (default: all, in that order),
-#          or gpu (make check-gpu: the device tests on a real GPU)
+#   LAYER: build unit ucx mpi cluster bench debian13 (default: all, in that
+#          order; debian13 builds and runs unit ucx mpi cluster in a Debian 13
+#          tree), or gpu (make check-gpu: the device tests on a real GPU)
 #   -k PATTERN   run only the tests whose name contains PATTERN
 #   --list       print the test names instead of running them
 # Logs: DIR/test/out/<test>.log; a failing test's log tail is printed.
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$builddir" ] || { echo "run-tests.sh: --builddir DIR is required (make check passes it)" >&2; exit 2; }
-[ ${#layers[@]} -gt 0 ] || layers=(build unit ucx mpi cluster bench)
+[ ${#layers[@]} -gt 0 ] || layers=(build unit ucx mpi cluster bench debian13)
 [ -f "$builddir/test/strata-test-env.sh" ] || { echo "run-tests.sh: $builddir is not a configured build directory" >&2; exit 2; }
 
 . "$builddir/test/strata-test-env.sh"

@@ -4,8 +4,9 @@
 # (5.0.x) and UCX (1.18.x), from the same source tree.
 #
 # Usage (as root):
-#   tree.sh make DIR            debootstrap a minimal trixie into DIR (if not
+#   tree.sh make DIR [OPTION]   debootstrap a minimal trixie into DIR (if not
 #                               there yet) and run config/setup-deps.sh in it
+#                               (OPTIONs go to setup-deps.sh)
 #   tree.sh run  DIR -- CMD...  run CMD inside DIR, as root, in the source
 #                               tree's own path
 #   tree.sh check DIR           is DIR a usable tree? (exit 0 if so)
@@ -86,7 +87,7 @@ cmd_run() {
 }
 
 cmd_make() {
-    local dir=$1
+    local dir=$1; shift
     if ! tree_ok "$dir"; then
         say "debootstrap --variant=minbase trixie $dir ($MIRROR)"
         mkdir -p "$dir"
@@ -95,7 +96,7 @@ cmd_make() {
             || { tail -n 20 "$log" >&2; die "debootstrap failed (log: $log)"; }
     fi
     say "installing Strata's dependencies inside (config/setup-deps.sh)"
-    cmd_run "$dir" -- "$SRCDIR/config/setup-deps.sh" --quiet
+    cmd_run "$dir" -- "$SRCDIR/config/setup-deps.sh" --quiet "$@"
 }
 
 [ $# -ge 2 ] || { sed -n '2,21p' "$SELF" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -106,7 +107,7 @@ esac
 need_root
 dir=$(readlink -m "$dir")
 case "$cmd" in
-make) cmd_make "$dir" ;;
+make) cmd_make "$dir" "$@" ;;
 run) cmd_run "$dir" "$@" ;;
 check) tree_ok "$dir" ;;
 *) die "unknown command '$cmd' (make, run, check)" ;;

@@ -1,0 +1,94 @@
+# Debian 13 layer: the same source built and tested on Debian 13's own Open
+# MPI (5.0.x) and UCX (1.18.x), in a debootstrapped trixie tree standing for a
+# fresh Debian 13 machine (test/debian13/tree.sh).  The steps are a new
+# user's: config/setup-deps.sh, configure, make; then the unit, ucx, mpi and
+# cluster layers run there.  The build and bench layers run on the host only:
+# they check configure's messages and the host's performance, which do not
+# depend on the distribution.
+#
+#   STRATA_DEBIAN13_TREE  where the tree lives (default /var/tmp/strata-debian13;
+#                         kept between runs: a second run only re-checks it)
+#   STRATA_DEBIAN13=no    skip the layer
+
+D13_TREE=${STRATA_DEBIAN13_TREE:-/var/tmp/strata-debian13}
+# The build must be inside the source tree, the one folder of the host the
+# tree sees.
+case "$STRATA_BUILDDIR/" in
+"$STRATA_SRCDIR"/*) D13_BUILD="$STRATA_BUILDDIR/debian13-build" ;;
+*) D13_BUILD="$STRATA_SRCDIR/build-debian13" ;;
+esac
+D13_TOOL="$STRATA_SRCDIR/test/debian13/tree.sh"
+
+d13_run() { "$D13_TOOL" run "$D13_TREE" -- "$@"; }
+
+# The UCX version inside and whether its source (UCT's internal headers) is
+# there: Debian's source package, or the same release unpacked by hand where
+# the archive does not serve the package.
+d13_ucx_src() {
+    d13_run bash -c 'v=$(dpkg-query -W -f="\${source:Version}" libucx0); v=${v%-*}; v=${v#*:}; v=${v%%+*};
+                     [ -f /usr/src/strata/ucx-$v/src/uct/base/uct_md.h ] && echo /usr/src/strata/ucx-$v'
+}
+
+debian13_tree() {
+    "$D13_TOOL" make "$D13_TREE" --ucx-src-optional || return 1
+    # Where the archive does not serve UCX's source package, a copy of the
+    # same UCX release this machine already holds (as setup-deps would place
+    # it on the host) is used, and the log says so.
+    if [ -z "$(d13_ucx_src)" ]; then
+        local v host_src
+        v=$(d13_run dpkg-query -W -f='${source:Version}' libucx0); v=${v%-*}; v=${v#*:}; v=${v%%+*}
+        host_src=${STRATA_UCX_SRC_ROOT:-/usr/src/strata}/ucx-$v
+        if [ -f "$host_src/src/uct/base/uct_md.h" ] &&
+            [ "$(sh "$STRATA_SRCDIR/config/ucx-src-version.sh" "$host_src")" = "$v" ]; then
+            echo "UCX $v source package not served; using $host_src ($(cat "$host_src/.strata-origin" 2>/dev/null || echo 'origin not recorded'))"
+            mkdir -p "$D13_TREE/usr/src/strata"
+            rm -rf "$D13_TREE/usr/src/strata/ucx-$v"
+            cp -a "$host_src" "$D13_TREE/usr/src/strata/ucx-$v"
+        else
+            echo "UCX $v source not available: the UCX module is not built on Debian 13 in this run"
+        fi
+    fi
+    d13_run bash -c '. /etc/os-release; echo "$PRETTY_NAME"; dpkg-query -W libopenmpi-dev libucx0'
+}
+
+debian13_build() {
+    local with_ucx=""
+    [ -n "$(d13_ucx_src)" ] || with_ucx=--without-ucx
+    rm -rf "$D13_BUILD"
+    mkdir -p "$D13_BUILD"
+    d13_run bash -c "cd '$D13_BUILD' && '$STRATA_SRCDIR/configure' --enable-werror $with_ucx >configure.log 2>&1" \
+        || { tail -n 30 "$D13_BUILD/configure.log"; return 1; }
+    sed -n '/configuration summary/,$p' "$D13_BUILD/configure.log"
+    d13_run make -C "$D13_BUILD" -j"$(nproc)" >"$D13_BUILD/make.log" 2>&1 \
+        || { tail -n 40 "$D13_BUILD/make.log"; return 1; }
+}
+
+# Open MPI 5.0's ompi_info lists both components from the build tree.
+debian13_ompi_info() {
+    d13_run bash -c ". '$D13_BUILD/test/strata-test-env.sh' && . '$STRATA_SRCDIR/test/lib.sh' &&
+        OMPI_MCA_mca_base_component_path=\"\$STRATA_OMPI_COMPONENT_PATH\" ompi_info" >"$STRATA_TEST_TMP/ompi_info" || return 1
+    grep -E 'Open MPI:|MCA (coll|hook): strata' "$STRATA_TEST_TMP/ompi_info"
+    grep -q 'MCA coll: strata' "$STRATA_TEST_TMP/ompi_info" && grep -q 'MCA hook: strata' "$STRATA_TEST_TMP/ompi_info"
+}
+
+# debian13_layer LAYER: the host's runner, inside the tree, on the Debian 13
+# build; passes when every test there passes.
+debian13_layer() {
+    d13_run bash "$STRATA_SRCDIR/test/run-tests.sh" --builddir "$D13_BUILD" "$1"
+}
+
+if [ "${STRATA_DEBIAN13:-yes}" = no ]; then
+    strata_skip debian13 "STRATA_DEBIAN13=no"
+elif [ "$(id -u)" != 0 ]; then
+    strata_skip debian13 "making and entering a Debian 13 tree needs root"
+elif ! command -v debootstrap >/dev/null; then
+    strata_skip debian13 "debootstrap is not installed (config/setup-deps.sh installs it)"
+else
+    strata_test debian13_tree 1200 debian13_tree
+    strata_test debian13_build 900 debian13_build
+    strata_test debian13_ompi_info 120 debian13_ompi_info
+    strata_test debian13_unit 600 debian13_layer unit
+    strata_test debian13_ucx 900 debian13_layer ucx
+    strata_test debian13_mpi 1200 debian13_layer mpi
+    strata_test debian13_cluster 1500 debian13_layer cluster
+fi
