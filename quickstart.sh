@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Strata quick start: set everything up, build, and either run the demo or the
-# whole test suite.  Run as root on Debian 12 (it installs Debian packages and
+# whole test suite.  Run as root on Debian 12 or 13 (it installs Debian packages and
 # creates network namespaces).
 #
 #   ./quickstart.sh demo    set up, build, run the demo on a 2-node namespace cluster
