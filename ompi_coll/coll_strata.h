@@ -1,5 +1,6 @@
 /*
- * coll/strata: topology-aware collectives for Open MPI 4.1.
+ * coll/strata: topology-aware collectives for Open MPI 4.1 and 5.0 (the
+ * differences: coll_strata_ompi.h).
  *
  * Declares the component, the per-communicator module and every entry point.
  * The component is off by default (priority 0 makes comm_query decline), so an
@@ -51,14 +52,18 @@
 #include "opal/util/output.h"
 
 #include "coll_strata_decision.h"
+#include "coll_strata_ompi.h"
 #include "coll_strata_sched.h"
 
 BEGIN_C_DECLS
 
 typedef struct mca_coll_strata_component_t {
-    mca_coll_base_component_2_0_0_t super;
+    mca_coll_base_component_t super;
     /* MCA parameters (coll_strata_*) */
     int priority;
+    /* the priority comm_query answers: `priority` raised above coll/han's
+     * (mca_coll_strata_init_query) */
+    int priority_used;
     int verbose;
     /* decision knobs: algorithm overrides and thresholds */
     mca_coll_strata_decision_params_t decision;
@@ -290,7 +295,7 @@ typedef struct mca_coll_strata_module_t {
 
 OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);
 
-OMPI_MODULE_DECLSPEC extern mca_coll_strata_component_t mca_coll_strata_component;
+MCA_STRATA_OMPI_COMPONENT_EXPORT extern mca_coll_strata_component_t mca_coll_strata_component;
 
 /* The arguments (names looked up for the message) are evaluated only when
  * the message is wanted: per-call messages sit on the fast path. */
@@ -314,6 +319,10 @@ static inline bool mca_coll_strata_test_fail(unsigned step)
     return OPAL_UNLIKELY(0 != (mca_coll_strata_component.test_fail_steps & step)) &&
            mca_coll_strata_test_fail_now(step);
 }
+
+/* coll_strata_component.c: priority_used from coll_strata_priority and
+ * coll/han's priority */
+void mca_coll_strata_component_set_priority(void);
 
 /* coll_strata_module.c */
 int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads);

@@ -20,7 +20,7 @@ static int mca_coll_strata_component_close(void);
 mca_coll_strata_component_t mca_coll_strata_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            MCA_COLL_STRATA_BASE_VERSION,
             .mca_component_name = "strata",
             MCA_BASE_MAKE_VERSION(component, 0, 2, 0),
             .mca_open_component = mca_coll_strata_component_open,
@@ -36,6 +36,7 @@ mca_coll_strata_component_t mca_coll_strata_component = {
         .collm_comm_query = mca_coll_strata_comm_query,
     },
     .priority = 0,
+    .priority_used = 0,
     .verbose = 0,
     .output = -1,
 };
@@ -221,14 +222,22 @@ static void mca_coll_strata_register_device(void)
 static int mca_coll_strata_component_register(void)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
+    int rc = mca_strata_ompi_version_check("coll/strata");
+
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
 
     mca_coll_strata_component.priority = 0;
     (void)mca_base_component_var_register(
         c, "priority",
-        "Priority of coll/strata. 0 (the default) switches it off; a value above the "
-        "other coll components' (e.g. 90, above tuned's 30) makes it handle every "
-        "collective that moves data: its own allreduce, device buffers staged through host "
-        "memory, and the rest handed to the component below it",
+        "Priority of coll/strata. 0 (the default) switches it off; a positive value switches "
+        "it on, and it then handles every collective that moves data: its own allreduce, "
+        "device buffers staged through host memory, and the rest handed to the component "
+        "below it. Switched on, strata runs at this value or at coll_han_priority + 1, "
+        "whichever is higher (at most 100), so that it is always stacked above coll/han "
+        "(Open MPI 5.0 enables han by default, at 35); give a value above every other coll "
+        "component's (e.g. 90, above tuned's 30) to be above those too",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_strata_component.priority);
 
@@ -351,6 +360,37 @@ static void mca_coll_strata_component_check(void)
     /* folds run memory-bound on one core: about 4 GB/s */
     c->decision.gamma = 1.0 / 4e9;
     c->decision.beta = 1.0 / (c->inter_bandwidth_gbs * 1e9);
+}
+
+/*
+ * The priority comm_query answers (coll_strata_priority's help states the
+ * rule): a switched-on strata that sat below coll/han would see han take
+ * over allreduce, bcast, reduce, ... on top of it, device buffers
+ * included.  Called once the coll components are registered, when han's
+ * priority (if han is there at all) is known.
+ */
+void mca_coll_strata_component_set_priority(void)
+{
+    mca_coll_strata_component_t *c = &mca_coll_strata_component;
+    int han = -1, index = mca_base_var_find("ompi", "coll", "han", "priority");
+    const int *value = NULL;
+
+    c->priority_used = c->priority;
+    if (c->priority <= 0) {
+        return;
+    }
+    if (index >= 0 && OPAL_SUCCESS == mca_base_var_get_value(index, &value, NULL, NULL) &&
+        NULL != value) {
+        han = *value;
+    }
+    if (han >= c->priority_used) {
+        c->priority_used = (han < 100) ? han + 1 : 100;
+    }
+    if (c->priority_used > 100) {
+        c->priority_used = 100;
+    }
+    MCA_COLL_STRATA_VERBOSE(10, "priority %d (coll_strata_priority %d, coll_han_priority %d)",
+                            c->priority_used, c->priority, han);
 }
 
 static int mca_coll_strata_component_open(void)

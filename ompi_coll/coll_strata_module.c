@@ -39,7 +39,8 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     if (NULL != module->fallback._coll##_module) { \
         OBJ_RELEASE(module->fallback._coll##_module); \
         module->fallback._coll##_module = NULL; \
-    }
+    } \
+    module->fallback._coll = NULL;
 
 static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *module)
 {
@@ -55,6 +56,7 @@ OBJ_CLASS_INSTANCE(mca_coll_strata_module_t, mca_coll_base_module_t,
 
 int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
+    mca_coll_strata_component_set_priority();
     return OMPI_SUCCESS;
 }
 
@@ -84,6 +86,22 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *base,
                                 "not enabling", comm->c_name);
         return OMPI_ERROR;
     }
+    return OMPI_SUCCESS;
+}
+
+/*
+ * The communicator is going (mca_coll_base_comm_unselect, once for every slot
+ * strata holds): let go of the modules below strata now rather than when
+ * strata's own last reference goes, so that no module is kept alive by
+ * another one past its communicator.  The destructor releases whatever is
+ * left, for a module that was never enabled.
+ */
+static int mca_coll_strata_module_disable(mca_coll_base_module_t *base,
+                                          struct ompi_communicator_t *comm)
+{
+    mca_coll_strata_module_t *module = (mca_coll_strata_module_t *)base;
+
+    MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_RELEASE)
     return OMPI_SUCCESS;
 }
 
@@ -178,7 +196,7 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
 {
     mca_coll_strata_module_t *module;
 
-    *priority = mca_coll_strata_component.priority;
+    *priority = mca_coll_strata_component.priority_used;
     if (*priority <= 0) {
         MCA_COLL_STRATA_VERBOSE(30, "%s: priority %d, switched off", comm->c_name,
                                 *priority);
@@ -196,6 +214,7 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
         return NULL;
     }
     module->super.coll_module_enable = mca_coll_strata_module_enable;
+    module->super.coll_module_disable = mca_coll_strata_module_disable;
     MCA_COLL_STRATA_FOREACH_BLOCKING(MCA_COLL_STRATA_INSTALL)
     if (mca_coll_strata_stage_req_layout_ok()) {
         MCA_COLL_STRATA_FOREACH_NONBLOCKING(MCA_COLL_STRATA_INSTALL)

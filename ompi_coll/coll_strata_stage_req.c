@@ -12,11 +12,9 @@
  * the application's MPI_Wait/MPI_Test then sees.
  */
 #include "coll_strata.h"
-#include "coll_strata_ompi.h"
 
 #include "ompi/constants.h"
 #include "opal/runtime/opal_progress.h"
-#include "opal/threads/mutex.h"
 
 struct mca_coll_strata_stage_req_t {
     /* what MPI_I* expects of a coll request (coll_strata_ompi.h) */

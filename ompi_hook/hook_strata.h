@@ -15,6 +15,7 @@
 #include "ompi_config.h"
 
 #include "ompi/mca/hook/hook.h"
+#include "ompi_coll/coll_strata_ompi.h"
 #include "opal/util/output.h"
 
 BEGIN_C_DECLS
@@ -33,7 +34,7 @@ typedef struct mca_hook_strata_component_t {
     void *uct_handle;
 } mca_hook_strata_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_hook_strata_component_t mca_hook_strata_component;
+MCA_STRATA_OMPI_COMPONENT_EXPORT extern mca_hook_strata_component_t mca_hook_strata_component;
 
 END_C_DECLS
 

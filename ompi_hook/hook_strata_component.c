@@ -1,6 +1,7 @@
 /*
  * hook/strata component: parameters, and loading libuct_strata.so early in
- * MPI_Init when asked to.
+ * MPI_Init when asked to (Open MPI 4.1: the post-opal hook; 5.0: the
+ * component's open, coll_strata_ompi.h).
  */
 #include "hook_strata.h"
 #ifdef MCA_HOOK_STRATA_HAVE_DT
@@ -11,7 +12,6 @@
 
 #include "ompi/constants.h"
 #include "opal/mca/base/mca_base_var.h"
-
 
 static int mca_hook_strata_component_register(void);
 static int mca_hook_strata_component_open(void);
@@ -36,8 +36,11 @@ mca_hook_strata_component_t mca_hook_strata_component = {
         /* Not hookm_mpi_init_top: that runs before the hook framework is
          * opened and reaches only components linked into libmpi.  The
          * post-opal hook is the first one a dynamic component receives, and
-         * it still precedes pml selection (and so ucp_init). */
-        .hookm_mpi_init_top_post_opal = mca_hook_strata_mpi_init_top_post_opal,
+         * in Open MPI 4.1 it still precedes pml selection (and so ucp_init).
+         * In 5.0 it follows pml selection: there the component's open does
+         * the loading (coll_strata_ompi.h). */
+        .hookm_mpi_init_top_post_opal = MCA_HOOK_STRATA_LOAD_AT_OPEN
+                                        ? NULL : mca_hook_strata_mpi_init_top_post_opal,
     },
     .load_uct = false,
     .device_datatypes = true,
@@ -56,6 +59,10 @@ static char *mca_hook_strata_default_uct_module = STRATA_UCT_MODULE_PATH;
 static int mca_hook_strata_component_register(void)
 {
     mca_base_component_t *c = &mca_hook_strata_component.super.hookm_version;
+
+    if (OMPI_SUCCESS != mca_strata_ompi_version_check("hook/strata")) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
 
     mca_hook_strata_component.load_uct = false;
     (void)mca_base_component_var_register(
@@ -111,11 +118,17 @@ static int mca_hook_strata_component_register(void)
     return OMPI_SUCCESS;
 }
 
+static void mca_hook_strata_load_uct(void);
+
 static int mca_hook_strata_component_open(void)
 {
     mca_hook_strata_component.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_hook_strata_component.output,
                               mca_hook_strata_component.verbose);
+    if (MCA_HOOK_STRATA_LOAD_AT_OPEN) {
+        /* The hook framework opens before the pml's (instance init). */
+        mca_hook_strata_load_uct();
+    }
     return OMPI_SUCCESS;
 }
 
@@ -132,6 +145,12 @@ static int mca_hook_strata_component_close(void)
 
 static void mca_hook_strata_mpi_init_top_post_opal(int argc, char **argv, int requested,
                                                   int *provided)
+{
+    mca_hook_strata_load_uct();
+}
+
+/* Before pml/ucx calls ucp_init: at most once per process. */
+static void mca_hook_strata_load_uct(void)
 {
     const char *path = mca_hook_strata_component.uct_module;
 

@@ -141,6 +141,17 @@ static void mca_hook_strata_dt_gather_free(void *gather)
     }
 }
 
+/* Whether the process's first ucp_dt_create_generic is this file's (the
+ * address of the name itself would go through the GOT, to that first one). */
+static int mca_hook_strata_dt_interposed(void)
+{
+    void *first = dlsym(RTLD_DEFAULT, "ucp_dt_create_generic");
+    Dl_info mine, theirs;
+
+    return (first != NULL) && dladdr((void *)mca_hook_strata_dt_interposed, &mine) &&
+           dladdr(first, &theirs) && (mine.dli_fbase == theirs.dli_fbase);
+}
+
 void mca_hook_strata_dt_enable(int verbose_output)
 {
     mca_hook_strata_dt_output = verbose_output;
@@ -152,6 +163,16 @@ void mca_hook_strata_dt_enable(int verbose_output)
         opal_output_verbose(10, verbose_output,
                             "hook:strata: no CUDA driver (%s); datatypes pass through",
                             strata_cuda_error());
+        return;
+    }
+    /* pml/ucx reaches these definitions only if none comes before them in
+     * the global scope: in Open MPI 4.1 pml/ucx is a DSO opened after the
+     * hook; in 5.0 it is inside libmpi, which links libucp, and libucp's
+     * own definitions come first. */
+    if (!mca_hook_strata_dt_interposed()) {
+        opal_output(0, "hook:strata: warning: pml/ucx calls libucp's ucp_dt_create_generic, not "
+                       "hook/strata's (this Open MPI links UCX into libmpi): non-contiguous "
+                       "datatypes on GPU memory are not handled (hook_strata_device_datatypes)");
         return;
     }
     mca_hook_strata_dt_enabled = 1;

@@ -292,6 +292,44 @@ mpi_strata_valgrind() {
     [ $? -eq 0 ] && [ $rc -eq 0 ]
 }
 
+# --- version check at load time -------------------------------------------
+# Open MPI checks only the MCA base version of a DSO component: each Strata
+# plugin compares the Open MPI it runs in with the one it was built for
+# (major.minor) and refuses to register otherwise.  A different running
+# version is faked with STRATA_TEST_OMPI_RUNNING_VERSION (a test knob).
+
+# strata_ompi_running: this Open MPI's version, as ompi_info says it
+strata_ompi_running() { ompi_info --parsable | sed -n 's/^ompi:version:full://p'; }
+
+# Another minor version: both plugins say so, naming both versions, and are
+# not registered; the job runs on the stock collectives (no strata call).
+mpi_strata_version_refused() {
+    local built; built=$(strata_ompi_running)
+    STRATA_TEST_OMPI_RUNNING_VERSION=${built%%.*}.99.0 \
+        strata_mpirun_local 2 -x STRATA_TEST_OMPI_RUNNING_VERSION $(strata_coll_mca strata) \
+        --mca coll_strata_verbose 20 "$T/mpi/test_allreduce_basic" --max-count 64 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    local said="built for Open MPI $built, but this process runs Open MPI ${built%%.*}.99.0"
+    [ $rc -eq 0 ] &&
+        [ "$(grep -c "coll/strata: $said: coll/strata is not registered" "$STRATA_TEST_LOG.out")" -eq 2 ] &&
+        [ "$(grep -c "hook/strata: $said: hook/strata is not registered" "$STRATA_TEST_LOG.out")" -eq 2 ] &&
+        ! grep -q "coll:strata: allreduce" "$STRATA_TEST_LOG.out" &&
+        grep -q "test_allreduce_basic: OK: MPI_COMM_WORLD" "$STRATA_TEST_LOG.out"
+}
+
+# Another release of the same major.minor is accepted silently.
+mpi_strata_version_release_ok() {
+    local built; built=$(strata_ompi_running)
+    STRATA_TEST_OMPI_RUNNING_VERSION=${built%.*}.99 \
+        strata_mpirun_local 2 -x STRATA_TEST_OMPI_RUNNING_VERSION $(strata_coll_mca strata) \
+        --mca coll_strata_verbose 20 "$T/mpi/test_allreduce_basic" --max-count 64 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && ! grep -q "is not registered" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll:strata: allreduce MPI_COMM_WORLD count=" "$STRATA_TEST_LOG.out"
+}
+
 mpi_hook_loads_uct() {
     strata_mpirun_local 2 --mca hook_strata_load_uct 1 --mca hook_strata_uct_module "$STRATA_UCT_MODULE" \
         "$T/mpi/uct_components_mpi" --expect strata
@@ -573,6 +611,8 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_allreduce_setup_fault_pipeline 120 mpi_allreduce_setup_fault pipeline
     strata_test mpi_strata_in_call_path 120 mpi_strata_in_call_path
     strata_test mpi_strata_bad_arguments 120 mpi_strata_bad_arguments
+    strata_test mpi_strata_version_refused 120 mpi_strata_version_refused
+    strata_test mpi_strata_version_release_ok 120 mpi_strata_version_release_ok
     strata_test mpi_strata_verbose_says_why 120 mpi_strata_verbose_says_why
     strata_test mpi_strata_forced_leader 300 mpi_strata_forced leader
     strata_test mpi_strata_forced_rail 300 mpi_strata_forced rail
