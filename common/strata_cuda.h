@@ -9,8 +9,8 @@
  * resolve is the one the header's prototype describes.
  *
  * Required entry points missing from the driver make the load fail (the
- * driver is too old); optional ones (VMM, stream-ordered allocation) leave
- * their pointer NULL and the feature off.
+ * driver is too old); optional ones (VMM, stream-ordered allocation, dma-buf
+ * export) leave their pointer NULL and the feature off.
  */
 #ifndef STRATA_CUDA_H
 #define STRATA_CUDA_H
@@ -87,6 +87,7 @@ extern "C" {
     _opt(cuMemGetAllocationPropertiesFromHandle) \
     _opt(cuMemExportToShareableHandle) \
     _opt(cuMemImportFromShareableHandle) \
+    _opt(cuMemGetHandleForAddressRange) \
     _opt(cuModuleLoadData) \
     _opt(cuModuleUnload) \
     _opt(cuModuleGetFunction) \

@@ -271,14 +271,12 @@ static ucm_event_installer_t uct_strata_memhooks_installer = {
     .get_existing_alloc = uct_strata_memhooks_installer_existing,
 };
 
-/* Joins libucm's list when the module loads, before any UCX context can
- * walk the list (libucm walks it without a lock). */
-UCS_STATIC_INIT
+void uct_strata_memhooks_register(void)
 {
     ucs_list_add_tail(&ucm_event_installer_list, &uct_strata_memhooks_installer.list);
 }
 
-UCS_STATIC_CLEANUP
+void uct_strata_memhooks_unregister(void)
 {
     ucs_list_del(&uct_strata_memhooks_installer.list);
 }

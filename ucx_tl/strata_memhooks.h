@@ -25,6 +25,15 @@
  */
 ucs_status_t uct_strata_memhooks_init(ucs_ternary_auto_value_t mode);
 
+/*
+ * Joins libucm's list of event installers, so that a memory type cache made
+ * later is given the allocations that exist.  Called when the module loads
+ * (the component's registration), before any UCX context can walk the list
+ * (libucm walks it without a lock); unregister when it unloads.
+ */
+void uct_strata_memhooks_register(void);
+void uct_strata_memhooks_unregister(void);
+
 /* Whether allocation hooks are active (for ucx_info / tests). */
 int uct_strata_memhooks_active(void);
 

@@ -147,19 +147,29 @@ build_prefix_install() {
         [ -f "$f" ] || { echo "missing after install: $f"; return 1; }
     done
     if ls "$p"/lib/openmpi/*.la "$p"/lib/ucx/*.la 2>/dev/null; then echo "libtool archives installed"; return 1; fi
+    # The name UCX >= 1.22 finds by itself: a link to the module, so that
+    # both names load one object.
+    [ "$(readlink "$p/lib/ucx/libuct_strata.so.0")" = libuct_strata.so ] \
+        || { echo "libuct_strata.so.0 is not a link to libuct_strata.so"; return 1; }
+    LD_PRELOAD="$p/lib/ucx/libuct_strata.so.0" "$STRATA_BUILDDIR/test/unit/uct_components" --expect strata \
+        || return 1
     OMPI_MCA_mca_base_component_path="$STRATA_OMPI_PKGLIBDIR:$p/lib/openmpi" \
         ompi_info --param coll strata --level 9 | tee "$dir/ompi_info.out"
     grep -q 'parameter "coll_strata_priority"' "$dir/ompi_info.out" || return 1
-    LD_PRELOAD="$p/lib/ucx/libuct_strata.so" "$STRATA_BUILDDIR/test/unit/uct_components" --expect strata
+    LD_PRELOAD="$p/lib/ucx/libuct_strata.so" "$STRATA_BUILDDIR/test/unit/uct_components" --expect strata \
+        || return 1
+    make -C "$dir/build" uninstall >>"$dir/make.out" 2>&1 || { tail -20 "$dir/make.out"; return 1; }
+    if ls "$p"/lib/ucx/libuct_strata.so* 2>/dev/null; then echo "left after uninstall"; return 1; fi
 }
 
 # The default install goes into Open MPI's and UCX's own directories.
 build_default_install_dirs() {
     local dir="$STRATA_TEST_TMP"
     make -C "$STRATA_BUILDDIR" install DESTDIR="$dir" >"$dir/make.out" 2>&1 || { tail -20 "$dir/make.out"; return 1; }
-    find "$dir" -type f | sed "s|^$dir||"
+    find "$dir" \( -type f -o -type l \) | sed "s|^$dir||"
     [ -f "$dir$STRATA_OMPI_PKGLIBDIR/mca_coll_strata.so" ] && [ -f "$dir$STRATA_OMPI_PKGLIBDIR/mca_hook_strata.so" ] \
-        && [ -n "$(find "$dir" -path '*/ucx/libuct_strata.so')" ]
+        && [ -n "$(find "$dir" -path '*/ucx/libuct_strata.so')" ] \
+        && [ -n "$(find "$dir" -type l -path '*/ucx/libuct_strata.so.0' -lname libuct_strata.so)" ]
 }
 
 # The C sources the last change touches follow .clang-format, on the lines it

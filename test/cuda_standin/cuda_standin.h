@@ -140,7 +140,8 @@
     _x(cuMemRetainAllocationHandle) \
     _x(cuMemGetAllocationPropertiesFromHandle) \
     _x(cuMemExportToShareableHandle) \
-    _x(cuMemImportFromShareableHandle)
+    _x(cuMemImportFromShareableHandle) \
+    _x(cuMemGetHandleForAddressRange)
 
 /*
  * The allocation entry points that UCX's bistro patcher hooks.  Their exported
@@ -392,6 +393,8 @@ CUresult cuda_standin_memset_run(const cuda_standin_op_t *op);
 void cuda_standin_vmm_phys_put(struct cuda_standin_phys *phys);
 unsigned long long cuda_standin_vmm_phys_id(const struct cuda_standin_phys *phys);
 unsigned cuda_standin_vmm_phys_handle_types(const struct cuda_standin_phys *phys);
+/* The memfd of the physical allocation; a mapping's base is its byte 0. */
+int cuda_standin_vmm_phys_fd(const struct cuda_standin_phys *phys);
 /* The reservation holding addr: 0 when addr is in none. */
 int cuda_standin_vmm_reservation(uintptr_t addr, uintptr_t *base_p, size_t *size_p);
 

@@ -219,6 +219,7 @@ static int cuda_standin_device_attribute_value(CUdevice_attribute attrib, CUdevi
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
         return 1;
     default:
         /* PCI device and domain ids, minor capability 0, and everything

@@ -100,6 +100,11 @@ unsigned long long cuda_standin_vmm_phys_id(const struct cuda_standin_phys *phys
     return phys->id;
 }
 
+int cuda_standin_vmm_phys_fd(const struct cuda_standin_phys *phys)
+{
+    return phys->fd;
+}
+
 unsigned cuda_standin_vmm_phys_handle_types(const struct cuda_standin_phys *phys)
 {
     return (unsigned)phys->prop.requestedHandleTypes;

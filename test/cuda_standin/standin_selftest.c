@@ -12,8 +12,9 @@
  *
  * This file has the helpers, the settings groups and main(); the other
  * groups are in standin_selftest_device.c (driver, devices, contexts),
- * standin_selftest_mem.c (memory, copies, streams, attributes) and
- * standin_selftest_ipc.c (legacy IPC and VMM with a second process).
+ * standin_selftest_mem.c (memory, copies, streams, attributes),
+ * standin_selftest_ipc.c (legacy IPC and VMM with a second process) and
+ * standin_selftest_dmabuf.c (dma-buf export).
  */
 #define _GNU_SOURCE
 #include "standin_selftest.h"
@@ -292,7 +293,9 @@ static void st_test_settings(void)
 {
     static const char *const fail_env[] = {
         "CUDA_STANDIN_FAIL",
-        "cuMemAlloc_v2=2,cuIpcOpenMemHandle,cuStreamQuery=CUDA_ERROR_LAUNCH_FAILED", NULL};
+        "cuMemAlloc_v2=2,cuIpcOpenMemHandle,cuStreamQuery=CUDA_ERROR_LAUNCH_FAILED,"
+        "cuMemGetHandleForAddressRange=CUDA_ERROR_NOT_SUPPORTED",
+        NULL};
     static const char *const fail_init_env[] = {"CUDA_STANDIN_FAIL", "cuInit=100", NULL};
     static const char *const nodev_env[]     = {"CUDA_STANDIN_DEVICES", "0", NULL};
     static const char *const bad_env[]       = {"CUDA_STANDIN_FAIL", "cuNoSuchCall", NULL};
@@ -317,6 +320,7 @@ static int st_sub_fail(void)
 {
     CUipcMemHandle handle;
     CUdeviceptr ptr = 0;
+    int fd;
 
     memset(&handle, 0, sizeof(handle));
     st_ctx_setup(0);
@@ -325,6 +329,10 @@ static int st_sub_fail(void)
     ST_CU(cuIpcOpenMemHandle(&ptr, handle, 0), CUDA_ERROR_UNKNOWN);
     ST_CU(cuStreamQuery(NULL), CUDA_ERROR_LAUNCH_FAILED);
     ST_OK(cuMemAllocManaged(&ptr, 4096, CU_MEM_ATTACH_GLOBAL));
+    fd = -1;
+    ST_CU(cuMemGetHandleForAddressRange(&fd, ptr, 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
+          CUDA_ERROR_NOT_SUPPORTED);
+    ST_EQ("a forced failure leaves *handle alone", fd, -1);
     ST_OK(cuMemFree(ptr));
     return 0;
 }
@@ -425,6 +433,7 @@ int main(int argc, char **argv)
     st_test_ipc();
     st_test_vmm();
     st_test_kernels();
+    st_test_dmabuf();
     st_test_settings();
 
     printf("standin_selftest: all %d checks passed\n", st_checks);

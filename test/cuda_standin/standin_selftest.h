@@ -51,11 +51,12 @@ void st_expect_child_signal(const char *what, pid_t pid, int sig);
 /* Ends a forked child that passed: reports its own count of checks. */
 void st_child_done(void) __attribute__((noreturn));
 
-/* The groups of checks, by file: _device.c, _mem.c, _ipc.c, _kernel.c. */
+/* The groups of checks, by file: _device.c, _mem.c, _ipc.c, _kernel.c, _dmabuf.c. */
 void st_test_driver(void);
 void st_test_memory(void);
 void st_test_ipc(void);
 void st_test_vmm(void);
 void st_test_kernels(void);
+void st_test_dmabuf(void);
 
 #endif /* STANDIN_SELFTEST_H */

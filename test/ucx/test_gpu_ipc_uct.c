@@ -198,10 +198,18 @@ static ucs_status_t test_err_handler(void *arg, uct_ep_h ep, ucs_status_t status
     return UCS_OK;
 }
 
+/* uct_config_modify() names a setting of the component's domains without
+ * its prefix ("IPC_CACHE_SIZE") before UCX 1.17, and with it after. */
+#if UCT_API >= UCT_VERSION(1, 17)
+#define TEST_MD_SETTING(_name) "STRATA_" _name
+#else
+#define TEST_MD_SETTING(_name) _name
+#endif
+
 /* Opens md gpu_ipc and an interface on its first device; 0 if there is none. */
 static int test_open(test_ctx_t *ctx, const char *max_events)
 {
-    const char *md_settings[]    = {"IPC_CACHE_SIZE", test_cache_size, NULL};
+    const char *md_settings[] = {TEST_MD_SETTING("IPC_CACHE_SIZE"), test_cache_size, NULL};
     const char *iface_settings[] = {"MAX_EVENTS", max_events, NULL};
 
     memset(ctx, 0, sizeof(*ctx));

@@ -57,6 +57,39 @@ ucx_no_driver_silent() {
     echo "no driver: no strata transports, nothing printed"
 }
 
+# The module shares UCT's internal structures, which change with each minor
+# release: in a UCX of another series than it was built for it registers
+# nothing (component, transports, settings) and says so on stderr, naming
+# both versions; another release of its own series is accepted.  The
+# running version is UCP's ucp_get_version(); a program without libucp
+# (uct_components) has it read from the libucp beside its libuct.
+# STRATA_TEST_UCX_RUNNING_VERSION stands in for the running version.
+ucx_version_mismatch_refused() {
+    local out err="$STRATA_TEST_TMP/err" built=$STRATA_UCX_VERSION other same
+    other="${built%%.*}.99.0" same="${built%.*}.99"
+    out=$(STRATA_TEST_UCX_RUNNING_VERSION=$other strata_ucx_run ucx_info -d 2>"$err") \
+        || { cat "$err"; return 1; }
+    cat "$err"
+    if grep -q "Component: strata\|gpu_copy\|gpu_ipc" <<<"$out"; then
+        echo "FAIL: registered in UCX $other"; return 1
+    fi
+    grep -q "libuct_strata.so: built against UCX $built, but this process runs UCX $other," "$err" \
+        || { echo "FAIL: no refusal naming UCX $built and $other"; return 1; }
+    out=$(STRATA_TEST_UCX_RUNNING_VERSION=$other strata_ucx_run ucx_info -c -f 2>/dev/null)
+    if grep -q "^UCX_STRATA_\|^UCX_GPU_COPY_\|^UCX_GPU_IPC_" <<<"$out"; then
+        echo "FAIL: settings registered in UCX $other"; return 1
+    fi
+    STRATA_TEST_UCX_RUNNING_VERSION=$other LD_PRELOAD="$STRATA_UCT_MODULE" \
+        "$STRATA_BUILDDIR/test/unit/uct_components" --expect-no strata 2>/dev/null || return 1
+    out=$(STRATA_TEST_UCX_RUNNING_VERSION=$same strata_ucx_run ucx_info -d 2>"$err")
+    grep -q "Component: strata" <<<"$out" || { cat "$err"; echo "FAIL: refused UCX $same"; return 1; }
+    [ ! -s "$err" ] || { cat "$err"; echo "FAIL: printed on stderr with UCX $same"; return 1; }
+    LD_PRELOAD="$STRATA_UCT_MODULE" "$STRATA_BUILDDIR/test/unit/uct_components" --expect strata \
+        2>"$err" || { cat "$err"; return 1; }
+    [ ! -s "$err" ] || { cat "$err"; echo "FAIL: printed on stderr without libucp"; return 1; }
+    echo "UCX $other: refused, nothing registered; UCX $same and the running $built: registered"
+}
+
 ucx_gpu_copy_uct() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_copy_uct"; }
 ucx_gpu_ipc_uct() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct"; }
 ucx_gpu_ipc_uct_open_refused() {
@@ -89,6 +122,30 @@ ucx_gpu_ipc_uct_inflight_mapping() {
          END { if (!bad) print "trace: no mapping closed between a copy issue and its completion"; exit bad }' "$trace"
 }
 
+# GPUDirect RDMA through dma-buf (UCX >= 1.14): gpu_copy exports device
+# memory as dma-buf fds, the provider side of UCP's NIC registration.  No
+# RDMA device here: that a NIC's domain registers the fd is not tested.
+strata_ucx_has_dmabuf() {
+    local major minor
+    IFS=. read -r major minor _ <<<"$STRATA_UCX_VERSION"
+    [ "${major:-0}" -gt 1 ] || { [ "${major:-0}" -eq 1 ] && [ "${minor:-0}" -ge 14 ]; }
+}
+# ucx_info -d: gpu_copy lists dmabuf among cuda's memory type capabilities.
+ucx_info_dmabuf() {
+    local out line
+    out=$(strata_ucx_run ucx_info -d) || return 1
+    line=$(awk '/Memory domain: / { on = ($NF == "gpu_copy") } on && /memory types:/' <<<"$out")
+    echo "gpu_copy:${line#\#}"
+    grep -q "cuda ([a-z_,]*dmabuf" <<<"$line" || { echo "FAIL: gpu_copy does not list dmabuf for cuda"; return 1; }
+}
+ucx_gpu_copy_dmabuf() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_copy_dmabuf"; }
+# The driver's export fails: no fd (UCT_DMABUF_FD_INVALID), not an error.
+ucx_gpu_copy_dmabuf_export_fails() {
+    CUDA_STANDIN_FAIL=cuMemGetHandleForAddressRange \
+        strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_copy_dmabuf" --expect-no-fd
+}
+ucx_ucp_dmabuf_provider() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_ucp_dmabuf"; }
+
 # ucp_device ALLOC TESTS [EXTRA ARGS...]
 ucp_device() {
     local alloc=$1 tests=$2; shift 2
@@ -119,9 +176,13 @@ ucx_ucp_without_ipc()        { UCX_TLS=self,sm,gpu_copy ucp_tag cumemalloc && UC
 ucx_ucp_ipc_open_refused()   { export CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2; ucp_tag cumemalloc && ucp_rma cumemalloc; }
 # Exhausted resources: one CUDA event per transport (every further copy waits
 # in the pending queue) and one cached peer mapping (every new buffer evicts).
+# UCP's new protocols (the default from UCX 1.16) copy rendezvous pipeline
+# fragments through gpu_copy with no pending queue (rndv_mtype.inl asserts
+# the copy is taken; gpu_copy's default, MAX_EVENTS=inf, never refuses), so
+# the tag traffic runs the old protocols, which queue (UCX 1.13's default).
 ucx_ucp_exhausted_resources() {
     UCX_GPU_COPY_MAX_EVENTS=1 UCX_GPU_IPC_MAX_EVENTS=1 UCX_STRATA_IPC_CACHE_SIZE=1 \
-        ucp_tag cumemalloc --expect-tls gpu_ipc,gpu_copy --iters 3 &&
+        UCX_PROTO_ENABLE=n ucp_tag cumemalloc --expect-tls gpu_ipc,gpu_copy --iters 3 &&
     UCX_GPU_COPY_MAX_EVENTS=1 UCX_GPU_IPC_MAX_EVENTS=1 UCX_STRATA_IPC_CACHE_SIZE=1 \
         ucp_rma cumemalloc stale
 }
@@ -351,6 +412,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_standin_selftest 120 ucx_standin_selftest
     strata_test ucx_info_lists_transports 60 ucx_info_lists_transports
     strata_test ucx_info_lists_settings 60 ucx_info_lists_settings
+    strata_test ucx_version_mismatch_refused 60 ucx_version_mismatch_refused
     if [ -n "$STRATA_CUDA_LIBDIR" ]; then
         strata_test ucx_no_device_silent 60 ucx_no_device_silent
         if ! ldconfig -p | grep -q "libcuda.so.1 "; then
@@ -359,6 +421,14 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     fi
     strata_test ucx_gpu_copy_uct 300 ucx_gpu_copy_uct
     strata_test ucx_gpu_ipc_uct 300 ucx_gpu_ipc_uct
+    if strata_ucx_has_dmabuf; then
+        strata_test ucx_info_dmabuf 60 ucx_info_dmabuf
+        strata_test ucx_gpu_copy_dmabuf 120 ucx_gpu_copy_dmabuf
+        [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_gpu_copy_dmabuf_export_fails 120 ucx_gpu_copy_dmabuf_export_fails
+        strata_test ucx_ucp_dmabuf_provider 120 ucx_ucp_dmabuf_provider
+    else
+        strata_skip ucx_dmabuf "UCX $STRATA_UCX_VERSION has no dma-buf registration (UCX 1.14 or newer)"
+    fi
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_gpu_ipc_uct_open_refused 120 ucx_gpu_ipc_uct_open_refused
     strata_test ucx_gpu_ipc_uct_owner_restarted 120 ucx_gpu_ipc_uct_owner_restarted
     strata_test ucx_gpu_ipc_uct_inflight_mapping 120 ucx_gpu_ipc_uct_inflight_mapping

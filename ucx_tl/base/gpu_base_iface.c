@@ -610,8 +610,8 @@ UCS_CLASS_INIT_FUNC(uct_gpu_base_iface_t, uct_iface_ops_t *tl_ops,
     }
     /* MAX_EVENTS is enforced by `outstanding`, so that pending_add can tell
      * exactly when an event is free; the pool itself is unbounded. */
-    status = ucs_mpool_init(&self->op_mp, 0, ops->op_size, 0, UCS_SYS_CACHE_LINE_SIZE, 128,
-                            UINT_MAX, &uct_gpu_base_op_mpool_ops, ops->tl_name);
+    status = uct_strata_mpool_init(&self->op_mp, ops->op_size, 128, &uct_gpu_base_op_mpool_ops,
+                                   ops->tl_name);
     if (status != UCS_OK) {
         goto err_free_queues;
     }

@@ -109,19 +109,36 @@ static ucs_status_t uct_gpu_copy_iface_get_device_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-static int uct_gpu_copy_iface_is_reachable(const uct_iface_h tl_iface,
-                                           const uct_device_addr_t *dev_addr,
-                                           const uct_iface_addr_t *iface_addr)
+/* The same host (device address) and the same process (iface address). */
+static int uct_gpu_copy_iface_is_reachable(uct_iface_h tl_iface, const uct_device_addr_t *dev_addr,
+                                           const uct_iface_addr_t *iface_addr, char *reason,
+                                           size_t max)
 {
     uct_gpu_copy_iface_t *iface = ucs_derived_of(tl_iface, uct_gpu_copy_iface_t);
 
     if ((dev_addr != NULL) &&
         (((const uct_gpu_copy_device_addr_t *)dev_addr)->system_id != ucs_get_system_id())) {
+        uct_strata_reachable_reason(reason, max, "another host");
         return 0;
     }
-    return (iface_addr != NULL) &&
-           (((const uct_gpu_copy_iface_addr_t *)iface_addr)->process_id == iface->process_id);
+    if ((iface_addr == NULL) ||
+        (((const uct_gpu_copy_iface_addr_t *)iface_addr)->process_id != iface->process_id)) {
+        uct_strata_reachable_reason(reason, max, "gpu_copy copies within one process");
+        return 0;
+    }
+    return 1;
 }
+
+UCT_STRATA_IFACE_IS_REACHABLE_DEFINE(uct_gpu_copy_iface_is_reachable)
+
+/* An endpoint is a loopback of its own process: connected to that one. */
+static int uct_gpu_copy_ep_is_connected(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
+                                        const uct_iface_addr_t *iface_addr)
+{
+    return uct_gpu_copy_iface_is_reachable(tl_ep->iface, dev_addr, iface_addr, NULL, 0);
+}
+
+UCT_STRATA_EP_IS_CONNECTED_DEFINE(uct_gpu_copy_ep_is_connected)
 
 /* ---- capabilities and performance ---- */
 
@@ -194,11 +211,13 @@ static ucs_status_t uct_gpu_copy_iface_estimate_perf(uct_iface_h tl_iface,
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
         perf_attr->max_inflight_eps = SIZE_MAX;
     }
+    uct_strata_perf_attr_versioned(perf_attr);
     return UCS_OK;
 }
 
 /* ---- ops tables ---- */
 
+/* clang-format off */
 static uct_iface_ops_t uct_gpu_copy_iface_ops = {
     .ep_put_short             = uct_gpu_copy_ep_put_short,
     .ep_get_short             = uct_gpu_copy_ep_get_short,
@@ -221,15 +240,20 @@ static uct_iface_ops_t uct_gpu_copy_iface_ops = {
     .iface_query              = uct_gpu_copy_iface_query,
     .iface_get_device_address = uct_gpu_copy_iface_get_device_address,
     .iface_get_address        = uct_gpu_copy_iface_get_address,
-    .iface_is_reachable       = uct_gpu_copy_iface_is_reachable,
+    .iface_is_reachable       = UCT_STRATA_IFACE_IS_REACHABLE_OP(uct_gpu_copy_iface_is_reachable),
 };
+/* clang-format on */
 
+/* clang-format off */
 static uct_iface_internal_ops_t uct_gpu_copy_iface_internal_ops = {
     .iface_estimate_perf = uct_gpu_copy_iface_estimate_perf,
     .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
     .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
     .ep_invalidate       = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported,
+    UCT_STRATA_IFACE_INTERNAL_OPS_VERSIONED(uct_gpu_copy_iface_is_reachable,
+                                            uct_gpu_copy_ep_is_connected)
 };
+/* clang-format on */
 
 static const uct_gpu_base_iface_ops_t uct_gpu_copy_iface_base_ops = {
     .tl_name    = UCT_GPU_COPY_TL_NAME,
@@ -252,12 +276,12 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_copy_iface_t, uct_md_h md, uct_worker_h worke
     self->process_id           = uct_gpu_copy_process_id();
     self->short_stream         = NULL;
     self->config.latency       = config->latency;
-    self->config.bandwidth     = UCS_CONFIG_BW_IS_AUTO(config->bandwidth) ?
-                                         UCT_GPU_COPY_IFACE_BW_DEFAULT :
-                                         config->bandwidth;
-    self->config.d2d_bandwidth = UCS_CONFIG_BW_IS_AUTO(config->d2d_bandwidth) ?
-                                         UCT_GPU_COPY_IFACE_D2D_BW_DEFAULT :
-                                         config->d2d_bandwidth;
+    self->config.bandwidth     = UCT_STRATA_CONFIG_BW_IS_AUTO(config->bandwidth) ?
+                                     UCT_GPU_COPY_IFACE_BW_DEFAULT :
+                                     config->bandwidth;
+    self->config.d2d_bandwidth = UCT_STRATA_CONFIG_BW_IS_AUTO(config->d2d_bandwidth) ?
+                                     UCT_GPU_COPY_IFACE_D2D_BW_DEFAULT :
+                                     config->d2d_bandwidth;
     return UCS_OK;
 }
 
@@ -279,5 +303,7 @@ static ucs_status_t uct_gpu_copy_query_devices(uct_md_h md, uct_tl_device_resour
     return uct_strata_query_gpu_devices(md, UCT_STRATA_MD_COPY, devices_p, num_devices_p);
 }
 
-UCT_TL_DEFINE(&uct_strata_component, gpu_copy, uct_gpu_copy_query_devices, uct_gpu_copy_iface_t,
-              "GPU_COPY_", uct_gpu_copy_iface_config_table, uct_gpu_copy_iface_config_t);
+/* Registered with the component, by its constructor (strata_component.c). */
+UCT_TL_DEFINE_ENTRY(&uct_strata_component, gpu_copy, uct_gpu_copy_query_devices,
+                    uct_gpu_copy_iface_t, "GPU_COPY_", uct_gpu_copy_iface_config_table,
+                    uct_gpu_copy_iface_config_t);

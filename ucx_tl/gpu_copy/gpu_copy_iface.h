@@ -61,4 +61,7 @@ typedef struct uct_gpu_copy_iface {
     } config;
 } uct_gpu_copy_iface_t;
 
+/* The transport, for the component to register. */
+extern uct_tl_t UCT_TL_NAME(gpu_copy);
+
 #endif /* UCT_GPU_COPY_IFACE_H */

@@ -3,6 +3,7 @@
  * registration, memory type detection, and its opening.
  */
 #include "gpu_copy_md.h"
+#include "gpu_copy_dmabuf.h"
 #include "../strata_memhooks.h"
 
 #include <ucs/debug/log.h>
@@ -26,27 +27,29 @@ static void uct_gpu_copy_md_close(uct_md_h uct_md)
     uct_strata_md_close(uct_md);
 }
 
-static ucs_status_t uct_gpu_copy_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
+#define UCT_GPU_COPY_MD_GPU_MEM_TYPES \
+    (UCS_BIT(UCS_MEMORY_TYPE_CUDA) | UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED))
+
+static ucs_status_t uct_gpu_copy_md_query(uct_md_h uct_md, uct_strata_md_attr_t *md_attr)
 {
     /* UCP 1.13 chooses a "copy across memory types" lane only on a domain
      * that registers host memory, so gpu_copy claims registration of host
      * and device memory; registering costs nothing (see mem_reg).  It needs
      * no rkey: UCP copies through loopback endpoints of gpu_copy, one call
      * per fragment, and a key per fragment would cost more than the copy. */
-    md_attr->cap.flags            = UCT_MD_FLAG_REG;
-    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
-                                    UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
-                                    UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
-    md_attr->cap.alloc_mem_types  = 0;
-    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
-                                    UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
-    md_attr->cap.detect_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
-                                    UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
-    md_attr->cap.max_alloc        = 0;
-    md_attr->cap.max_reg          = ULONG_MAX;
-    md_attr->rkey_packed_size     = sizeof(uint32_t);
-    md_attr->reg_cost             = ucs_linear_func_make(0, 0);
-    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+    static const uct_strata_md_caps_t caps = {
+        .flags            = UCT_MD_FLAG_REG,
+        .reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCT_GPU_COPY_MD_GPU_MEM_TYPES,
+        .access_mem_types = UCT_GPU_COPY_MD_GPU_MEM_TYPES,
+        .detect_mem_types = UCT_GPU_COPY_MD_GPU_MEM_TYPES,
+        /* A registration that is a no-op never goes stale. */
+        .cache_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCT_GPU_COPY_MD_GPU_MEM_TYPES,
+        .rkey_packed_size = sizeof(uint32_t),
+        .reg_cost         = {0, 0},
+    };
+
+    uct_strata_md_attr_fill(md_attr, &caps);
+    UCT_STRATA_MD_ATTR_SET_DMABUF_MEM_TYPES(md_attr, uct_gpu_copy_dmabuf_mem_types());
     return UCS_OK;
 }
 
@@ -103,7 +106,7 @@ static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *addre
         mem_attr->mem_type = info.mem_type;
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
-        mem_attr->sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+        mem_attr->sys_dev = uct_gpu_copy_dmabuf_sys_dev(info.ordinal);
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
         mem_attr->base_address = (void *)info.base;
@@ -111,6 +114,7 @@ static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *addre
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
         mem_attr->alloc_length = info.length;
     }
+    uct_gpu_copy_dmabuf_mem_query(address, &info, mem_attr);
     return UCS_OK;
 }
 
@@ -127,6 +131,7 @@ static ucs_status_t uct_gpu_copy_md_detect_memory_type(uct_md_h uct_md, const vo
     return status;
 }
 
+/* clang-format off */
 static uct_md_ops_t uct_gpu_copy_md_ops = {
     .close                  = uct_gpu_copy_md_close,
     .query                  = uct_gpu_copy_md_query,
@@ -137,9 +142,10 @@ static uct_md_ops_t uct_gpu_copy_md_ops = {
     .mem_dereg              = uct_gpu_copy_md_mem_dereg,
     .mem_query              = uct_gpu_copy_md_mem_query,
     .mkey_pack              = uct_gpu_copy_md_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero,
     .detect_memory_type     = uct_gpu_copy_md_detect_memory_type,
+    UCT_STRATA_MD_OPS_VERSIONED
 };
+/* clang-format on */
 
 /* The detecting domain is the one UCP's memory type cache relies on, so its
  * opening is where the cache gets its source of events. */

@@ -51,8 +51,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpu_ipc_ep_t)
     uct_gpu_ipc_iface_t *iface = ucs_derived_of(self->super.super.super.iface,
                                                 uct_gpu_ipc_iface_t);
 
-    ucs_callbackq_remove_if(&iface->super.super.worker->super.progress_q,
-                            uct_gpu_ipc_ep_is_failure_cb, self);
+    uct_strata_oneshot_remove(&iface->super.super.worker->super.progress_q, self,
+                              uct_gpu_ipc_ep_is_failure_cb, self);
     if (self->remote_pidfd >= 0) {
         close(self->remote_pidfd);
     }
@@ -99,10 +99,22 @@ ucs_status_t uct_gpu_ipc_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion
         ep->failure_reported = 1;
         /* Reported from progress, not from here: the error handler may
          * destroy the endpoint, which the caller still holds. */
-        ucs_callbackq_add_safe(&iface->super.super.worker->super.progress_q,
-                               uct_gpu_ipc_ep_failure_progress, ep, UCS_CALLBACKQ_FLAG_ONESHOT);
+        uct_strata_oneshot_add(&iface->super.super.worker->super.progress_q, ep,
+                               uct_gpu_ipc_ep_failure_progress, ep);
     }
     return UCS_OK;
+}
+
+int uct_gpu_ipc_ep_is_connected(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
+                                const uct_iface_addr_t *iface_addr)
+{
+    const uct_gpu_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gpu_ipc_ep_t);
+
+    if ((dev_addr != NULL) &&
+        !uct_strata_iface_local_is_reachable(dev_addr, UCS_SYS_NS_TYPE_PID, NULL, 0)) {
+        return 0;
+    }
+    return (iface_addr == NULL) || (*(const pid_t *)iface_addr == ep->remote_pid);
 }
 
 /*

@@ -32,4 +32,9 @@ ucs_status_t uct_gpu_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size
                                       uct_completion_t *comp);
 ucs_status_t uct_gpu_ipc_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp);
 
+/* Whether the endpoint's peer is the process at these addresses (NULL: not
+ * given): the same host and PID namespace, and the same pid. */
+int uct_gpu_ipc_ep_is_connected(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
+                                const uct_iface_addr_t *iface_addr);
+
 #endif /* UCT_GPU_IPC_EP_H */

@@ -88,16 +88,24 @@ static ucs_status_t uct_gpu_ipc_iface_get_address(uct_iface_h tl_iface, uct_ifac
     return UCS_OK;
 }
 
-static int uct_gpu_ipc_iface_is_reachable(const uct_iface_h tl_iface,
-                                          const uct_device_addr_t *dev_addr,
-                                          const uct_iface_addr_t *iface_addr)
+/* Another process on this node: the driver does not open a process's own
+ * IPC handles, and gpu_copy serves copies within one process. */
+static int uct_gpu_ipc_iface_is_reachable(uct_iface_h tl_iface, const uct_device_addr_t *dev_addr,
+                                          const uct_iface_addr_t *iface_addr, char *reason,
+                                          size_t max)
 {
-    /* Another process on this node: the driver does not open a process's
-     * own IPC handles, and gpu_copy serves copies within one process. */
-    return uct_iface_local_is_reachable((uct_iface_local_addr_ns_t *)dev_addr,
-                                        UCS_SYS_NS_TYPE_PID) &&
-           (*(const pid_t *)iface_addr != getpid());
+    if (!uct_strata_iface_local_is_reachable(dev_addr, UCS_SYS_NS_TYPE_PID, reason, max)) {
+        return 0;
+    }
+    if (*(const pid_t *)iface_addr == getpid()) {
+        uct_strata_reachable_reason(reason, max, "same process");
+        return 0;
+    }
+    return 1;
 }
+
+UCT_STRATA_IFACE_IS_REACHABLE_DEFINE(uct_gpu_ipc_iface_is_reachable)
+UCT_STRATA_EP_IS_CONNECTED_DEFINE(uct_gpu_ipc_ep_is_connected)
 
 /* ---- performance ---- */
 
@@ -200,6 +208,7 @@ static const uct_gpu_base_iface_ops_t uct_gpu_ipc_iface_base_ops = {
     .op_release = uct_gpu_ipc_iface_op_release,
 };
 
+/* clang-format off */
 static uct_iface_ops_t uct_gpu_ipc_iface_ops = {
     .ep_put_zcopy             = uct_gpu_ipc_ep_put_zcopy,
     .ep_get_zcopy             = uct_gpu_ipc_ep_get_zcopy,
@@ -221,8 +230,20 @@ static uct_iface_ops_t uct_gpu_ipc_iface_ops = {
     .iface_query              = uct_gpu_ipc_iface_query,
     .iface_get_device_address = uct_gpu_ipc_iface_get_device_address,
     .iface_get_address        = uct_gpu_ipc_iface_get_address,
-    .iface_is_reachable       = uct_gpu_ipc_iface_is_reachable,
+    .iface_is_reachable       = UCT_STRATA_IFACE_IS_REACHABLE_OP(uct_gpu_ipc_iface_is_reachable),
 };
+/* clang-format on */
+
+/* clang-format off */
+static uct_iface_internal_ops_t uct_gpu_ipc_iface_internal_ops = {
+    .iface_estimate_perf = uct_base_iface_estimate_perf,
+    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+    .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
+    .ep_invalidate       = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported,
+    UCT_STRATA_IFACE_INTERNAL_OPS_VERSIONED(uct_gpu_ipc_iface_is_reachable,
+                                            uct_gpu_ipc_ep_is_connected)
+};
+/* clang-format on */
 
 /* ---- life cycle ---- */
 
@@ -238,15 +259,15 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker
         return UCS_ERR_INVALID_PARAM;
     }
     UCS_CLASS_CALL_SUPER_INIT(uct_gpu_base_iface_t, &uct_gpu_ipc_iface_ops,
-                              &uct_base_iface_internal_ops, &uct_gpu_ipc_iface_base_ops, md,
+                              &uct_gpu_ipc_iface_internal_ops, &uct_gpu_ipc_iface_base_ops, md,
                               worker, params, tl_config, config->max_streams);
 
     self->next_stream      = 0;
     self->config.latency   = config->latency;
     self->config.overhead  = config->overhead;
-    self->config.bandwidth = UCS_CONFIG_BW_IS_AUTO(config->bandwidth) ?
-                                     uct_gpu_ipc_iface_estimate_bw(self) :
-                                     config->bandwidth;
+    self->config.bandwidth = UCT_STRATA_CONFIG_BW_IS_AUTO(config->bandwidth) ?
+                                 uct_gpu_ipc_iface_estimate_bw(self) :
+                                 config->bandwidth;
     return UCS_OK;
 }
 
@@ -267,5 +288,6 @@ static ucs_status_t uct_gpu_ipc_query_devices(uct_md_h md, uct_tl_device_resourc
     return uct_strata_query_gpu_devices(md, UCT_STRATA_MD_IPC, devices_p, num_devices_p);
 }
 
-UCT_TL_DEFINE(&uct_strata_component, gpu_ipc, uct_gpu_ipc_query_devices, uct_gpu_ipc_iface_t,
-              "GPU_IPC_", uct_gpu_ipc_iface_config_table, uct_gpu_ipc_iface_config_t);
+/* Registered with the component, by its constructor (strata_component.c). */
+UCT_TL_DEFINE_ENTRY(&uct_strata_component, gpu_ipc, uct_gpu_ipc_query_devices, uct_gpu_ipc_iface_t,
+                    "GPU_IPC_", uct_gpu_ipc_iface_config_table, uct_gpu_ipc_iface_config_t);

@@ -23,7 +23,7 @@
 typedef struct uct_gpu_ipc_iface_config {
     uct_gpu_base_iface_config_t super;
     unsigned max_streams;
-    double bandwidth; /* UCS_CONFIG_BW_AUTO: estimated from the GPU links */
+    double bandwidth; /* "auto" (UCT_STRATA_CONFIG_BW_IS_AUTO): estimated from the GPU links */
     double latency;
     double overhead;
 } uct_gpu_ipc_iface_config_t;
@@ -46,5 +46,8 @@ typedef struct uct_gpu_ipc_iface {
         double overhead;
     } config;
 } uct_gpu_ipc_iface_t;
+
+/* The transport, for the component to register. */
+extern uct_tl_t UCT_TL_NAME(gpu_ipc);
 
 #endif /* UCT_GPU_IPC_IFACE_H */

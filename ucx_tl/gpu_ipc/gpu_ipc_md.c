@@ -179,8 +179,9 @@ static void uct_gpu_ipc_export(const uct_strata_md_t *md, const uct_strata_mem_i
 static ucs_status_t uct_gpu_ipc_mem_reg(UCT_STRATA_MEM_REG_ARGS)
 {
     uct_strata_md_t *md = ucs_derived_of(uct_md, uct_strata_md_t);
-    ucs_log_level_t level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
-                                                                    UCS_LOG_LEVEL_ERROR;
+    ucs_log_level_t level = (UCT_STRATA_MEM_REG_FLAGS() & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
+                                UCS_LOG_LEVEL_DEBUG :
+                                UCS_LOG_LEVEL_ERROR;
     uct_strata_mem_info_t info;
     uct_gpu_ipc_memh_t *memh;
     ucs_status_t status;
@@ -233,21 +234,24 @@ static ucs_status_t uct_gpu_ipc_mkey_pack(UCT_STRATA_MKEY_PACK_ARGS)
     return UCS_OK;
 }
 
-static ucs_status_t uct_gpu_ipc_md_query(uct_md_h uct_md, uct_md_attr_t *md_attr)
+static ucs_status_t uct_gpu_ipc_md_query(uct_md_h uct_md, uct_strata_md_attr_t *md_attr)
 {
-    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_CUDA);
-    md_attr->cap.alloc_mem_types  = 0;
-    md_attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA);
-    md_attr->cap.detect_mem_types = 0;
-    md_attr->cap.max_alloc        = 0;
-    md_attr->cap.max_reg          = ULONG_MAX;
-    md_attr->rkey_packed_size     = UCT_GPU_IPC_KEY_PACKED_SIZE;
     /* A registration is two driver queries (a few microseconds, paid once
-     * per rendezvous message); 0, as UCX's cuda_ipc says, keeps UCP's
-     * protocol thresholds where they are tuned for device memory. */
-    md_attr->reg_cost             = ucs_linear_func_make(0, 0);
-    memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
+     * per rendezvous message); a cost of 0, as UCX's cuda_ipc says, keeps
+     * UCP's protocol thresholds where they are tuned for device memory. */
+    static const uct_strata_md_caps_t caps = {
+        .flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY,
+        .reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_CUDA),
+        .access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA),
+        .detect_mem_types = 0,
+        /* UCP's cache drops a registration when the allocation hooks
+         * announce the free (strata_memhooks.c), as with UCX's cuda_ipc. */
+        .cache_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_CUDA),
+        .rkey_packed_size = UCT_GPU_IPC_KEY_PACKED_SIZE,
+        .reg_cost         = {0, 0},
+    };
+
+    uct_strata_md_attr_fill(md_attr, &caps);
     return UCS_OK;
 }
 
@@ -642,6 +646,7 @@ ucs_status_t uct_gpu_ipc_rkey_release(uct_component_t *component, uct_rkey_t uct
 }
 
 /* The mapping cache is the process's, not the domain's: it outlives it. */
+/* clang-format off */
 static uct_md_ops_t uct_gpu_ipc_md_ops = {
     .close                  = uct_strata_md_close,
     .query                  = uct_gpu_ipc_md_query,
@@ -652,9 +657,10 @@ static uct_md_ops_t uct_gpu_ipc_md_ops = {
     .mem_dereg              = uct_gpu_ipc_mem_dereg,
     .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
     .mkey_pack              = uct_gpu_ipc_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero,
     .detect_memory_type     = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported,
+    UCT_STRATA_MD_OPS_VERSIONED
 };
+/* clang-format on */
 
 const uct_strata_md_desc_t uct_gpu_ipc_md_desc = {
     .name = UCT_STRATA_MD_NAME_IPC,
