@@ -13,9 +13,10 @@
 D13_TREE=${STRATA_DEBIAN13_TREE:-/var/tmp/strata-debian13}
 # The build must be inside the source tree, the one folder of the host the
 # tree sees.
-case "$STRATA_BUILDDIR/" in
-"$STRATA_SRCDIR"/*) D13_BUILD="$STRATA_BUILDDIR/debian13-build" ;;
-*) D13_BUILD="$STRATA_SRCDIR/build-debian13" ;;
+D13_SRC=$(cd "$STRATA_SRCDIR" && pwd -P)
+case "$(cd "$STRATA_BUILDDIR" && pwd -P)/" in
+"$D13_SRC"/*) D13_BUILD="$(cd "$STRATA_BUILDDIR" && pwd -P)/debian13-build" ;;
+*) D13_BUILD="$D13_SRC/build-debian13" ;;
 esac
 D13_TOOL="$STRATA_SRCDIR/test/debian13/tree.sh"
 

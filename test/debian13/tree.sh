@@ -46,6 +46,9 @@ inside() {
     local dir=$1; shift
     local m
     mount --make-rprivate /
+    # The tree's root a mount point of its own, so that inside it
+    # `unshare --mount` (which changes the propagation of /) works.
+    mount --bind "$dir" "$dir"
     mount -t proc proc "$dir/proc"
     for m in /sys /dev /dev/shm; do
         mkdir -p "$dir$m"

@@ -21,7 +21,10 @@ unit_ompi_info_lists_coll() {
              allreduce_inter_latency_us allreduce_inter_bandwidth_gbs segment_size shm_slots shm_dir; do
         grep -q "parameter \"coll_strata_$p\"" <<<"$out" || { echo "coll_strata_$p not listed"; return 1; }
     done
-    grep -q 'Valid values: 0:"auto", 1:"fallback", 2:"leader", 3:"rail", 4:"replicated"' <<<"$out"
+    # Open MPI 4.1 prints an enumeration as 0:"auto", 1:"fallback", ...;
+    # 5.0 as 0|auto, 1|fallback, ...
+    grep -q -e 'Valid values: 0:"auto", 1:"fallback", 2:"leader", 3:"rail", 4:"replicated"' \
+        -e 'Valid values: 0|auto, 1|fallback, 2|leader, 3|rail, 4|replicated' <<<"$out"
 }
 
 unit_ompi_info_lists_hook() {
