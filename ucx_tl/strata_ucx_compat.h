@@ -321,6 +321,22 @@ static inline int uct_strata_ep_is_connected_v2(uct_ep_h tl_ep,
 
 #endif
 
+/*
+ * Whether UCP can wait for a memory-type copy the transport refuses
+ * (UCS_ERR_NO_RESOURCE from put/get zcopy on a memory-type endpoint, as
+ * gpu_copy is).  UCX 1.13's default protocols queue the refused copy with
+ * pending_add.  The protocol layer that is the default from UCX 1.16 copies
+ * rendezvous fragments through the memory-type endpoint with no pending
+ * path (src/ucp/rndv/rndv_mtype.inl asserts that the copy was taken), so
+ * there a transport used for such copies must take every one.  (UCX 1.13's
+ * own new protocols, opt-in with UCX_PROTO_ENABLE=y, assert the same.)
+ */
+#if UCT_API >= UCT_VERSION(1, 16)
+#define UCT_STRATA_MTYPE_COPY_CAN_REFUSE 0
+#else
+#define UCT_STRATA_MTYPE_COPY_CAN_REFUSE 1
+#endif
+
 /* UCX 1.17 asks estimate_perf for flags too (UCT_PERF_ATTR_FIELD_FLAGS):
  * none of Strata's transports has one, but the field must be written. */
 static inline void uct_strata_perf_attr_versioned(uct_perf_attr_t *perf_attr)

@@ -15,7 +15,10 @@
  *            within a direction
  *   fence    host->device, fence, device->host of the same bytes
  *   pending  MAX_EVENTS=2: the third copy is refused, waits in the pending
- *            queue and runs from progress; purge removes a request
+ *            queue and runs from progress; purge removes a request.  With
+ *            UCX >= 1.16, whose protocols cannot wait for a refused
+ *            memory-type copy, MAX_EVENTS is a soft limit: 8 copies all go
+ *            in flight, pending_add answers BUSY, every byte arrives
  *   thread   first copy of a new interface from a thread with no CUDA context
  *   errors   a range past the end of a device allocation fails with an error
  *            status, never a crash; an address of another process is
@@ -42,6 +45,8 @@
 #include "stest_fail.h"
 #include "stest_pattern.h"
 #include "stest_uct.h"
+
+#include <uct/api/version.h>
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -327,6 +332,53 @@ static ucs_status_t test_pending_cb(uct_pending_req_t *self)
     return (req->status == UCS_ERR_NO_RESOURCE) ? UCS_ERR_NO_RESOURCE : UCS_OK;
 }
 
+#if UCT_API >= UCT_VERSION(1, 16)
+
+/* MAX_EVENTS=2 is a soft limit: no copy is refused, none waits as pending. */
+static void test_pending(stest_uct_t *ctx)
+{
+    static const char *settings[] = {"MAX_EVENTS", "2", NULL};
+    enum { count = 8 };
+    size_t len = 65536;
+    uint8_t *src = malloc(count * len);
+    stest_uct_comp_t comps[count];
+    test_pending_t req = {0};
+    ucs_status_t status;
+    test_iface_t t;
+    CUdeviceptr dev;
+    int i;
+
+    test_open_iface(ctx, &t, settings);
+    STEST_CU(cuMemAlloc(&dev, count * len));
+    stest_seq_fill(src, count * len, 8);
+    for (i = 0; i < count; ++i) {
+        status = test_put_zcopy(&t, src + i * len, dev + i * len, len, &comps[i]);
+        if (status != UCS_INPROGRESS) {
+            stest_fail("pending: MAX_EVENTS=2 is soft with UCX %s: copy %d expected INPROGRESS "
+                       "got %s",
+                       UCT_VERNO_STRING, i, ucs_status_string(status));
+        }
+    }
+    req.super.func = test_pending_cb;
+    status = uct_ep_pending_add(t.ep, &req.super, 0);
+    if (status != UCS_ERR_BUSY) {
+        stest_fail("pending: pending_add with %d copies in flight expected BUSY got %s", count,
+                   ucs_status_string(status));
+    }
+    for (i = 0; i < count; ++i) {
+        stest_uct_wait(ctx, UCS_INPROGRESS, &comps[i], "pending: soft limit copy");
+    }
+    stest_dev_seq_check("pending: 8 copies", count * len, dev, count * len, 8, 0);
+    printf("pending: MAX_EVENTS=2 is a soft limit with UCX %s: %d copies in flight, "
+           "pending_add BUSY, all bytes arrived: ok\n",
+           UCT_VERNO_STRING, count);
+    STEST_CU(cuMemFree(dev));
+    test_close_iface(&t);
+    free(src);
+}
+
+#else
+
 static int test_purged;
 
 static void test_purge_cb(uct_pending_req_t *self, void *arg)
@@ -387,6 +439,8 @@ static void test_pending(stest_uct_t *ctx)
     test_close_iface(&t);
     free(src);
 }
+
+#endif
 
 typedef struct test_thread_arg {
     stest_uct_t *ctx;

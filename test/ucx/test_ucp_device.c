@@ -6,7 +6,7 @@
  *   test_ucp_device [--alloc cumemalloc|vmm|async|host] [--test LIST]
  *                   [--sizes LIST] [--iters N] [--timeout S] [--print-info]
  *                   [--expect-tls LIST] [--memtype-hint] [--mem-map-detect]
- *                   [--early-alloc] [--stale-size N] [--stale-rounds N]
+ *                   [--early-alloc] [--stale-size N] [--stale-rounds N] [--stale-tag-only]
  *                   [--kill-size N] [--kill-by self|parent] [--badrkey-header]
  *                   [--err-mode peer|none] [--same-device]
  *
@@ -20,6 +20,8 @@
  *   stale    the peer frees a registered buffer and allocates again (same
  *            address on the stand-in, usually on a GPU too); get, send and
  *            receive must see the new contents, never a stale mapping's
+ *            (--stale-tag-only: send and receive only, no ucp_mem_map and
+ *            get, for protocols that cannot get from device memory)
  *   badrkey  corrupted packed rkeys: unpack fails, or a get through it fails
  *            or returns the right bytes; never a crash, hang or wrong bytes
  *   memset   the sender fills its device source with cuMemsetD8 alone (over
@@ -120,7 +122,7 @@ static struct {
     unsigned tests;
     size_t sizes[MAX_SIZES];
     int num_sizes, iters, timeout, print_info, memtype_hint, mem_map_detect, early_alloc;
-    int stale_rounds, kill_by_parent, badrkey_header, err_mode_none, same_device;
+    int stale_rounds, stale_tag_only, kill_by_parent, badrkey_header, err_mode_none, same_device;
     size_t stale_size, kill_size;
     const char *expect_tls;
 } opt = {.alloc = ALLOC_CUMEMALLOC, .tests = T_TAG | T_RMA | T_STALE | T_BADRKEY | T_MEMSET, .iters = 2,
@@ -1003,7 +1005,10 @@ static void test_stale(void)
         buf_alloc(&b, MEM_DEVICE, size + GUARD);
         repeat = r > 0 && (uintptr_t)b.ptr == last;
         last = (uintptr_t)b.ptr;
-        if (g.rank == 1) {
+        if (opt.stale_tag_only) {
+            sock_send_u64((uint64_t)repeat);
+            peer_last_repeat = sock_recv_u64();
+        } else if (g.rank == 1) {
             fill_pattern(&b, 0, size + GUARD, seed_get, 0);
             memh = expose(&b);
             sock_send_u64((uint64_t)repeat);
@@ -1017,7 +1022,7 @@ static void test_stale(void)
             ucp_rkey_destroy(rkey);
         }
         barrier();
-        if (g.rank == 1) ucs_check(ucp_mem_unmap(g.ucp, memh), "ucp_mem_unmap");
+        if (memh != NULL) ucs_check(ucp_mem_unmap(g.ucp, memh), "ucp_mem_unmap");
 
         snprintf(what, sizeof(what), "stale round %d: tag rank 1 -> rank 0", r);
         if (g.rank == 1) {
@@ -1520,13 +1525,15 @@ static void parse_tests(const char *list)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: test_ucp_device [--alloc cumemalloc|vmm|async|host]\n"
-            "       [--test tag,rma,stale,badrkey,memset,kill|all]\n"
-            "       [--sizes LIST] [--iters N] [--timeout S] [--print-info] [--expect-tls gpu_ipc,...]\n"
-            "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--stale-size N] [--stale-rounds N]\n"
-            "       [--kill-size N] [--kill-by self|parent] [--badrkey-header] [--err-mode peer|none]\n"
-            "       [--same-device]\n");
+    fprintf(
+        stderr,
+        "usage: test_ucp_device [--alloc cumemalloc|vmm|async|host]\n"
+        "       [--test tag,rma,stale,badrkey,memset,kill|all]\n"
+        "       [--sizes LIST] [--iters N] [--timeout S] [--print-info] [--expect-tls gpu_ipc,...]\n"
+        "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--stale-size N] [--stale-rounds N]\n"
+        "       [--stale-tag-only]\n"
+        "       [--kill-size N] [--kill-by self|parent] [--badrkey-header] [--err-mode peer|none]\n"
+        "       [--same-device]\n");
     exit(2);
 }
 
@@ -1558,6 +1565,7 @@ static void parse_options(int argc, char **argv)
             else if (!strcmp(a, "--early-alloc")) opt.early_alloc = 1;
             else if (!strcmp(a, "--badrkey-header")) opt.badrkey_header = 1;
             else if (!strcmp(a, "--same-device")) opt.same_device = 1;
+            else if (!strcmp(a, "--stale-tag-only")) opt.stale_tag_only = 1;
             else usage();
         }
         i += takes;

@@ -7,6 +7,13 @@ ucx_standin_selftest() {
     LD_LIBRARY_PATH="$STRATA_CUDA_LIBDIR" "$STRATA_BUILDDIR/test/cuda_standin/standin_selftest"
 }
 
+# strata_ucx_at_least MAJOR MINOR: the UCX built against is that or newer.
+strata_ucx_at_least() {
+    local major minor
+    IFS=. read -r major minor _ <<<"$STRATA_UCX_VERSION"
+    [ "${major:-0}" -gt "$1" ] || { [ "${major:-0}" -eq "$1" ] && [ "${minor:-0}" -ge "$2" ]; }
+}
+
 # ucx_info -d shows the component, both memory domains and both transports.
 ucx_info_lists_transports() {
     local out
@@ -125,11 +132,7 @@ ucx_gpu_ipc_uct_inflight_mapping() {
 # GPUDirect RDMA through dma-buf (UCX >= 1.14): gpu_copy exports device
 # memory as dma-buf fds, the provider side of UCP's NIC registration.  No
 # RDMA device here: that a NIC's domain registers the fd is not tested.
-strata_ucx_has_dmabuf() {
-    local major minor
-    IFS=. read -r major minor _ <<<"$STRATA_UCX_VERSION"
-    [ "${major:-0}" -gt 1 ] || { [ "${major:-0}" -eq 1 ] && [ "${minor:-0}" -ge 14 ]; }
-}
+strata_ucx_has_dmabuf() { strata_ucx_at_least 1 14; }
 # ucx_info -d: gpu_copy lists dmabuf among cuda's memory type capabilities.
 ucx_info_dmabuf() {
     local out line
@@ -175,16 +178,35 @@ ucx_ucp_without_ipc()        { UCX_TLS=self,sm,gpu_copy ucp_tag cumemalloc && UC
 # buffer and UCP falls back; every byte must still arrive.
 ucx_ucp_ipc_open_refused()   { export CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2; ucp_tag cumemalloc && ucp_rma cumemalloc; }
 # Exhausted resources: one CUDA event per transport (every further copy waits
-# in the pending queue) and one cached peer mapping (every new buffer evicts).
-# UCP's new protocols (the default from UCX 1.16) copy rendezvous pipeline
-# fragments through gpu_copy with no pending queue (rndv_mtype.inl asserts
-# the copy is taken; gpu_copy's default, MAX_EVENTS=inf, never refuses), so
-# the tag traffic runs the old protocols, which queue (UCX 1.13's default).
+# in the pending queue, but see ucx_ucp_copy_max_events) and one cached peer
+# mapping (every new buffer evicts), with each UCX's default protocols.
 ucx_ucp_exhausted_resources() {
     UCX_GPU_COPY_MAX_EVENTS=1 UCX_GPU_IPC_MAX_EVENTS=1 UCX_STRATA_IPC_CACHE_SIZE=1 \
-        UCX_PROTO_ENABLE=n ucp_tag cumemalloc --expect-tls gpu_ipc,gpu_copy --iters 3 &&
+        ucp_tag cumemalloc --expect-tls gpu_ipc,gpu_copy --iters 3 &&
     UCX_GPU_COPY_MAX_EVENTS=1 UCX_GPU_IPC_MAX_EVENTS=1 UCX_STRATA_IPC_CACHE_SIZE=1 \
         ucp_rma cumemalloc stale
+}
+
+# A finite UCX_GPU_COPY_MAX_EVENTS with every device message staged through
+# gpu_copy (no gpu_ipc): rendezvous pipelines of many fragments, each copied
+# by gpu_copy's put/get zcopy.  UCX 1.13's default protocols queue a refused
+# copy (pending); the protocols that are the default from UCX 1.16 cannot
+# (rndv_mtype.inl asserts the copy was taken), so there the limit is soft:
+# every byte must arrive, and one warning per process says so.
+ucx_ucp_copy_max_events() {
+    local out="$STRATA_TEST_TMP/out" n
+    UCX_GPU_COPY_MAX_EVENTS=2 UCX_TLS=self,sm,gpu_copy \
+        ucp_device cumemalloc tag --err-mode none --sizes 65537,4194304,67108864 \
+        --timeout 60 >"$out" 2>&1 || { cat "$out"; return 1; }
+    cat "$out"
+    n=$(grep -c "UCX_GPU_COPY_MAX_EVENTS=2 is a soft limit with UCX" "$out")
+    if strata_ucx_at_least 1 16; then
+        # The parent and its forked child: once each.
+        [ "$n" -eq 2 ] || { echo "FAIL: $n soft-limit warnings, expected one per process (2)"; return 1; }
+    else
+        [ "$n" -eq 0 ] || { echo "FAIL: UCX $STRATA_UCX_VERSION can wait for a refused copy, but the limit was called soft"; return 1; }
+    fi
+    echo "UCX $STRATA_UCX_VERSION: UCX_GPU_COPY_MAX_EVENTS=2, staged tag traffic up to 64 MiB: ok ($n soft-limit warnings)"
 }
 
 # The allocation hooks are in place on every entry point the driver has.
@@ -201,6 +223,31 @@ ucx_memtype_hooks_installed() {
 ucx_ucp_early_alloc()        { ucp_tag cumemalloc --early-alloc --sizes 0,7,65537,4194304; }
 # Hooks off: the memory type cache is disabled and every buffer is asked about.
 ucx_ucp_memtype_hooks_off()  { UCX_STRATA_MEMTYPE_HOOKS=n ucp_tag cumemalloc --sizes 0,7,65537,4194304; }
+# Hooks off: nothing tells UCP's registration cache of a free, and it keeps
+# gpu_ipc registrations (cuda is in gpu_ipc's cache_mem_types) past it.
+# Each stale round frees a buffer, allocates one at the same address (the
+# stand-in hands the address out again; a GPU usually does) with other
+# bytes and sends it both ways: the peer must get the new bytes, never the
+# freed allocation's through the old IPC handle.  Send/receive with each
+# UCX's default protocols (cuMemAlloc and VMM), then with a get from a
+# ucp_mem_map'ed buffer (UCX 1.13 needs UCX_PROTO_ENABLE=y for that).
+ucx_ucp_stale_hooks_off() {
+    local out="$STRATA_TEST_TMP/out" rc
+    {
+        UCX_STRATA_MEMTYPE_HOOKS=n ucp_device cumemalloc stale --err-mode none --stale-tag-only \
+            --expect-tls gpu_ipc &&
+        UCX_STRATA_MEMTYPE_HOOKS=n ucp_device vmm stale --err-mode none --stale-tag-only &&
+        UCX_STRATA_MEMTYPE_HOOKS=n ucp_rma cumemalloc stale
+    } >"$out" 2>&1
+    rc=$?
+    cat "$out"
+    [ $rc -eq 0 ] || return 1
+    # On the stand-in every later round must have reused the address, or
+    # nothing was tested.
+    if [ -n "$STRATA_CUDA_LIBDIR" ] && grep "^stale round [1-9]" "$out" | grep -qv "rank 0 yes, rank 1 yes"; then
+        echo "FAIL: a round did not get the freed buffer's address again"; return 1
+    fi
+}
 # A source filled by cuMemsetD8 alone and sent at once: a synchronous memset
 # of device memory does not wait for the device unless the memory has
 # SYNC_MEMOPS, which the allocation hooks set.  Without peer-failure handling
@@ -443,9 +490,11 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
     strata_test ucx_ucp_exhausted_resources 300 ucx_ucp_exhausted_resources
+    strata_test ucx_ucp_copy_max_events 300 ucx_ucp_copy_max_events
     strata_test ucx_memtype_hooks_installed 120 ucx_memtype_hooks_installed
     strata_test ucx_ucp_early_alloc 120 ucx_ucp_early_alloc
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
+    strata_test ucx_ucp_stale_hooks_off 180 ucx_ucp_stale_hooks_off
     strata_test ucx_ucp_memset_sync 120 ucx_ucp_memset_sync
     if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test ucx_mpi_p2p_2ranks 300 ucx_mpi_p2p_2ranks

@@ -10,11 +10,14 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
 
+/* clang-format off */
 ucs_config_field_t uct_gpu_base_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_gpu_base_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
@@ -25,11 +28,14 @@ ucs_config_field_t uct_gpu_base_iface_config_table[] = {
 
     {"MAX_EVENTS", "inf",
      "Most operations in flight on one interface (each holds a CUDA event); more are\n"
-     "refused as 'no resource' and wait in the pending queue ('inf': no limit).",
+     "refused as 'no resource' and wait in the pending queue ('inf': no limit).\n"
+     "gpu_copy with UCX >= 1.16 takes them all (UCP cannot wait for a refused copy):\n"
+     "there it is a soft limit, and a finite value is warned about once.",
      ucs_offsetof(uct_gpu_base_iface_config_t, max_events), UCS_CONFIG_TYPE_UINT},
 
     {NULL}
 };
+/* clang-format on */
 
 /* ---- context and streams ---- */
 
@@ -562,6 +568,31 @@ static ucs_mpool_ops_t uct_gpu_base_op_mpool_ops = {
 
 /* ---- life cycle ---- */
 
+/*
+ * The MAX_EVENTS a transport that must not refuse works with: none.  A
+ * user who set one is told, once per process, that it is a soft limit here
+ * (UCP opens an interface per worker and per device).
+ */
+static unsigned uct_gpu_base_iface_soft_max_events(const uct_gpu_base_iface_ops_t *ops,
+                                                   unsigned max_events)
+{
+    static int warned;
+    char setting[64];
+    size_t i;
+
+    if ((max_events != UINT_MAX) && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
+        ucs_snprintf_zero(setting, sizeof(setting), "UCX_%s_MAX_EVENTS", ops->tl_name);
+        for (i = 0; setting[i] != '\0'; ++i) {
+            setting[i] = (char)toupper((unsigned char)setting[i]);
+        }
+        ucs_warn("%s=%u is a soft limit with UCX %s: UCP's protocols copy rendezvous "
+                 "fragments through %s and cannot wait for a copy it refuses, so it takes "
+                 "every copy, with more CUDA events than the limit when more are in flight",
+                 setting, max_events, UCT_VERNO_STRING, ops->tl_name);
+    }
+    return UINT_MAX;
+}
+
 UCS_CLASS_INIT_FUNC(uct_gpu_base_iface_t, uct_iface_ops_t *tl_ops,
                            uct_iface_internal_ops_t *internal_ops,
                            const uct_gpu_base_iface_ops_t *ops, uct_md_h md, uct_worker_h worker,
@@ -597,7 +628,9 @@ UCS_CLASS_INIT_FUNC(uct_gpu_base_iface_t, uct_iface_ops_t *tl_ops,
     self->fence_seq         = 0;
     self->in_dispatch       = 0;
     self->config.max_poll   = config->max_poll;
-    self->config.max_events = config->max_events;
+    self->config.max_events = ops->max_events_enforced ?
+                                  config->max_events :
+                                  uct_gpu_base_iface_soft_max_events(ops, config->max_events);
     ucs_queue_head_init(&self->flushes);
     ucs_queue_head_init(&self->pending);
 

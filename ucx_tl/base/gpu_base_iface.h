@@ -58,6 +58,14 @@ typedef struct uct_gpu_base_iface_ops {
      * runs it.  Called after the operation's completion; NULL: nothing.
      */
     void (*op_release)(uct_gpu_base_op_t *op);
+    /*
+     * Whether the transport may refuse an operation for want of an event
+     * (MAX_EVENTS).  0 where its callers cannot wait for a refused one
+     * (UCT_STRATA_MTYPE_COPY_CAN_REFUSE): MAX_EVENTS is then a soft limit,
+     * operations beyond it take new events, and opening an interface with
+     * a finite setting warns once per process.
+     */
+    int max_events_enforced;
 } uct_gpu_base_iface_ops_t;
 
 /* Settings both transports have (UCX_GPU_COPY_*, UCX_GPU_IPC_*). */
@@ -92,7 +100,7 @@ typedef struct uct_gpu_base_iface {
     int in_dispatch;          /* running pending requests now */
     struct {
         unsigned max_poll;
-        unsigned max_events;
+        unsigned max_events; /* UINT_MAX: never refuse (no or a soft limit) */
     } config;
 } uct_gpu_base_iface_t;
 

@@ -26,6 +26,8 @@
 typedef struct uct_gpu_ipc_memh {
     uct_gpu_ipc_key_t key;
     int vmm_fd;
+    void *address; /* the registered range, whose allocation the key exports */
+    size_t length;
 } uct_gpu_ipc_memh_t;
 
 _Static_assert(sizeof(CUipcMemHandle) == UCT_GPU_IPC_LEGACY_HANDLE_SIZE,
@@ -176,6 +178,21 @@ static void uct_gpu_ipc_export(const uct_strata_md_t *md, const uct_strata_mem_i
     }
 }
 
+/* Fills memh's key for the allocation `info` describes (that of the
+ * registered range) and exports it, or leaves a NONE key saying why not. */
+static void uct_gpu_ipc_memh_export(const uct_strata_md_t *md, uct_gpu_ipc_memh_t *memh,
+                                    const uct_strata_mem_info_t *info)
+{
+    memh->vmm_fd = -1;
+    uct_gpu_ipc_key_init(&memh->key, info);
+    if (info->spans) {
+        ucs_debug("gpu_ipc: %p+%zu spans more than one allocation: not exported", memh->address,
+                  memh->length);
+    } else if ((memh->length > 0) && (info->mem_type != UCS_MEMORY_TYPE_HOST)) {
+        uct_gpu_ipc_export(md, info, memh);
+    }
+}
+
 static ucs_status_t uct_gpu_ipc_mem_reg(UCT_STRATA_MEM_REG_ARGS)
 {
     uct_strata_md_t *md = ucs_derived_of(uct_md, uct_strata_md_t);
@@ -198,14 +215,9 @@ static ucs_status_t uct_gpu_ipc_mem_reg(UCT_STRATA_MEM_REG_ARGS)
         ucs_log(level, "gpu_ipc: no memory for a registration");
         return UCS_ERR_NO_MEMORY;
     }
-    memh->vmm_fd = -1;
-    uct_gpu_ipc_key_init(&memh->key, &info);
-    if ((status != UCS_OK) || info.spans) {
-        ucs_debug("gpu_ipc: %p+%zu spans more than one allocation: not exported", address,
-                  length);
-    } else if (length > 0) {
-        uct_gpu_ipc_export(md, &info, memh);
-    }
+    memh->address = address;
+    memh->length  = length;
+    uct_gpu_ipc_memh_export(md, memh, &info);
     ucs_trace("gpu_ipc: registered %p+%zu: %s key of 0x%llx+%llu", address, length,
               uct_gpu_ipc_handle_type_name(memh->key.handle_type),
               (unsigned long long)memh->key.base, (unsigned long long)memh->key.length);
@@ -226,11 +238,61 @@ static ucs_status_t uct_gpu_ipc_mem_dereg(UCT_STRATA_MEM_DEREG_ARGS)
     return UCS_OK;
 }
 
+/*
+ * Whether the allocation a registration exported is still the one at its
+ * address.  UCP keeps gpu_ipc registrations in its registration cache
+ * (cache_mem_types, which UCX 1.18's rendezvous needs) until the allocation
+ * hooks report the free (strata_memhooks.c).  Without them
+ * (UCX_STRATA_MEMTYPE_HOOKS=n, hooks that could not be installed, a free
+ * they do not see) a cached registration outlives its allocation, and a new
+ * allocation at the same address would go out with the old one's handle:
+ * the peer would read or write the freed allocation through its mapping.
+ * The buffer id tells them apart (the driver never reuses one in a process).
+ */
+static int uct_gpu_ipc_memh_is_current(const uct_gpu_ipc_memh_t *memh,
+                                       const uct_strata_mem_info_t *info)
+{
+    return (info->base == memh->key.base) && (info->length == memh->key.length) &&
+           (info->buffer_id == memh->key.buffer_id);
+}
+
+/* Serializes re-exports with the packs of one registration by several
+ * workers (UCP's registration cache is the context's). */
+static pthread_mutex_t uct_gpu_ipc_memh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * Packs the key of the allocation at the registered address now: asks the
+ * driver (two queries, as a registration does: small beside the rendezvous
+ * a key is packed for) and exports the new allocation if it was replaced
+ * since it was registered.  The old allocation's VMM descriptor is closed, as the free
+ * would have had the registration released.
+ */
 static ucs_status_t uct_gpu_ipc_mkey_pack(UCT_STRATA_MKEY_PACK_ARGS)
 {
+    uct_strata_md_t *md          = ucs_derived_of(uct_md, uct_strata_md_t);
     uct_gpu_ipc_memh_t *ipc_memh = memh;
+    uct_strata_mem_info_t info;
+    uct_gpu_ipc_key_t key;
 
-    uct_gpu_ipc_key_pack(&ipc_memh->key, rkey_buffer);
+    if (ipc_memh->length > 0) {
+        (void)uct_strata_mem_info_get(ipc_memh->address, ipc_memh->length, &info);
+    }
+    pthread_mutex_lock(&uct_gpu_ipc_memh_lock);
+    if ((ipc_memh->length > 0) && !uct_gpu_ipc_memh_is_current(ipc_memh, &info)) {
+        ucs_debug("gpu_ipc: registration %p+%zu outlived its allocation (0x%llx+%llu buffer id "
+                  "%llu, now 0x%llx+%zu buffer id %llu): exporting the allocation there now",
+                  ipc_memh->address, ipc_memh->length, (unsigned long long)ipc_memh->key.base,
+                  (unsigned long long)ipc_memh->key.length,
+                  (unsigned long long)ipc_memh->key.buffer_id, (unsigned long long)info.base,
+                  info.length, info.buffer_id);
+        if (ipc_memh->vmm_fd >= 0) {
+            close(ipc_memh->vmm_fd);
+        }
+        uct_gpu_ipc_memh_export(md, ipc_memh, &info);
+    }
+    key = ipc_memh->key;
+    pthread_mutex_unlock(&uct_gpu_ipc_memh_lock);
+    uct_gpu_ipc_key_pack(&key, rkey_buffer);
     return UCS_OK;
 }
 
@@ -245,7 +307,8 @@ static ucs_status_t uct_gpu_ipc_md_query(uct_md_h uct_md, uct_strata_md_attr_t *
         .access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA),
         .detect_mem_types = 0,
         /* UCP's cache drops a registration when the allocation hooks
-         * announce the free (strata_memhooks.c), as with UCX's cuda_ipc. */
+         * announce the free (strata_memhooks.c), as with UCX's cuda_ipc;
+         * without them mkey_pack finds the allocation replaced. */
         .cache_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_CUDA),
         .rkey_packed_size = UCT_GPU_IPC_KEY_PACKED_SIZE,
         .reg_cost         = {0, 0},
