@@ -1,23 +1,101 @@
 # Helpers shared by the test layers (sourced by run-tests.sh and by scripts
-# that run MPI jobs: the demo and the benchmark driver).
+# that run MPI jobs: the demo and the benchmark driver; cluster.sh sources it
+# for the launcher switch below, without a build's strata-test-env.sh).
+
+# ---- Open MPI 4.1 (ORTE's mpirun) or 5.0 (PRRTE's mpirun/prterun) ----------
+# Every difference between the two launchers is decided here, once; the test
+# layers, cluster.sh, the demo and the benchmarks use the names below and never
+# test the version themselves.  The version is configure's (strata-test-env.sh)
+# or, where that does not say, the installed ompi_info's.
+case "${STRATA_OMPI_VERSION:-}" in
+[0-9]*) ;;
+*) STRATA_OMPI_VERSION=$(ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v\([0-9][0-9.]*\).*/\1/p' | head -n 1 || true) ;;
+esac
+export STRATA_OMPI_VERSION
+if [ "${STRATA_OMPI_VERSION%%.*}" -ge 5 ] 2>/dev/null; then
+    STRATA_OMPI_LAUNCHER=prrte
+    # btl/vader is btl/sm in 5.0 ("vader" is only an alias); CMA single-copy
+    # is the smsc framework's component cma.
+    strata_btl_sm=sm
+    strata_mca_no_cma=(--mca smsc ^cma)
+else
+    STRATA_OMPI_LAUNCHER=orte
+    strata_btl_sm=vader
+    strata_mca_no_cma=(--mca btl_vader_single_copy_mechanism none)
+fi
+
+# strata_launch_remote AGENT SUBNET: sets strata_remote_args, the settings
+# mpirun needs to start its daemons through the launch agent AGENT (no tree
+# spawn: mpirun starts every daemon itself) and to keep its out-of-band and
+# MPI TCP traffic on SUBNET.  The launcher's own settings are PRRTE's in 5.0:
+# --prtemca, and plm/rsh is plm/ssh there.
+strata_launch_remote() {
+    local agent=$1 subnet=$2
+    if [ "$STRATA_OMPI_LAUNCHER" = prrte ]; then
+        strata_remote_args=(--prtemca plm_ssh_agent "$agent" --prtemca plm_ssh_no_tree_spawn 1
+                            --prtemca oob_tcp_if_include "$subnet")
+    else
+        strata_remote_args=(--mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1
+                            --mca oob_tcp_if_include "$subnet")
+    fi
+    strata_remote_args+=(--mca btl_tcp_if_include "$subnet")
+}
+
+# strata_oversubscribed ARGS...: sets strata_args to the mpirun ARGS with
+# more ranks than cores allowed.  4.1: --oversubscribe.  5.0: the :OVERSUBSCRIBE
+# qualifier of --map-by, on the caller's --map-by if it gives one (5.0 refuses a
+# second --map-by; a program argument spelled --map-by would be taken for
+# mpirun's); its --oversubscribe is a deprecated alias of the same.
+strata_oversubscribed() {
+    strata_args=()
+    if [ "$STRATA_OMPI_LAUNCHER" != prrte ]; then
+        strata_args=(--oversubscribe "$@")
+        return 0
+    fi
+    local mapped=no
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --map-by)
+            [ $mapped = no ] && [ $# -ge 2 ] || break
+            strata_args+=(--map-by "$2:OVERSUBSCRIBE"); mapped=yes; shift 2 ;;
+        *) strata_args+=("$1"); shift ;;
+        esac
+    done
+    [ $mapped = yes ] || strata_args=(--map-by :OVERSUBSCRIBE "${strata_args[@]}")
+    strata_args+=("$@")
+}
+
+# The MCA variable that names where Open MPI looks for components, by its
+# long (project-qualified) name.  With 5.0, PMIx hands every rank the
+# directory of Debian's PMIx plugins as mca_base_component_path (from
+# pmix-mca-params.conf), overriding Open MPI's own directory and what a
+# --tune file sets under that name; the long name is read first, on 4.1 as
+# well, so the tune file (config/cuda-aware.conf) and these tests use it.
+STRATA_OMPI_PATH_VAR=opal_mca_base_component_path
+
+# Root may run mpirun in tests (CI runs as root); Open MPI refuses otherwise.
+# Both launchers read these (5.0: its ompi personality, for prterun and prted).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# Everything below needs a configured build (strata-test-env.sh); cluster.sh
+# (set -u) sources this file for the switch above only.
+[ -n "${STRATA_BUILDDIR:-}" ] && [ -n "${STRATA_SRCDIR:-}" ] && [ -n "${STRATA_OMPI_PKGLIBDIR+set}" ] || return 0
 
 # Open MPI finds the components of this build tree through this path; a user
 # running an uninstalled or prefix-installed Strata sets the same (README).
 STRATA_OMPI_COMPONENT_PATH="$STRATA_OMPI_PKGLIBDIR:$STRATA_BUILDDIR/components/ompi"
 STRATA_UCT_MODULE="$STRATA_BUILDDIR/components/ucx/libuct_strata.so"
 STRATA_CLUSTER_SH="$STRATA_SRCDIR/test/cluster/cluster.sh"
-
-# Root may run mpirun in tests (CI runs as root); Open MPI refuses otherwise.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+strata_mca_component_path=(--mca "$STRATA_OMPI_PATH_VAR" "$STRATA_OMPI_COMPONENT_PATH")
 
 # MCA settings every test job uses: this build's components, ob1 with shared
 # memory (and TCP between nodes; what Debian's Open MPI runs by default), yield when idle
 # because ranks oversubscribe 2 cores, and no CMA single-copy, which needs
 # ptrace rights containers often lack.
 strata_mca_common=(
-    --mca mca_base_component_path "$STRATA_OMPI_COMPONENT_PATH"
+    "${strata_mca_component_path[@]}"
     --mca pml ob1
-    --mca btl_vader_single_copy_mechanism none
+    "${strata_mca_no_cma[@]}"
     --mca mpi_yield_when_idle 1
 )
 
@@ -40,15 +118,16 @@ strata_coll_mca() {
 # strata_mpirun_local NP ARGS...   mpirun on this node
 strata_mpirun_local() {
     local np=$1; shift
-    mpirun -np "$np" --oversubscribe --bind-to none "${strata_mca_common[@]}" \
-        --mca btl self,vader "$@"
+    strata_oversubscribed "$@"
+    mpirun -np "$np" --bind-to none "${strata_mca_common[@]}" \
+        --mca btl "self,$strata_btl_sm" "${strata_args[@]}"
 }
 
 # strata_mpirun_cluster ARGS...   mpirun across the cluster named by
 # $STRATA_CLUSTER (inside 'cluster.sh run')
 strata_mpirun_cluster() {
     "$STRATA_CLUSTER_SH" mpirun -- --bind-to none "${strata_mca_common[@]}" \
-        --mca btl self,vader,tcp "$@"
+        --mca btl "self,$strata_btl_sm,tcp" "$@"
 }
 
 strata_is_root() { [ "$(id -u)" = 0 ]; }
@@ -75,7 +154,7 @@ strata_ucx_run() {
 # looking only for Mellanox devices unless told otherwise), no osc/ucx, and
 # hook/strata loading the UCT module before pml/ucx starts UCX.
 strata_mca_gpu=(
-    --mca mca_base_component_path "$STRATA_OMPI_COMPONENT_PATH"
+    "${strata_mca_component_path[@]}"
     --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx
     --mca hook_strata_load_uct 1 --mca hook_strata_uct_module "$STRATA_UCT_MODULE"
     --mca mpi_yield_when_idle 1
@@ -84,7 +163,8 @@ strata_mca_gpu=(
 # strata_mpirun_gpu NP ARGS...   a device-buffer MPI job on this node
 strata_mpirun_gpu() {
     local np=$1; shift
+    strata_oversubscribed "$@"
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" \
-        mpirun -np "$np" --oversubscribe --bind-to none "${strata_mca_gpu[@]}" \
-        -x LD_LIBRARY_PATH -x UCX_TLS="${UCX_TLS:-self,sm,gpu_copy,gpu_ipc}" "$@"
+        mpirun -np "$np" --bind-to none "${strata_mca_gpu[@]}" \
+        -x LD_LIBRARY_PATH -x UCX_TLS="${UCX_TLS:-self,sm,gpu_copy,gpu_ipc}" "${strata_args[@]}"
 }

@@ -8,8 +8,9 @@
 # MPI_COMM_TYPE_SHARED splits by node.  The nodes hang off one bridge; the
 # bridge also has an address in the cluster subnet because mpirun itself runs
 # outside the namespaces and its out-of-band channel needs an interface there.
-# mpirun reaches the nodes through a launch agent (plm_rsh_agent) that enters
-# the namespace and runs the command the way ssh would.
+# mpirun reaches the nodes through a launch agent (plm_rsh_agent in Open MPI
+# 4.1, plm_ssh_agent in 5.0's PRRTE) that enters the namespace and runs the
+# command the way ssh would.
 #
 # Usage (as root):
 #   cluster.sh up     [--name NAME] [--nodes N] [--rate RATE]   bring a cluster up
@@ -187,14 +188,14 @@ cmd_mpirun() {
     local dir; dir=$(cluster_dir "$name")
     [ -f "$dir/hostfile" ] || die "cluster '$name' is not up"
     local subnet; subnet=$(cat "$dir/subnet")
-    # Tree spawn would make the daemons launch each other from inside the
-    # namespaces; mpirun launches all of them itself instead.
-    exec mpirun --hostfile "$dir/hostfile" \
-        --mca plm_rsh_agent "$dir/agent" \
-        --mca plm_rsh_no_tree_spawn 1 \
-        --mca oob_tcp_if_include "$subnet" \
-        --mca btl_tcp_if_include "$subnet" \
-        "$@"
+    # The launcher's settings (Open MPI 4.1's ORTE or 5.0's PRRTE: test/lib.sh
+    # knows which): the agent, no tree spawn (which would make the daemons
+    # launch each other from inside the namespaces; mpirun launches all of
+    # them itself instead), and the cluster subnet for its out-of-band
+    # channel and for MPI's TCP.
+    . "$(dirname "$SELF")/../lib.sh"
+    strata_launch_remote "$dir/agent" "$subnet"
+    exec mpirun --hostfile "$dir/hostfile" "${strata_remote_args[@]}" "$@"
 }
 
 # Bytes each node sent and received on its link so far: read on the host side
