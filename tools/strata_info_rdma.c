@@ -284,11 +284,20 @@ static void strata_info_check_gpudirect(strata_info_t *info, int nv_mem, int dma
                          v[0], v[1], v[2]);
         return;
     }
-    strata_info_line(info, STRATA_INFO_WARN, "GPUDirect RDMA",
-                     "not available: UCX %u.%u registers GPU memory through dma-buf%s, but "
-                     "Strata's gpu_copy domain does not export dma-buf yet. Device data between "
-                     "nodes is staged through host memory",
-                     v[0], v[1], dmabuf ? " (rdma-core and GPU can)" : "");
+    if (!dmabuf) {
+        strata_info_line(info, STRATA_INFO_WARN, "GPUDirect RDMA",
+                         "not available: UCX %u.%u and Strata's gpu_copy domain register GPU "
+                         "memory through dma-buf, but rdma-core or the GPU driver here cannot "
+                         "(see the dma-buf lines). Device data between nodes is staged through "
+                         "host memory",
+                         v[0], v[1]);
+        return;
+    }
+    strata_info_line(info, STRATA_INFO_OK, "GPUDirect RDMA",
+                     "UCX %u.%u registers GPU memory with the NIC through dma-buf, which "
+                     "Strata's gpu_copy domain exports (rdma-core and GPU can); not yet "
+                     "measured on a GPU cluster",
+                     v[0], v[1]);
 }
 
 void strata_info_check_rdma(strata_info_t *info)
