@@ -16,7 +16,12 @@
  * (more only when the gather buffer fills).
  *
  * Failures do not stop the process.  An unpack that cannot write the device
- * returns an error, with which UCP completes the receive (MPI_ERR_INTERN).
+ * returns an error, with which UCP completes the receive (MPI_ERR_INTERN):
+ * with the fragment that completes the datatype's packed size, not before,
+ * because UCP (1.18's rndv/rtr) releases a request that fails while more
+ * of its fragments are on the way, and the next one finds it freed.  A
+ * message shorter than the datatype therefore completes without the error,
+ * and hook/strata says so on stderr.
  * A pack has no way to fail: UCP's generic pack returns a length, and UCP
  * sends that many bytes.  A send whose device data cannot be read therefore
  * goes out with zeros in place of the bytes not read, and says so on stderr.
@@ -24,6 +29,7 @@
 #include "hook_strata_dt.h"
 
 #include "hook_strata.h"
+#include "hook_strata_reloc.h"
 
 #include "ompi_config.h"
 
@@ -101,7 +107,9 @@ typedef struct mca_hook_strata_dt_device {
     ompi_datatype_t *datatype; /* retained: MPI_Type_free may come first */
     const void *buffer;
     size_t count, packed_size;
+    size_t unpacked; /* bytes received so far (fragments do not overlap) */
     int ordinal, unpacking, failed;
+    int failure_returned; /* an unpack returned the failure to UCP */
     CUstream stream;
     mca_hook_strata_dt_cursor_t cursor;
     mca_hook_strata_dt_gather_t *gather; /* the thread's, during a pack; NULL: none */
@@ -152,34 +160,9 @@ static int mca_hook_strata_dt_interposed(void)
            dladdr(first, &theirs) && (mine.dli_fbase == theirs.dli_fbase);
 }
 
-void mca_hook_strata_dt_enable(int verbose_output)
-{
-    mca_hook_strata_dt_output = verbose_output;
-    mca_hook_strata_dt_chunk  = mca_hook_strata_component.device_datatypes_chunk;
-    mca_hook_strata_dt_gap    = mca_hook_strata_component.device_datatypes_gap;
-    mca_hook_strata_dt_gather_keyed =
-        (pthread_key_create(&mca_hook_strata_dt_gather_key, mca_hook_strata_dt_gather_free) == 0);
-    if (strata_cuda_load() != 0) {
-        opal_output_verbose(10, verbose_output,
-                            "hook:strata: no CUDA driver (%s); datatypes pass through",
-                            strata_cuda_error());
-        return;
-    }
-    /* pml/ucx reaches these definitions only if none comes before them in
-     * the global scope: in Open MPI 4.1 pml/ucx is a DSO opened after the
-     * hook; in 5.0 it is inside libmpi, which links libucp, and libucp's
-     * own definitions come first. */
-    if (!mca_hook_strata_dt_interposed()) {
-        opal_output(0, "hook:strata: warning: pml/ucx calls libucp's ucp_dt_create_generic, not "
-                       "hook/strata's (this Open MPI links UCX into libmpi): non-contiguous "
-                       "datatypes on GPU memory are not handled (hook_strata_device_datatypes)");
-        return;
-    }
-    mca_hook_strata_dt_enabled = 1;
-}
-
 /* libucp's own definition, looked up in libucp itself: a plain dlsym
- * would find this file's definition again. */
+ * would find this file's definition again (Open MPI 4.1), and the GOT
+ * slots redirected below do not change what dlsym finds (5.0). */
 static void *mca_hook_strata_dt_ucp_symbol(const char *name)
 {
     void *ucp = dlopen("libucp.so.0", RTLD_NOW | RTLD_NOLOAD);
@@ -193,6 +176,143 @@ static void *mca_hook_strata_dt_ucp_symbol(const char *name)
         opal_output(0, "hook:strata: cannot find %s in libucp.so.0: %s", name, dlerror());
     }
     return sym;
+}
+
+static mca_hook_strata_dt_create_fn_t mca_hook_strata_dt_orig_create(void)
+{
+    static mca_hook_strata_dt_create_fn_t create;
+
+    if (create == NULL) {
+        create =
+            (mca_hook_strata_dt_create_fn_t)mca_hook_strata_dt_ucp_symbol("ucp_dt_create_generic");
+    }
+    return create;
+}
+
+static mca_hook_strata_dt_destroy_fn_t mca_hook_strata_dt_orig_destroy(void)
+{
+    static mca_hook_strata_dt_destroy_fn_t destroy;
+
+    if (destroy == NULL) {
+        destroy = (mca_hook_strata_dt_destroy_fn_t)mca_hook_strata_dt_ucp_symbol("ucp_dt_destroy");
+    }
+    return destroy;
+}
+
+static ucs_status_t mca_hook_strata_dt_create(const ucp_generic_dt_ops_t *ops, void *context,
+                                              ucp_datatype_t *datatype_p);
+static void mca_hook_strata_dt_destroy(ucp_datatype_t datatype);
+
+static void mca_hook_strata_dt_redirect_report(void *arg, const char *object, void *const *slot,
+                                               int changed)
+{
+    opal_output_verbose(10, mca_hook_strata_dt_output, "hook:strata: %s of %s: GOT slot %p %s",
+                        (const char *)arg, (object[0] != '\0') ? object : "the executable",
+                        (void *)slot,
+                        changed ? "redirected to hook/strata" : "already hook/strata's");
+}
+
+/* Points the loaded objects' references to `symbol` (GOT slots) at
+ * `replacement`: the number of them in pml/ucx's object, or -1 with
+ * *why set. */
+static int mca_hook_strata_dt_redirect(const char *symbol, void *replacement, void *in_libucp,
+                                       const void *pml_ucx, char *why, size_t why_len)
+{
+    mca_hook_strata_reloc_t r = {
+        .symbol      = symbol,
+        .replacement = replacement,
+        /* this component (its own references would loop), and libucp,
+         * whose internal calls stay its own */
+        .skip        = {(const void *)mca_hook_strata_dt_redirect, in_libucp},
+        .marked      = pml_ucx,
+        .report      = mca_hook_strata_dt_redirect_report,
+        .arg         = (void *)symbol,
+    };
+
+    if (mca_hook_strata_reloc_redirect(&r) < 0) {
+        snprintf(why, why_len, "%s", r.error);
+        return -1;
+    }
+    opal_output_verbose(10, mca_hook_strata_dt_output,
+                        "hook:strata: %s: %zu GOT slot(s) point at hook/strata, %zu of them in "
+                        "pml/ucx's object",
+                        symbol, r.patched, r.patched_in_marked);
+    return (int)r.patched_in_marked;
+}
+
+/* Open MPI 5.0 links pml/ucx into libmpi, which links libucp: libmpi's
+ * calls were bound to libucp's definitions at load time, before the hook
+ * was opened, and interposition cannot reach them.  Their GOT slots are
+ * rewritten instead, while the hook opens (before the pml is selected and
+ * makes its first datatype).  0 once pml/ucx's calls to
+ * ucp_dt_create_generic reach this file; -1 with *why set otherwise. */
+static int mca_hook_strata_dt_redirect_pml(char *why, size_t why_len)
+{
+    mca_hook_strata_dt_create_fn_t create   = mca_hook_strata_dt_orig_create();
+    mca_hook_strata_dt_destroy_fn_t destroy = mca_hook_strata_dt_orig_destroy();
+    const void *pml_ucx                     = dlsym(RTLD_DEFAULT, "mca_pml_ucx_component");
+    Dl_info where;
+    int n;
+
+    if ((create == NULL) || (destroy == NULL)) {
+        snprintf(why, why_len, "libucp's definitions were not found");
+        return -1;
+    }
+    if (pml_ucx == NULL) {
+        snprintf(why, why_len, "pml/ucx is not loaded yet, so its references cannot be redirected");
+        return -1;
+    }
+    /* destroy first: a datatype made through hook/strata must be
+     * destroyed through it (one it did not make, it passes on) */
+    if ((mca_hook_strata_dt_redirect("ucp_dt_destroy", (void *)mca_hook_strata_dt_destroy,
+                                     (void *)destroy, pml_ucx, why, why_len) < 0) ||
+        ((n = mca_hook_strata_dt_redirect("ucp_dt_create_generic",
+                                          (void *)mca_hook_strata_dt_create, (void *)create,
+                                          pml_ucx, why, why_len)) < 0)) {
+        return -1;
+    }
+    if (n == 0) {
+        snprintf(why, why_len, "%s, where pml/ucx is, has no GOT slot for it",
+                 (dladdr(pml_ucx, &where) && (where.dli_fname != NULL)) ? where.dli_fname
+                                                                        : "the object");
+        return -1;
+    }
+    return 0;
+}
+
+void mca_hook_strata_dt_enable(int verbose_output)
+{
+    char why[320];
+
+    mca_hook_strata_dt_output = verbose_output;
+    mca_hook_strata_dt_chunk  = mca_hook_strata_component.device_datatypes_chunk;
+    mca_hook_strata_dt_gap    = mca_hook_strata_component.device_datatypes_gap;
+    mca_hook_strata_dt_gather_keyed =
+        (pthread_key_create(&mca_hook_strata_dt_gather_key, mca_hook_strata_dt_gather_free) == 0);
+    if (strata_cuda_load() != 0) {
+        opal_output_verbose(10, verbose_output,
+                            "hook:strata: no CUDA driver (%s); datatypes pass through",
+                            strata_cuda_error());
+        return;
+    }
+    /* pml/ucx reaches this file's definitions by interposition when none
+     * comes before them in the global scope: Open MPI 4.1, where pml/ucx is
+     * a DSO opened after the hook; nothing more is needed there.  Otherwise
+     * (5.0: pml/ucx inside libmpi, which links libucp) its GOT slots are
+     * redirected.  The test is made at run time, whatever the version. */
+    if (mca_hook_strata_dt_interposed()) {
+        opal_output_verbose(10, verbose_output,
+                            "hook:strata: pml/ucx will call hook/strata's ucp_dt_create_generic "
+                            "(interposition)");
+    } else if (mca_hook_strata_dt_redirect_pml(why, sizeof(why)) != 0) {
+        opal_output(0,
+                    "hook:strata: warning: pml/ucx calls libucp's ucp_dt_create_generic, not "
+                    "hook/strata's (%s): non-contiguous datatypes on GPU memory are not "
+                    "handled (hook_strata_device_datatypes)",
+                    why);
+        return;
+    }
+    mca_hook_strata_dt_enabled = 1;
 }
 
 /* ---- failures ----------------------------------------------------------- */
@@ -550,7 +670,13 @@ static ucs_status_t mca_hook_strata_dt_device_unpack(mca_hook_strata_dt_device_t
         }
         strata_cuda_ctx_pop(saved);
     }
-    return dev->failed ? UCS_ERR_IO_ERROR : UCS_OK;
+    dev->unpacked += length;
+    /* the failure waits for the datatype's last bytes (see the top) */
+    if (!dev->failed || (dev->unpacked < dev->packed_size)) {
+        return UCS_OK;
+    }
+    dev->failure_returned = 1;
+    return UCS_ERR_IO_ERROR;
 }
 
 /* ---- operations --------------------------------------------------------- */
@@ -606,6 +732,14 @@ static mca_hook_strata_dt_device_t *mca_hook_strata_dt_device_new(ompi_datatype_
 
 static void mca_hook_strata_dt_device_free(mca_hook_strata_dt_device_t *dev)
 {
+    if (dev->unpacking && dev->failed && !dev->failure_returned) {
+        opal_output(0,
+                    "hook:strata: receive of a non-contiguous datatype on GPU memory %p: the "
+                    "message (%zu bytes) was shorter than the datatype (%zu bytes), and UCX "
+                    "completed the receive before its failure could be returned: the receive "
+                    "reports success, but the buffer does not hold the message",
+                    dev->buffer, dev->unpacked, dev->packed_size);
+    }
     opal_convertor_cleanup(&dev->cursor.conv);
     OBJ_DESTRUCT(&dev->cursor.conv);
     OMPI_DATATYPE_RELEASE(dev->datatype);
@@ -707,19 +841,20 @@ static const ucp_generic_dt_ops_t mca_hook_strata_dt_ops = {
     .finish       = mca_hook_strata_dt_finish,
 };
 
-/* ---- interposition ------------------------------------------------------ */
+/* ---- interposition and redirection -------------------------------------- */
 
-MCA_HOOK_STRATA_EXPORT ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t *ops,
-                                                          void *context,
-                                                          ucp_datatype_t *datatype_p)
+/* The definitions pml/ucx's calls reach, by interposition (Open MPI 4.1)
+ * or through redirected GOT slots (5.0: mca_hook_strata_dt_redirect_pml):
+ * static, so that the addresses written there are this file's own, not
+ * the process's first definition of the exported names. */
+static ucs_status_t mca_hook_strata_dt_create(const ucp_generic_dt_ops_t *ops, void *context,
+                                              ucp_datatype_t *datatype_p)
 {
-    static mca_hook_strata_dt_create_fn_t create;
+    mca_hook_strata_dt_create_fn_t create = mca_hook_strata_dt_orig_create();
     mca_hook_strata_dt_wrap_t *wrap;
     ucs_status_t status;
 
-    if ((create == NULL) &&
-        ((create = (mca_hook_strata_dt_create_fn_t)mca_hook_strata_dt_ucp_symbol(
-              "ucp_dt_create_generic")) == NULL)) {
+    if (create == NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
     /* Not enabled: pml/ucx gets exactly what it asked for. */
@@ -742,14 +877,12 @@ MCA_HOOK_STRATA_EXPORT ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_o
     return UCS_OK;
 }
 
-MCA_HOOK_STRATA_EXPORT void ucp_dt_destroy(ucp_datatype_t datatype)
+static void mca_hook_strata_dt_destroy(ucp_datatype_t datatype)
 {
-    static mca_hook_strata_dt_destroy_fn_t destroy;
+    mca_hook_strata_dt_destroy_fn_t destroy = mca_hook_strata_dt_orig_destroy();
     mca_hook_strata_dt_wrap_t **p, *found = NULL;
 
-    if ((destroy == NULL) &&
-        ((destroy = (mca_hook_strata_dt_destroy_fn_t)mca_hook_strata_dt_ucp_symbol(
-              "ucp_dt_destroy")) == NULL)) {
+    if (destroy == NULL) {
         return;
     }
     pthread_mutex_lock(&mca_hook_strata_dt_lock);
@@ -763,4 +896,15 @@ MCA_HOOK_STRATA_EXPORT void ucp_dt_destroy(ucp_datatype_t datatype)
     pthread_mutex_unlock(&mca_hook_strata_dt_lock);
     destroy(datatype);
     free(found);
+}
+
+MCA_HOOK_STRATA_EXPORT ucs_status_t ucp_dt_create_generic(const ucp_generic_dt_ops_t *ops,
+                                                          void *context, ucp_datatype_t *datatype_p)
+{
+    return mca_hook_strata_dt_create(ops, context, datatype_p);
+}
+
+MCA_HOOK_STRATA_EXPORT void ucp_dt_destroy(ucp_datatype_t datatype)
+{
+    mca_hook_strata_dt_destroy(datatype);
 }

@@ -13,10 +13,14 @@
  * the runs alone, never the gaps between them.  Host buffers go to Open
  * MPI's callbacks unchanged.
  *
- * The wrapping works by symbol interposition: Open MPI opens components
- * into the global namespace, and the hook is opened before pml/ucx, so
  * pml/ucx's calls to ucp_dt_create_generic() / ucp_dt_destroy() reach the
- * definitions in this file, which forward to libucp's.
+ * definitions in hook_strata_dt.c, which forward to libucp's, in one of two
+ * ways, chosen at run time.  Open MPI 4.1 opens components into the global
+ * namespace, and the hook before pml/ucx: pml/ucx binds to the hook's
+ * exported definitions (symbol interposition).  Open MPI 5.0 links pml/ucx
+ * into libmpi, which links libucp, so libmpi's calls were bound to libucp
+ * before the hook was loaded; the hook rewrites their GOT slots while it
+ * opens, before pml selection (hook_strata_reloc.h).
  */
 #ifndef MCA_HOOK_STRATA_DT_H
 #define MCA_HOOK_STRATA_DT_H

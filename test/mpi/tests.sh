@@ -415,6 +415,22 @@ mpi_dt_device_copy_fails() {
     [ $rc -eq 0 ] && grep -q "$want" "$out" && grep -q "MPI_COMM_WORLD still works" "$out"
 }
 
+# hook/strata's GOT redirection alone (test_hook_reloc.c), lazily bound and
+# with -z now (slots on read-only RELRO pages); then, in an MPI job with
+# verbosity 10, how pml/ucx reaches hook/strata: by interposition (Open MPI
+# 4.1: pml/ucx a DSO opened after the hook) or by libmpi's redirected GOT
+# slots (5.0: pml/ucx inside libmpi), never the warning.
+mpi_dt_got_redirect() { "$T/mpi/$1"; }
+mpi_dt_device_reaches_hook() {
+    local out="$STRATA_TEST_LOG.out" rc
+    dt_device 2 --mca hook_strata_verbose 10 -- --types vector --counts 3 --dirs "d->d" >"$out" 2>&1
+    rc=$?; cat "$out"
+    [ $rc -eq 0 ] || return 1
+    grep -q "hook:strata: warning" "$out" && { echo "hook/strata warned"; return 1; }
+    grep -q -e "hook:strata: pml/ucx will call hook/strata's ucp_dt_create_generic (interposition)" \
+        -e "hook:strata: ucp_dt_create_generic: [0-9]* GOT slot(s) point at hook/strata, [1-9][0-9]* of them in pml/ucx's object" "$out"
+}
+
 # --- coll/strata on device buffers (test_coll_device.c) ---------------------
 # Every collective, blocking and nonblocking, on device/host/managed buffers
 # against a host reference.  The CUDA driver is the stand-in (CI) or the real
@@ -673,6 +689,10 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_hook_loads_uct 120 mpi_hook_loads_uct
         strata_test mpi_hook_off_by_default 120 mpi_hook_off_by_default
         strata_test mpi_hook_bad_path 120 mpi_hook_bad_path
+        if [ -x "$T/mpi/test_hook_reloc" ]; then
+            strata_test mpi_dt_got_redirect_lazy 60 mpi_dt_got_redirect test_hook_reloc
+            strata_test mpi_dt_got_redirect_now 60 mpi_dt_got_redirect test_hook_reloc_now
+        fi
         if [ -x "$T/mpi/test_p2p_datatypes" ]; then
             strata_test mpi_dt_device_types 300 mpi_dt_device_types
             strata_test mpi_dt_device_types_gather_small 300 mpi_dt_device_types_gather_small
@@ -683,6 +703,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
                 strata_test mpi_dt_device_recv_copy_fails 300 mpi_dt_device_copy_fails recv
                 strata_test mpi_dt_device_send_copy_fails 300 mpi_dt_device_copy_fails send
             fi
+            strata_test mpi_dt_device_reaches_hook 120 mpi_dt_device_reaches_hook
         fi
     fi
 fi
