@@ -53,6 +53,7 @@ typedef struct strata_info {
     char self_exe[PATH_MAX];   /* for the IPC peer process */
 
     /* what the checks found, for the checks after them */
+    unsigned ompi_version[3]; /* the Open MPI this node runs; 0.0.0: unknown */
     unsigned ucx_version[3];
     int ucx_loaded;            /* UCX's libraries, see strata_info_ucx.h */
     void *uct_component;       /* uct_component_h of "strata", once registered */
@@ -101,6 +102,11 @@ void strata_info_check_ipc(strata_info_t *info);       /* strata_info_ipc.c */
 void strata_info_check_rdma(strata_info_t *info);      /* strata_info_rdma.c */
 void strata_info_check_locality(strata_info_t *info);  /* strata_info_topo.c, from _rdma */
 void strata_info_check_mpirun(strata_info_t *info);    /* strata_info_mpirun.c */
+
+/* The major version of the Open MPI this node runs (4: ORTE's mpirun, 5:
+ * PRRTE's), or where it cannot be loaded the one Strata was built for; 0 if
+ * neither is known (strata_info_versions.c). */
+unsigned strata_info_ompi_major(const strata_info_t *info);
 
 /* The IPC peer: runs in the process strata_info_check_ipc starts. */
 int strata_info_ipc_peer_main(int sock);

@@ -19,10 +19,15 @@ static void strata_info_mpirun_tune_file(strata_info_t *info, char *path, size_t
         snprintf(path, max, "%s", STRATA_INFO_TUNE_FILE);
     }
     if (access(path, R_OK) != 0) {
+        /* Open MPI 4.1's ranks read the file themselves and go on without
+         * it; 5.0's mpirun reads it and stops. */
         strata_info_line(info, STRATA_INFO_MISSING, "tune file",
-                         "%s is not readable%s: mpirun would warn \"Unable to locate the variable "
-                         "file\" and run without Strata's settings",
-                         path, (info->builddir[0] != '\0') ? "" : " (make install puts it there)");
+                         "%s is not readable%s: mpirun would %s", path,
+                         (info->builddir[0] != '\0') ? "" : " (make install puts it there)",
+                         (strata_info_ompi_major(info) >= 5)
+                             ? "stop (\"Unable to locate the variable file\")"
+                             : "warn \"Unable to locate the variable file\" and run without "
+                               "Strata's settings");
         return;
     }
     strata_info_line(info, STRATA_INFO_OK, "tune file", "%s%s", path,
@@ -53,10 +58,16 @@ void strata_info_check_mpirun(strata_info_t *info)
     strata_info_section(info, "mpirun line");
     strata_info_mpirun_tune_file(info, tune, sizeof(tune));
     tls = strata_info_mpirun_tls(info);
+    /* The component path by its long name, which the tune file sets (to
+     * SYS_DEFAULT, Open MPI's own directory) and which this one replaces:
+     * Open MPI 4.1 and 5.0 read it before mca_base_component_path, which
+     * under Debian 13's mpirun (5.0) PMIx sets to its own plugin directory
+     * for every rank.  SYS_DEFAULT is the running Open MPI's directory,
+     * whichever it is (openmpi3 on Debian 12, openmpi40 on Debian 13). */
     if (info->need_component_path) {
         used += (size_t)snprintf(extra + used, sizeof(extra) - used,
-                                 " --mca mca_base_component_path %s:%s",
-                                 STRATA_INFO_OMPI_PKGLIBDIR, info->ompi_component_dir);
+                                 " --mca opal_mca_base_component_path SYS_DEFAULT:%s",
+                                 info->ompi_component_dir);
     }
     /* hook/strata loads the module from where make install put it. */
     if (strcmp(info->uct_module, STRATA_INFO_UCX_MODULE_DIR "/libuct_strata.so") != 0) {

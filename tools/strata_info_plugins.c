@@ -220,24 +220,50 @@ static int strata_info_in_path_list(const char *list, const char *dir)
     return 0;
 }
 
+/* Whether a component path holds Open MPI's own directory: by its name, or
+ * as SYS_DEFAULT (SYSTEM_DEFAULT), which Open MPI expands to it. */
+static int strata_info_has_ompi_dir(const char *list)
+{
+    return strata_info_in_path_list(list, STRATA_INFO_OMPI_PKGLIBDIR) ||
+           strata_info_in_path_list(list, "SYS_DEFAULT") ||
+           strata_info_in_path_list(list, "SYSTEM_DEFAULT");
+}
+
 /*
  * Open MPI looks for components in its own directory only; a prefix
- * install or a build tree needs mca_base_component_path, which the mpirun
- * line of the last section then sets.  The path replaces Open MPI's own
- * directory, so one that leaves it out loses every component of Open MPI
- * (the --mca on the mpirun line wins over the environment).
+ * install or a build tree needs the component path, which the mpirun line
+ * of the last section then sets by its long name, opal_mca_base_component_path
+ * (read before mca_base_component_path by 4.1 and 5.0; the tune file sets
+ * it).  The path replaces Open MPI's own directory, so one that leaves it
+ * out loses every component of Open MPI (the --mca on the mpirun line wins
+ * over the environment).  From the environment, the long name counts; the
+ * short one only with Open MPI 4.1: with 5.0 the tune file's long name wins
+ * over it (and Debian 13's PMIx hands every rank its own value of it).
  */
 static void strata_info_check_component_path(strata_info_t *info)
 {
-    static const char var[] = "OMPI_MCA_mca_base_component_path";
-    const char *env         = getenv(var);
+    static const char long_var[]  = "OMPI_MCA_opal_mca_base_component_path";
+    static const char short_var[] = "OMPI_MCA_mca_base_component_path";
+    const char *var               = long_var;
+    const char *env               = getenv(long_var);
 
-    if ((env != NULL) && !strata_info_in_path_list(env, STRATA_INFO_OMPI_PKGLIBDIR)) {
+    if ((env == NULL) && (getenv(short_var) != NULL)) {
+        if (strata_info_ompi_major(info) >= 5) {
+            strata_info_line(info, STRATA_INFO_NOTE, "component path",
+                             "%s is not used by Open MPI %u's mpirun with the tune file (whose "
+                             "opal_mca_base_component_path wins over it): set %s instead",
+                             short_var, strata_info_ompi_major(info), long_var);
+        } else {
+            var = short_var;
+            env = getenv(short_var);
+        }
+    }
+    if ((env != NULL) && !strata_info_has_ompi_dir(env)) {
         info->need_component_path = 1;
         strata_info_line(info, STRATA_INFO_WARN, "component path",
                          "%s=%s leaves out Open MPI's own directory %s, so Open MPI finds none "
                          "of its own components: the mpirun line below overrides it; fix it for "
-                         "other jobs (Open MPI's directory first)",
+                         "other jobs (SYS_DEFAULT, Open MPI's directory, first)",
                          var, env, STRATA_INFO_OMPI_PKGLIBDIR);
         return;
     }
@@ -255,7 +281,7 @@ static void strata_info_check_component_path(strata_info_t *info)
     strata_info_line(info, (info->builddir[0] != '\0') ? STRATA_INFO_OK : STRATA_INFO_WARN,
                      "component path",
                      "Open MPI searches only %s by default, not %s: the mpirun line below adds it "
-                     "(mca_base_component_path)",
+                     "(opal_mca_base_component_path)",
                      STRATA_INFO_OMPI_PKGLIBDIR, info->ompi_component_dir);
 }
 #endif

@@ -69,7 +69,10 @@ static void strata_info_check_ompi_version(strata_info_t *info)
     version[sizeof(version) - 1] = '\0';
     version[strcspn(version, ",")] = '\0'; /* "Open MPI v4.1.4, package: ..." */
     sscanf(STRATA_BUILT_OMPI_VERSION, "%u.%u.%u", &built[0], &built[1], &built[2]);
-    if (sscanf(version, "Open MPI v%u.%u.%u", &run[0], &run[1], &run[2]) < 2) {
+    if (sscanf(version, "Open MPI v%u.%u.%u", &run[0], &run[1], &run[2]) >= 2) {
+        memcpy(info->ompi_version, run, sizeof(info->ompi_version));
+    }
+    if (info->ompi_version[0] == 0) {
         strata_info_line(info, STRATA_INFO_MISSING, "Open MPI",
                          "%s is \"%s\", not Open MPI: Strata's components are built for "
                          "Open MPI %s",
@@ -119,6 +122,18 @@ static void strata_info_check_ucx_version(strata_info_t *info)
     }
     strata_info_line(info, STRATA_INFO_OK, "UCX", "%u.%u.%u (%s), as Strata was built for", run[0],
                      run[1], run[2], strata_info_ucx_libucp_path());
+}
+
+unsigned strata_info_ompi_major(const strata_info_t *info)
+{
+    unsigned major = info->ompi_version[0];
+
+#ifdef STRATA_BUILT_OMPI_VERSION
+    if (major == 0) {
+        (void)sscanf(STRATA_BUILT_OMPI_VERSION, "%u", &major);
+    }
+#endif
+    return major;
 }
 
 void strata_info_check_versions(strata_info_t *info)

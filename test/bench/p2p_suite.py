@@ -25,11 +25,13 @@ import csv
 import datetime
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SRCDIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from allreduce_bench import git_commit, has_pngcairo, human_size, parse_size  # noqa: E402
 
@@ -61,26 +63,31 @@ def parse_args(argv):
 
 
 def mpirun_command(args, variant):
+    """The variant's mpirun line, through test/lib.sh's launcher switch (Open
+    MPI 4.1's ORTE or 5.0's PRRTE: oversubscription, the component path's
+    name, with Open MPI's directory from configure)."""
     v = VARIANTS[variant]
     b = args.builddir
-    cmd = ["mpirun", "-np", "2", "--bind-to", "none", "--oversubscribe",
-           "--mca", "mca_base_component_path",
-           "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s/components/ompi" % b,
-           "--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any",
-           "--mca", "osc", "^ucx", "-x", "UCX_TLS=" + v["tls"]]
+    mpirun_args = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any",
+                   "--mca", "osc", "^ucx", "-x", "UCX_TLS=" + v["tls"]]
     if os.environ.get("LD_LIBRARY_PATH") or args.driver == "standin":
-        cmd += ["-x", "LD_LIBRARY_PATH"]
+        mpirun_args += ["-x", "LD_LIBRARY_PATH"]
     if v["strata"]:
-        cmd += ["--mca", "hook_strata_load_uct", "1",
-                "--mca", "hook_strata_uct_module", "%s/components/ucx/libuct_strata.so" % b]
+        mpirun_args += ["--mca", "hook_strata_load_uct", "1",
+                        "--mca", "hook_strata_uct_module", "%s/components/ucx/libuct_strata.so" % b]
     kinds = v["kinds"]
     if args.kinds:
         kinds = ",".join(k for k in kinds.split(",") if k in args.kinds.split(","))
-    cmd += ["%s/test/bench/p2p_bench" % b, "--kinds", kinds, "--lat-iters", str(args.lat_iters),
-            "--bw-iters", str(args.bw_iters), "--bw-max", str(parse_size(args.bw_max))]
+    mpirun_args += ["%s/test/bench/p2p_bench" % b, "--kinds", kinds, "--lat-iters", str(args.lat_iters),
+                    "--bw-iters", str(args.bw_iters), "--bw-max", str(parse_size(args.bw_max))]
     if v.get("memcpy"):
-        cmd += ["--memcpy-ref", "--no-lat"]
-    return cmd
+        mpirun_args += ["--memcpy-ref", "--no-lat"]
+    script = ('. %s; . %s; strata_oversubscribed %s; '
+              'mpirun -np 2 --bind-to none "${strata_mca_component_path[@]}" "${strata_args[@]}"') % (
+        shlex.quote(os.path.join(b, "test", "strata-test-env.sh")),
+        shlex.quote(os.path.join(SRCDIR, "test", "lib.sh")),
+        " ".join(shlex.quote(a) for a in mpirun_args))
+    return ["bash", "-c", script]
 
 
 def run_variant(args, variant):

@@ -67,7 +67,7 @@ debian13_build() {
 # Open MPI 5.0's ompi_info lists both components from the build tree.
 debian13_ompi_info() {
     d13_run bash -c ". '$D13_BUILD/test/strata-test-env.sh' && . '$STRATA_SRCDIR/test/lib.sh' &&
-        OMPI_MCA_mca_base_component_path=\"\$STRATA_OMPI_COMPONENT_PATH\" ompi_info" >"$STRATA_TEST_TMP/ompi_info" || return 1
+        env \"OMPI_MCA_\$STRATA_OMPI_PATH_VAR=\$STRATA_OMPI_COMPONENT_PATH\" ompi_info" >"$STRATA_TEST_TMP/ompi_info" || return 1
     grep -E 'Open MPI:|MCA (coll|hook): strata' "$STRATA_TEST_TMP/ompi_info"
     grep -q 'MCA coll: strata' "$STRATA_TEST_TMP/ompi_info" && grep -q 'MCA hook: strata' "$STRATA_TEST_TMP/ompi_info"
 }

@@ -60,9 +60,10 @@ install_debs() {
     tar -C "$root" -cf - . | tar -C / -xf - --skip-old-files --keep-directory-symlink \
         || die "cannot copy the packages' files into /"
     # Debian names the launcher through update-alternatives in postinst,
-    # which dpkg-deb -x does not run.
-    [ -e /usr/bin/mpirun ] || ln -s orterun /usr/bin/mpirun
-    [ -e /usr/bin/mpiexec ] || ln -s orterun /usr/bin/mpiexec
+    # which dpkg-deb -x does not run; mpirun.openmpi is Open MPI 4.1's
+    # orterun and 5.0's own mpirun (PRRTE's) alike.
+    [ -e /usr/bin/mpirun ] || ln -s mpirun.openmpi /usr/bin/mpirun
+    [ -e /usr/bin/mpiexec ] || ln -s mpirun.openmpi /usr/bin/mpiexec
     ldconfig
 }
 
@@ -126,11 +127,13 @@ run_collectives() {
         done
     done
     for np in 2 4; do
+        # lib.sh's launcher switch: oversubscription and the component path
+        # by its long name, for Open MPI 4.1's debs as for 5.0's
         ( . "$build/test/strata-test-env.sh" && . "$SRCDIR/test/lib.sh" &&
-          LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np "$np" --oversubscribe --bind-to none \
-              --tune "$SRCDIR/config/cuda-aware.conf" \
-              --mca mca_base_component_path "$STRATA_OMPI_COMPONENT_PATH" \
-              --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1 \
+          strata_oversubscribed --bind-to none --tune "$SRCDIR/config/cuda-aware.conf" \
+              "${strata_mca_component_path[@]}" \
+              --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1 &&
+          LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np "$np" "${strata_args[@]}" \
               python3 "$SRCDIR/test/gpu/mpi4py_coll.py" --times ) 2>&1 | tee "$out/mpi4py-np$np.txt"
     done
     run_native "$build" "$out"

@@ -285,13 +285,17 @@ ucx_mpi_noncontig_device() {
 # line win over the file.
 ucx_mpi_tune_cuda_aware() {
     local conf="$STRATA_SRCDIR/config/cuda-aware.conf" out="$STRATA_TEST_TMP/out" rc want
-    local tune=(--tune "$conf" --mca mca_base_component_path "$STRATA_OMPI_COMPONENT_PATH"
-                --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1
-                --mca pml_base_verbose 10 --mca coll_strata_verbose 10 --mca hook_strata_verbose 10
-                -x LD_LIBRARY_PATH -x UCX_LOG_LEVEL=info)
-    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 --oversubscribe --bind-to none "${tune[@]}" \
+    local strata_args tune
+    # the build tree's components by the tune file's own (long) name, which
+    # the command line's replaces
+    strata_oversubscribed --bind-to none --tune "$conf" "${strata_mca_component_path[@]}" \
+        --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1 \
+        --mca pml_base_verbose 10 --mca coll_strata_verbose 10 --mca hook_strata_verbose 10 \
+        -x LD_LIBRARY_PATH -x UCX_LOG_LEVEL=info
+    tune=("${strata_args[@]}")
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" \
         "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 65536 >"$out" 2>&1 &&
-    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 --oversubscribe --bind-to none "${tune[@]}" \
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" \
         "$STRATA_BUILDDIR/test/mpi/test_coll_device" --quiet --counts 0,7,1021 >>"$out" 2>&1
     rc=$?; grep -v ': ok$' "$out"
     [ $rc -eq 0 ] || return 1
@@ -299,14 +303,14 @@ ucx_mpi_tune_cuda_aware() {
                 "test_coll_device: [0-9]* checks passed" \
                 "select: component ucx selected" \
                 "UCX_\* env variables: UCX_TLS=self,sm,gpu_copy,gpu_ipc " \
-                "ep_cfg\[[0-9]*\]: tag(.*gpu_copy/gpu0" \
-                "ep_cfg\[[0-9]*\]: tag(.*gpu_ipc/gpu0" \
+                "\(ep_cfg\[[0-9]*\]: \|cfg#[0-9]* \)tag(.*gpu_copy/gpu0" \
+                "\(ep_cfg\[[0-9]*\]: \|cfg#[0-9]* \)tag(.*gpu_ipc/gpu0" \
                 "coll:strata: MPI_COMM_WORLD: selected for 2 ranks (priority 90)" \
                 "hook:strata: loaded $STRATA_UCT_MODULE"; do
         grep -q -e "$want" "$out" || { echo "missing with --tune: $want"; return 1; }
     done
     grep -q "select: component ob1 selected" "$out" && { echo "ob1 selected with --tune"; return 1; }
-    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 --oversubscribe --bind-to none "${tune[@]}" \
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" \
         --mca coll_strata_priority 85 -x UCX_TLS=self,sm,gpu_copy \
         "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 4096 >"$out" 2>&1
     rc=$?; grep -v ': ok$' "$out"
@@ -355,7 +359,7 @@ ucx_strata_info_2gpus() {
         "OK  *GPU 0 <-> GPU 0  *IPC works between two processes on one GPU" \
         "OK  *GPU 0 <-> GPU 1  *IPC works both ways" \
         "OK  *GPU 1 <-> GPU 1  *IPC works" \
-        "^  mpirun --tune $srcdir/config/cuda-aware.conf --mca mca_base_component_path .*:$b/components/ompi --mca hook_strata_uct_module $b/components/ucx/libuct_strata.so -x UCX_TLS=self,sm,[a-z]*,gpu_copy,gpu_ipc -np <ranks> ./app" \
+        "^  mpirun --tune $srcdir/config/cuda-aware.conf --mca opal_mca_base_component_path SYS_DEFAULT:$b/components/ompi --mca hook_strata_uct_module $b/components/ucx/libuct_strata.so -x UCX_TLS=self,sm,[a-z]*,gpu_copy,gpu_ipc -np <ranks> ./app" \
         "^Result: ready for CUDA-aware MPI with Strata" || return 1
     ! grep -n "^  MISSING" "$out"
 }
@@ -428,15 +432,16 @@ PYEOF
 # only "-np <ranks> ./app" is replaced, by 2 ranks of test_p2p_device (and
 # what every test job adds: this node's driver, oversubscription).
 ucx_strata_info_mpirun_line() {
-    local out="$STRATA_TEST_TMP/out" line rc
+    local out="$STRATA_TEST_TMP/out" line rc strata_args
     line=$(CUDA_STANDIN_DEVICES=2 strata_info_run --json |
            python3 -c 'import json, sys; print(json.load(sys.stdin)["mpirun"])') || return 1
     echo "strata_info: $line"
     [[ "$line" == mpirun\ *\ -np\ \<ranks\>\ ./app ]] || { echo "FAIL: unexpected form"; return 1; }
-    line=${line% -np <ranks> ./app}
+    line=${line% -np <ranks> ./app} line=${line#mpirun }
     # shellcheck disable=SC2086 # the printed line, split as a shell would
-    CUDA_STANDIN_DEVICES=2 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" $line -x LD_LIBRARY_PATH \
-        --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 \
+    strata_oversubscribed $line
+    CUDA_STANDIN_DEVICES=2 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun "${strata_args[@]}" -x LD_LIBRARY_PATH \
+        --bind-to none --mca mpi_yield_when_idle 1 \
         --mca pml_base_verbose 10 --mca hook_strata_verbose 10 \
         -np 2 "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 65536 >"$out" 2>&1
     rc=$?

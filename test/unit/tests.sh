@@ -15,7 +15,7 @@ unit_ucx_info_with_module() {
 # Every coll/strata parameter is listed, with its description.
 unit_ompi_info_lists_coll() {
     local out p
-    out=$(OMPI_MCA_mca_base_component_path="$STRATA_OMPI_COMPONENT_PATH" ompi_info --param coll strata --level 9)
+    out=$(env "OMPI_MCA_$STRATA_OMPI_PATH_VAR=$STRATA_OMPI_COMPONENT_PATH" ompi_info --param coll strata --level 9)
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_inter_algorithm allreduce_small_max \
              allreduce_inter_latency_us allreduce_inter_bandwidth_gbs segment_size shm_slots shm_dir; do
@@ -28,7 +28,7 @@ unit_ompi_info_lists_coll() {
 }
 
 unit_ompi_info_lists_hook() {
-    OMPI_MCA_mca_base_component_path="$STRATA_OMPI_COMPONENT_PATH" ompi_info --param hook strata --level 9 | tee /dev/stderr \
+    env "OMPI_MCA_$STRATA_OMPI_PATH_VAR=$STRATA_OMPI_COMPONENT_PATH" ompi_info --param hook strata --level 9 | tee /dev/stderr \
         | grep -q 'parameter "hook_strata_load_uct"'
 }
 
