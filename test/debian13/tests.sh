@@ -80,6 +80,8 @@ debian13_layer() {
 
 if [ "${STRATA_DEBIAN13:-yes}" = no ]; then
     strata_skip debian13 "STRATA_DEBIAN13=no"
+elif grep -qs '^VERSION_CODENAME=trixie' /etc/os-release; then
+    strata_skip debian13 "this system is Debian 13: the other layers were the Debian 13 run"
 elif [ "$(id -u)" != 0 ]; then
     strata_skip debian13 "making and entering a Debian 13 tree needs root"
 elif ! command -v debootstrap >/dev/null; then
