@@ -121,100 +121,100 @@ add_deb_src() {
     APT_UPDATED=no
 }
 
-# The UCX source of exactly the installed version, with Debian's patches, in
+# upstream_of DEBVER: 1:1.18.1+ds-2 -> 1.18.1 (epoch, Debian revision and
+# Debian's repack suffix dropped).
+upstream_of() {
+    local v=${1%-*}
+    v=${v#*:}
+    echo "${v%%+*}"
+}
+
+# fetch_source PACKAGE DEBVER DEST MARKER: unpacks Debian's source package
+# PACKAGE=DEBVER (with Debian's patches) into DEST, unless DEST already holds
+# it (MARKER: a file the tree must have).  Returns 1 if the archive cannot
+# serve it.
+fetch_source() {
+    local pkg=$1 debver=$2 dest=$3 marker=$4
+    add_deb_src
+    apt_update_once
+    say "fetching the $pkg $debver source package into $dest"
+    local tmp; tmp=$(mktemp -d)
+    if ! (cd "$tmp" && chown _apt "$tmp" 2>/dev/null; apt_quiet source "$pkg=$debver"); then
+        rm -rf "$tmp"
+        return 1
+    fi
+    local unpacked; unpacked=$(find "$tmp" -maxdepth 1 -mindepth 1 -type d -name "$pkg-*" | head -n 1)
+    [ -n "$unpacked" ] && [ -f "$unpacked/$marker" ] || die "the $pkg source package did not unpack as expected in $tmp"
+    mkdir -p "$(dirname "$dest")"
+    rm -rf "$dest"
+    mv "$unpacked" "$dest"
+    rm -rf "$tmp"
+    echo "$debver" >"$dest/.strata-debian-version"
+    say "$pkg source in $dest"
+}
+
+# have_source DEST DEBVER MARKER: DEST holds the source package DEBVER.
+have_source() {
+    [ -f "$1/$3" ] && [ "$(cat "$1/.strata-debian-version" 2>/dev/null)" = "$2" ]
+}
+
+# The UCX source of exactly the installed version in
 # $UCX_SRC_ROOT/ucx-<upstream version>.  The source package's version, not the
 # binary's: a binNMU (Debian 13's libucx0 1.18.1+ds-2+b1) has no source
 # package of its own.
 fetch_ucx_source() {
-    local debver upstream dest
+    local debver upstream dest marker=src/uct/base/uct_md.h
     debver=$(dpkg-query -W -f='${source:Version}' libucx0)
-    upstream=${debver%-*}
-    upstream=${upstream#*:}
-    upstream=${upstream%%+*}      # 1.18.1+ds: Debian's repack suffix
+    upstream=$(upstream_of "$debver")
     dest="$UCX_SRC_ROOT/ucx-$upstream"
-    if [ -f "$dest/src/uct/base/uct_md.h" ] && [ "$(cat "$dest/.strata-debian-version" 2>/dev/null)" = "$debver" ]; then
+    if have_source "$dest" "$debver" "$marker"; then
         say "UCX $debver source already in $dest"
         return 0
     fi
     # A tree put there by hand (e.g. the release of the same version, where
     # the archive does not serve the source package) is kept when its version
     # is right.
-    if [ -f "$dest/src/uct/base/uct_md.h" ] && [ ! -f "$dest/.strata-debian-version" ] &&
+    if [ -f "$dest/$marker" ] && [ ! -f "$dest/.strata-debian-version" ] &&
         [ "$(sh "$(dirname "$0")/ucx-src-version.sh" "$dest")" = "$upstream" ]; then
         say "UCX $upstream source already in $dest (not from Debian's source package; kept)"
         return 0
     fi
-    add_deb_src
-    apt_update_once
-    say "fetching the ucx $debver source package into $dest"
-    local tmp; tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' RETURN
-    if ! (cd "$tmp" && chown _apt "$tmp" 2>/dev/null; apt_quiet source "ucx=$debver"); then
-        local why="could not fetch the ucx=$debver source package (is a deb-src entry for the Debian archive reachable?)"
-        [ $UCX_SRC_OPTIONAL = yes ] || die "$why; or unpack the UCX $upstream release into $dest"
-        say "warning: $why; the UCX module cannot be built (unpack the UCX $upstream release into $dest to build it)"
-        return 0
-    fi
-    local unpacked; unpacked=$(find "$tmp" -maxdepth 1 -mindepth 1 -type d -name 'ucx-*' | head -n 1)
-    [ -n "$unpacked" ] && [ -f "$unpacked/src/uct/base/uct_md.h" ] || die "the ucx source package did not unpack as expected in $tmp"
-    mkdir -p "$UCX_SRC_ROOT"
-    rm -rf "$dest"
-    mv "$unpacked" "$dest"
-    echo "$debver" >"$dest/.strata-debian-version"
-    say "UCX source in $dest"
+    fetch_source ucx "$debver" "$dest" "$marker" && return 0
+    local why="could not fetch the ucx=$debver source package (is a deb-src entry for the Debian archive reachable?)"
+    [ $UCX_SRC_OPTIONAL = yes ] || die "$why; or unpack the UCX $upstream release into $dest"
+    say "warning: $why; the UCX module cannot be built (unpack the UCX $upstream release into $dest to build it)"
 }
 
-# Open MPI's opal_config.h names implementation headers (threads, timer) by
-# path; prints those the development package did not install (Debian 13's
-# lacks opal/mca/threads/pthreads/ and opal/mca/timer/linux/).
+# Prints the first internal header a component includes (coll.h, hook.h,
+# through opal_config.h's implementation headers) that the development
+# package did not install, as the compiler names it; nothing if they are
+# complete (Debian 13's lacks opal/mca/threads/pthreads/ and
+# opal/mca/timer/linux/).
 ompi_missing_headers() {
-    local incdirs config header dir found
-    incdirs=$(mpicc --showme:incdirs)
-    for dir in $incdirs; do
-        [ -f "$dir/opal_config.h" ] && config="$dir/opal_config.h"
-    done
-    [ -n "${config:-}" ] || return 0
-    sed -n 's/^#define MCA_[a-z_]*_HEADER "\(.\+\)"$/\1/p; s/^#define MCA_[a-z_]*_IMPLEMENTATION_HEADER "\(.\+\)"$/\1/p' "$config" |
-        sort -u | while read -r header; do
-            found=no
-            for dir in $incdirs; do [ -f "$dir/$header" ] && found=yes; done
-            [ $found = yes ] || echo "$header"
-        done
+    printf '#include <ompi_config.h>\n#include "ompi/mca/coll/coll.h"\n#include "ompi/mca/hook/hook.h"\n' |
+        mpicc -E $(pkg-config --cflags pmix 2>/dev/null) -x c - -o /dev/null 2>&1 |
+        sed -n 's/.*fatal error: \([^:]*\): No such file.*/\1/p' | head -n 1 || true
 }
 
 # The Open MPI source of exactly the installed version, only where the
 # development package lacks headers a component needs, in
 # $UCX_SRC_ROOT/openmpi-<upstream version> (configure looks there).
 fetch_ompi_source_if_needed() {
-    local missing debver upstream dest
+    local missing debver dest
     missing=$(ompi_missing_headers)
     if [ -z "$missing" ]; then
         say "Open MPI's internal headers are complete"
         return 0
     fi
     debver=$(dpkg-query -W -f='${source:Version}' libopenmpi-dev)
-    upstream=${debver%-*}
-    upstream=${upstream#*:}
-    upstream=${upstream%%+*}
-    dest="$UCX_SRC_ROOT/openmpi-$upstream"
-    if [ -f "$dest/VERSION" ] && [ "$(cat "$dest/.strata-debian-version" 2>/dev/null)" = "$debver" ]; then
+    dest="$UCX_SRC_ROOT/openmpi-$(upstream_of "$debver")"
+    if have_source "$dest" "$debver" VERSION; then
         say "Open MPI $debver source already in $dest (for: $(echo $missing))"
         return 0
     fi
-    say "libopenmpi-dev lacks $(echo $missing); fetching the openmpi $debver source package into $dest"
-    add_deb_src
-    apt_update_once
-    local tmp; tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' RETURN
-    (cd "$tmp" && chown _apt "$tmp" 2>/dev/null; apt_quiet source "openmpi=$debver") \
+    say "libopenmpi-dev lacks $(echo $missing)"
+    fetch_source openmpi "$debver" "$dest" VERSION \
         || die "could not fetch the openmpi=$debver source package (is a deb-src entry for the Debian archive reachable?)"
-    local unpacked; unpacked=$(find "$tmp" -maxdepth 1 -mindepth 1 -type d -name 'openmpi-*' | head -n 1)
-    [ -n "$unpacked" ] && [ -f "$unpacked/VERSION" ] || die "the openmpi source package did not unpack as expected in $tmp"
-    mkdir -p "$UCX_SRC_ROOT"
-    rm -rf "$dest"
-    mv "$unpacked" "$dest"
-    echo "$debver" >"$dest/.strata-debian-version"
-    say "Open MPI source in $dest"
 }
 
 check_platform

@@ -21,11 +21,10 @@ expect_configure_error() {
     grep -qF -- "$pattern" "$dir/out" || { echo "the error does not say '$pattern'"; return 1; }
 }
 
-build_no_ompi_dev_headers() {
-    # An Open MPI whose wrapper and mpi.h work but whose internal (MCA)
-    # headers are not installed, as with openmpi-bin without libopenmpi-dev
-    # on some distributions.
-    local fake="$STRATA_TEST_TMP/fake" incdir
+# fake_ompi_mpi_only DIR: an Open MPI in DIR whose wrapper and mpi.h work
+# but whose internal (MCA) headers are not there.
+fake_ompi_mpi_only() {
+    local fake=$1 incdir
     mkdir -p "$fake/bin" "$fake/include" "$fake/lib"
     for incdir in $(mpicc --showme:incdirs); do
         cp "$incdir"/mpi.h "$incdir"/mpi_portable_platform.h "$fake/include/" 2>/dev/null || true
@@ -33,7 +32,12 @@ build_no_ompi_dev_headers() {
     printf '#!/bin/sh\ncase "$1" in --showme:compile) echo "-I%s/include" ;; --showme:libdirs) echo "%s/lib" ;; *) exec gcc "$@" ;; esac\n' "$fake" "$fake" >"$fake/bin/mpicc"
     printf '#!/bin/sh\necho "path:pkglibdir:%s/lib/openmpi"\n' "$fake" >"$fake/bin/ompi_info"
     chmod +x "$fake/bin/mpicc" "$fake/bin/ompi_info"
-    expect_configure_error "Open MPI's development headers are missing" --with-ompi="$fake"
+}
+
+build_no_ompi_dev_headers() {
+    # As with openmpi-bin without libopenmpi-dev on some distributions.
+    fake_ompi_mpi_only "$STRATA_TEST_TMP/fake"
+    expect_configure_error "Open MPI's development headers are missing" --with-ompi="$STRATA_TEST_TMP/fake"
 }
 
 build_no_ompi() {
@@ -43,15 +47,9 @@ build_no_ompi() {
 # An Open MPI of a release series Strata has no adapter for: its wrapper and
 # mpi.h work, its version is 4.0.7.
 build_unsupported_ompi_version() {
-    local fake="$STRATA_TEST_TMP/fake" incdir
-    mkdir -p "$fake/bin" "$fake/include" "$fake/lib"
-    for incdir in $(mpicc --showme:incdirs); do
-        cp "$incdir"/mpi.h "$incdir"/mpi_portable_platform.h "$fake/include/" 2>/dev/null || true
-    done
+    local fake="$STRATA_TEST_TMP/fake"
+    fake_ompi_mpi_only "$fake"
     sed -i 's/^#define OMPI_MAJOR_VERSION .*/#define OMPI_MAJOR_VERSION 4/; s/^#define OMPI_MINOR_VERSION .*/#define OMPI_MINOR_VERSION 0/; s/^#define OMPI_RELEASE_VERSION .*/#define OMPI_RELEASE_VERSION 7/' "$fake/include/mpi.h"
-    printf '#!/bin/sh\ncase "$1" in --showme:compile) echo "-I%s/include" ;; --showme:libdirs) echo "%s/lib" ;; *) exec gcc "$@" ;; esac\n' "$fake" "$fake" >"$fake/bin/mpicc"
-    printf '#!/bin/sh\necho "path:pkglibdir:%s/lib/openmpi"\n' "$fake" >"$fake/bin/ompi_info"
-    chmod +x "$fake/bin/mpicc" "$fake/bin/ompi_info"
     expect_configure_error "Open MPI 4.0.7 is not supported" --with-ompi="$fake" --without-ucx
 }
 
