@@ -212,9 +212,8 @@ static void mca_hook_strata_dt_redirect_report(void *arg, const char *object, vo
                         changed ? "redirected to hook/strata" : "already hook/strata's");
 }
 
-/* Points the loaded objects' references to `symbol` (GOT slots) at
- * `replacement`: the number of them in pml/ucx's object, or -1 with
- * *why set. */
+/* Points pml/ucx's object's references to `symbol` (GOT slots) at
+ * `replacement`: the number of them, or -1 with *why set. */
 static int mca_hook_strata_dt_redirect(const char *symbol, void *replacement, void *in_libucp,
                                        const void *pml_ucx, char *why, size_t why_len)
 {
@@ -224,6 +223,10 @@ static int mca_hook_strata_dt_redirect(const char *symbol, void *replacement, vo
         /* this component (its own references would loop), and libucp,
          * whose internal calls stay its own */
         .skip        = {(const void *)mca_hook_strata_dt_redirect, in_libucp},
+        /* pml/ucx's object alone: another caller of UCP in the process
+         * (the application, a library) creates datatypes whose context is
+         * not an Open MPI datatype */
+        .only        = pml_ucx,
         .marked      = pml_ucx,
         .report      = mca_hook_strata_dt_redirect_report,
         .arg         = (void *)symbol,

@@ -191,6 +191,9 @@ static int mca_hook_strata_reloc_visit(struct dl_phdr_info *info, size_t size, v
     ElfW(Sxword) pltrel  = DT_RELA;
     const ElfW(Dyn) *dyn = NULL;
 
+    if ((w->r->only != NULL) && !mca_hook_strata_reloc_holds(info, w->r->only)) {
+        return 0;
+    }
     for (i = 0; i < MCA_HOOK_STRATA_RELOC_SKIP; ++i) {
         if (mca_hook_strata_reloc_holds(info, w->r->skip[i])) {
             return 0;

@@ -26,6 +26,9 @@ typedef struct mca_hook_strata_reloc {
     void *replacement;
     /* objects left alone: those holding any of these addresses (NULL: unused) */
     const void *skip[MCA_HOOK_STRATA_RELOC_SKIP];
+    /* if not NULL, the one object to patch: the one holding this address;
+     * the others keep their bindings */
+    const void *only;
     /* the object holding this address (NULL: none), counted apart in
      * patched_in_marked */
     const void *marked;
@@ -42,7 +45,7 @@ typedef struct mca_hook_strata_reloc {
 } mca_hook_strata_reloc_t;
 
 /* Points every JUMP_SLOT and GLOB_DAT relocation for r->symbol, in every
- * loaded object but the skipped ones, at r->replacement.  A slot on a
+ * loaded object but the skipped ones (or in r->only's), at r->replacement.  A slot on a
  * read-only page (RELRO, -z now) is written with the page made writable for
  * the write alone, its protection restored after.  Returns r->patched, or
  * -1 with r->error set: a slot that could not be written (the slots before

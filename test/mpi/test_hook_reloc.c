@@ -12,7 +12,8 @@
  *     GLOB_DAT slot; built with -z now, test_hook_reloc_now, the JUMP_SLOT
  *     too);
  *   - a second run finds the slots written already, and counts them;
- *   - a skipped object (the executable itself) is left alone;
+ *   - a skipped object (the executable itself) is left alone, and so is
+ *     every object but `only`'s when that is set;
  *   - redirecting back restores the original calls.
  * Prints "ok" lines and exits 0, or says what failed and exits 1.
  */
@@ -246,6 +247,14 @@ int main(void)
     CHECK(mca_hook_strata_reloc_redirect(&r) == 0 && seen.in_exe == 0,
           "a skipped object is left alone");
     r.skip[1] = NULL;
+
+    /* 3b. only another object patched (libc's, which does not refer to
+     * the symbol): the executable keeps its bindings */
+    seen.n = seen.changed = seen.in_exe = 0;
+    r.only = (const void *)&fprintf;
+    CHECK(mca_hook_strata_reloc_redirect(&r) == 0 && seen.in_exe == 0,
+          "with `only` set, the other objects are left alone");
+    r.only = NULL;
 
     /* 4. back to libucp's definition */
     seen.n = seen.changed = seen.in_exe = 0;
