@@ -6,6 +6,8 @@
  */
 #include "coll_strata.h"
 
+#include <limits.h>
+
 #include <string.h>
 
 #include "ompi/constants.h"
@@ -235,7 +237,7 @@ static int mca_coll_strata_component_register(void)
         "it on, and it then handles every collective that moves data: its own allreduce, "
         "device buffers staged through host memory, and the rest handed to the component "
         "below it. Switched on, strata runs at this value or at coll_han_priority + 1, "
-        "whichever is higher (at most 100), so that it is always stacked above coll/han "
+        "whichever is higher, so that it is always stacked above coll/han "
         "(Open MPI 5.0 enables han by default, at 35); give a value above every other coll "
         "component's (e.g. 90, above tuned's 30) to be above those too",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY,
@@ -383,11 +385,10 @@ void mca_coll_strata_component_set_priority(void)
         NULL != value) {
         han = *value;
     }
-    if (han >= c->priority_used) {
-        c->priority_used = (han < 100) ? han + 1 : 100;
-    }
-    if (c->priority_used > 100) {
-        c->priority_used = 100;
+    /* Open MPI orders equal priorities arbitrarily: strictly above han,
+     * whatever its value. */
+    if ((han >= c->priority_used) && (han < INT_MAX)) {
+        c->priority_used = han + 1;
     }
     MCA_COLL_STRATA_VERBOSE(10, "priority %d (coll_strata_priority %d, coll_han_priority %d)",
                             c->priority_used, c->priority, han);
