@@ -143,13 +143,15 @@ fetch_source() {
         rm -rf "$tmp"
         return 1
     fi
+    # Every step checked explicitly: called in a condition, this function
+    # runs without set -e.
     local unpacked; unpacked=$(find "$tmp" -maxdepth 1 -mindepth 1 -type d -name "$pkg-*" | head -n 1)
     [ -n "$unpacked" ] && [ -f "$unpacked/$marker" ] || die "the $pkg source package did not unpack as expected in $tmp"
-    mkdir -p "$(dirname "$dest")"
-    rm -rf "$dest"
-    mv "$unpacked" "$dest"
+    mkdir -p "$(dirname "$dest")" || die "cannot create $(dirname "$dest")"
+    rm -rf "$dest" && [ ! -e "$dest" ] || die "cannot remove the old $dest"
+    mv "$unpacked" "$dest" || die "cannot move the $pkg source to $dest"
     rm -rf "$tmp"
-    echo "$debver" >"$dest/.strata-debian-version"
+    echo "$debver" >"$dest/.strata-debian-version" || die "cannot write $dest/.strata-debian-version"
     say "$pkg source in $dest"
 }
 
@@ -179,7 +181,9 @@ fetch_ucx_source() {
         say "UCX $upstream source already in $dest (not from Debian's source package; kept)"
         return 0
     fi
-    fetch_source ucx "$debver" "$dest" "$marker" && return 0
+    if fetch_source ucx "$debver" "$dest" "$marker"; then
+        return 0
+    fi
     local why="could not fetch the ucx=$debver source package (is a deb-src entry for the Debian archive reachable?)"
     [ $UCX_SRC_OPTIONAL = yes ] || die "$why; or unpack the UCX $upstream release into $dest"
     say "warning: $why; the UCX module cannot be built (unpack the UCX $upstream release into $dest to build it)"

@@ -57,7 +57,7 @@ debian13_build() {
     [ -n "$(d13_ucx_src)" ] || with_ucx=--without-ucx
     rm -rf "$D13_BUILD"
     mkdir -p "$D13_BUILD"
-    d13_run bash -c "cd '$D13_BUILD' && '$STRATA_SRCDIR/configure' --enable-werror $with_ucx >configure.log 2>&1" \
+    d13_run bash -c "cd '$D13_BUILD' && '$D13_SRC/configure' --enable-werror $with_ucx >configure.log 2>&1" \
         || { tail -n 30 "$D13_BUILD/configure.log"; return 1; }
     sed -n '/configuration summary/,$p' "$D13_BUILD/configure.log"
     d13_run make -C "$D13_BUILD" -j"$(nproc)" >"$D13_BUILD/make.log" 2>&1 \
@@ -66,7 +66,7 @@ debian13_build() {
 
 # Open MPI 5.0's ompi_info lists both components from the build tree.
 debian13_ompi_info() {
-    d13_run bash -c ". '$D13_BUILD/test/strata-test-env.sh' && . '$STRATA_SRCDIR/test/lib.sh' &&
+    d13_run bash -c ". '$D13_BUILD/test/strata-test-env.sh' && . '$D13_SRC/test/lib.sh' &&
         env \"OMPI_MCA_\$STRATA_OMPI_PATH_VAR=\$STRATA_OMPI_COMPONENT_PATH\" ompi_info" >"$STRATA_TEST_TMP/ompi_info" || return 1
     grep -E 'Open MPI:|MCA (coll|hook): strata' "$STRATA_TEST_TMP/ompi_info"
     grep -q 'MCA coll: strata' "$STRATA_TEST_TMP/ompi_info" && grep -q 'MCA hook: strata' "$STRATA_TEST_TMP/ompi_info"
@@ -75,7 +75,7 @@ debian13_ompi_info() {
 # debian13_layer LAYER: the host's runner, inside the tree, on the Debian 13
 # build; passes when every test there passes.
 debian13_layer() {
-    d13_run bash "$STRATA_SRCDIR/test/run-tests.sh" --builddir "$D13_BUILD" "$1"
+    d13_run bash "$D13_SRC/test/run-tests.sh" --builddir "$D13_BUILD" "$1"
 }
 
 if [ "${STRATA_DEBIAN13:-yes}" = no ]; then

@@ -95,7 +95,10 @@ cmd_make() {
         say "debootstrap --variant=minbase trixie $dir ($MIRROR)"
         mkdir -p "$dir"
         local log="$dir.debootstrap.log"
-        debootstrap --variant=minbase trixie "$dir" "$MIRROR" >"$log" 2>&1 \
+        # In a mount namespace of its own too: the proc and sys it mounts in
+        # the target go away with it, even when it is killed.
+        unshare --mount --propagation private -- \
+            debootstrap --variant=minbase trixie "$dir" "$MIRROR" >"$log" 2>&1 \
             || { tail -n 20 "$log" >&2; die "debootstrap failed (log: $log)"; }
     fi
     say "installing Strata's dependencies inside (config/setup-deps.sh)"
