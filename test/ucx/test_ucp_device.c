@@ -196,6 +196,15 @@ static void watchdog_arm(const char *what)
     alarm((unsigned)opt.timeout);
 }
 
+/* Names the step of the armed check a hang would stop in, without
+ * re-arming it (the wireup's steps). */
+static void watchdog_step(const char *step)
+{
+    snprintf(watchdog_msg, sizeof(watchdog_msg),
+             "rank %d: FAIL: hang: %s did not finish within %d s (in: %s)\n", g.rank, current_check,
+             opt.timeout, step);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -754,15 +763,20 @@ static void ucp_setup(void)
     if ((opt.tests & T_KILL) && getenv("UCX_KEEPALIVE_INTERVAL") == NULL) {
         ucs_check(ucp_config_modify(config, "KEEPALIVE_INTERVAL", "1s"), "ucp_config_modify");
     }
+    watchdog_step("ucp_init");
     ucs_check(ucp_init(&params, config, &g.ucp), "ucp_init");
     ucp_config_release(config);
+    watchdog_step("ucp_worker_create");
     ucs_check(ucp_worker_create(g.ucp, &wparams, &g.worker), "ucp_worker_create");
     ucs_check(ucp_worker_get_address(g.worker, &addr, &addr_len), "ucp_worker_get_address");
+    watchdog_step("the worker address exchange");
     sock_send_msg(addr, addr_len);
     ucp_worker_release_address(g.worker, addr);
     free(g.peer_addr);
     g.peer_addr = sock_recv_msg(&g.peer_addr_len);
+    watchdog_step("ucp_ep_create");
     ep_create();
+    watchdog_step("the host ping-pong");
 
     /* A host ping-pong completes the wireup before any test looks at lanes. */
     buf_alloc(&ping, MEM_HOST, 8);
@@ -774,6 +788,7 @@ static void ucp_setup(void)
         tag_send(&ping, 8, 2, "wireup pong");
     }
     buf_free(&ping);
+    watchdog_step("the barrier after the ping-pong");
     barrier();
     alarm(0);
 }
@@ -1620,6 +1635,16 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGALRM, watchdog_fire);
     signal(SIGPIPE, SIG_IGN); /* a dead peer is reported by peer_gone() */
+    if (getenv("STEST_UCP_RANK1_FD") != NULL) {
+        /* rank 1, started afresh by rank 0 (below) */
+        g.rank = 1;
+        g.sock = atoi(getenv("STEST_UCP_RANK1_FD"));
+        unsetenv("STEST_UCP_RANK1_FD");
+        if (getppid() == 1) _exit(1);
+        rc = run_rank();
+        fflush(NULL);
+        _exit(rc);
+    }
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
         perror("socketpair");
         return 1;
@@ -1631,14 +1656,20 @@ int main(int argc, char **argv)
         return 1;
     }
     if (g.child == 0) {
-        g.rank = 1;
+        /* Rank 1 runs this program anew, as an MPI rank would be, rather
+         * than going on in the fork: the fork would share with rank 0 what
+         * the libraries' constructors set up before it (UCX 1.18's ucp_init
+         * in such a child hung now and then in libucm, never in a process
+         * of its own). */
+        char fd[16];
+
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() == 1) _exit(1);
         close(sv[0]);
-        g.sock = sv[1];
-        rc = run_rank();
-        fflush(NULL);
-        _exit(rc);
+        snprintf(fd, sizeof(fd), "%d", sv[1]);
+        setenv("STEST_UCP_RANK1_FD", fd, 1);
+        execv("/proc/self/exe", argv);
+        perror("execv /proc/self/exe");
+        _exit(1);
     }
     g.rank = 0;
     close(sv[1]);
