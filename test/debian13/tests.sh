@@ -22,12 +22,20 @@ D13_TOOL="$STRATA_SRCDIR/test/debian13/tree.sh"
 
 d13_run() { "$D13_TOOL" run "$D13_TREE" -- "$@"; }
 
-# The UCX version inside and whether its source (UCT's internal headers) is
-# there: Debian's source package, or the same release unpacked by hand where
-# the archive does not serve the package.
+# The upstream version of the tree's UCX (1.18.1+ds-2 -> 1.18.1, as
+# setup-deps names its source folder).
+d13_ucx_version() {
+    local v
+    v=$(d13_run dpkg-query -W -f='${source:Version}' libucx0) || return 1
+    v=${v%-*}; v=${v#*:}; echo "${v%%+*}"
+}
+
+# The tree's UCX source (UCT's internal headers), seen from the host: Debian's
+# source package, or the same release unpacked by hand where the archive does
+# not serve the package.  Empty if there is none.
 d13_ucx_src() {
-    d13_run bash -c 'v=$(dpkg-query -W -f="\${source:Version}" libucx0); v=${v%-*}; v=${v#*:}; v=${v%%+*};
-                     [ -f /usr/src/strata/ucx-$v/src/uct/base/uct_md.h ] && echo /usr/src/strata/ucx-$v'
+    local dir="$D13_TREE/usr/src/strata/ucx-$1"
+    [ -f "$dir/src/uct/base/uct_md.h" ] && echo "/usr/src/strata/ucx-$1"
 }
 
 debian13_tree() {
@@ -35,9 +43,9 @@ debian13_tree() {
     # Where the archive does not serve UCX's source package, a copy of the
     # same UCX release this machine already holds (as setup-deps would place
     # it on the host) is used, and the log says so.
-    if [ -z "$(d13_ucx_src)" ]; then
-        local v host_src
-        v=$(d13_run dpkg-query -W -f='${source:Version}' libucx0); v=${v%-*}; v=${v#*:}; v=${v%%+*}
+    local v host_src
+    v=$(d13_ucx_version) || return 1
+    if [ -z "$(d13_ucx_src "$v")" ]; then
         host_src=${STRATA_UCX_SRC_ROOT:-/usr/src/strata}/ucx-$v
         if [ -f "$host_src/src/uct/base/uct_md.h" ] &&
             [ "$(sh "$STRATA_SRCDIR/config/ucx-src-version.sh" "$host_src")" = "$v" ]; then
@@ -54,7 +62,7 @@ debian13_tree() {
 
 debian13_build() {
     local with_ucx=""
-    [ -n "$(d13_ucx_src)" ] || with_ucx=--without-ucx
+    [ -n "$(d13_ucx_src "$(d13_ucx_version)")" ] || with_ucx=--without-ucx
     rm -rf "$D13_BUILD"
     mkdir -p "$D13_BUILD"
     d13_run bash -c "cd '$D13_BUILD' && '$D13_SRC/configure' --enable-werror $with_ucx >configure.log 2>&1" \
