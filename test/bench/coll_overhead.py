@@ -1,29 +1,56 @@
 #!/usr/bin/env python3
 """Per-call cost of small host collectives with coll/strata on: this build
-against another build of Strata (e.g. the release before a change) and
-against Open MPI's tuned alone, alternating them round by round on this
+against Open MPI's tuned and han alone and against another build of Strata
+(e.g. the release before a change), alternating them round by round on this
 node, and writes a table (CSV, markdown) and a plot (PNG, gnuplot).
 
   coll_overhead.py --builddir BUILD [--before OTHER_BUILD] [--np 4]
+                   [--variants tuned,han,strata] [--op sum|NAME,...|all]
                    [--min 8] [--max 4K] [--iters 2000] [--repeats 5] [--rounds 3]
                    [--colls allreduce,reduce,bcast,allgather,alltoall,iallreduce]
                    [--type int|float|char]
                    [--out DIR]
 
-Variants: tuned (coll/strata off), strata-before (coll/strata of
-OTHER_BUILD/components/ompi, when --before is given), strata (this build).
+Variants (--variants, comma-separated; default tuned,han,strata, and
+strata-before as well when --before is given): tuned (coll/strata and
+coll/han off), han (coll/han on top, coll/strata off), strata (this build),
+strata-before (coll/strata of OTHER_BUILD/components/ompi, needs --before);
+any other name is a configuration of test/lib.sh's strata_coll_mca
+(e.g. strata-ring).  strata must be one of them.
+
+--op: the reduction operation of allreduce, reduce and iallreduce (sum,
+prod, max, min, land, lor, lxor, band, bor, bxor, a comma-separated list, or
+all: every one defined on --type, float: sum, prod, max, min; int and char:
+all ten).  Every operation runs inside the same mpirun of a variant (one
+mpirun per variant and round); bcast, allgather and alltoall take none and
+show - as their operation.
+
 Each round runs every variant once (test/bench/coll_latency_bench, calls back
 to back); the order rotates from round to round.  A figure is the best over
 rounds of each round's best repeat: on a small oversubscribed machine a run's
 time is the work plus whatever the scheduler adds, and only adds, so the
 minimum is the figure that compares (runs of one variant differ by up to 2x
-here).  Ratios are strata over strata-before
-(the change's cost; 1.00 = none) and strata over tuned.
+here).
+
+Outputs in --out, keyed by (collective, operation, bytes):
+  results.csv  variant,collective,op,bytes,us_per_call
+  results.md   a row per collective, operation and size: each variant's time
+               and the ratios strata / tuned, strata / han,
+               strata / min(tuned, han) (the issue's target: <= 1.00; a row
+               above it is marked, and listed under the table) and
+               strata / strata-before (the change's cost; 1.00 = none), those
+               whose variants ran
+  plot.png     strata over its base (min(tuned, han) when both ran, else
+               strata-before, else tuned or han) per size, one line per
+               collective; with several operations the worst operation's
+               ratio, and plot-<collective>.png per reducing collective, one
+               line per operation
 """
 
 import argparse
 import csv
 import datetime
+import math
 import os
 import platform
 import shlex
@@ -33,11 +60,18 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
 
+OPS = ("sum", "prod", "max", "min", "land", "lor", "lxor", "band", "bor", "bxor")
+FLOAT_OPS = ("sum", "prod", "max", "min")
+REDUCING = ("allreduce", "reduce", "iallreduce")
+MPI_TYPES = {"int": "MPI_INT", "float": "MPI_FLOAT", "char": "MPI_SIGNED_CHAR"}
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--builddir", required=True)
     p.add_argument("--before", help="another Strata build directory to compare with")
+    p.add_argument("--variants", help="comma-separated (default tuned,han,strata, "
+                   "plus strata-before with --before)")
     p.add_argument("--np", type=int, default=4)
     p.add_argument("--min", default="8")
     p.add_argument("--max", default="4K")
@@ -47,22 +81,45 @@ def parse_args(argv):
     p.add_argument("--colls", default="allreduce,reduce,bcast,allgather,alltoall,iallreduce")
     p.add_argument("--type", default="int", choices=("int", "float", "char"),
                    help="element type (MPI_INT, MPI_FLOAT, MPI_SIGNED_CHAR)")
+    p.add_argument("--op", default="sum",
+                   help="reduction operation(s): %s, a comma-separated list, or all" % ", ".join(OPS))
     p.add_argument("--out", default="coll-overhead")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.variants is None:
+        args.variants = ["tuned", "han"] + (["strata-before"] if args.before else []) + ["strata"]
+    else:
+        args.variants = [v for v in args.variants.split(",") if v]
+    if "strata" not in args.variants:
+        p.error("--variants must include strata")
+    if "strata-before" in args.variants and not args.before:
+        p.error("the strata-before variant needs --before")
+    valid = FLOAT_OPS if args.type == "float" else OPS
+    if args.op == "all":
+        args.ops = list(valid)
+    else:
+        args.ops = [o for o in args.op.split(",") if o]
+        for o in args.ops:
+            if o not in OPS:
+                p.error("unknown --op %s" % o)
+            if o not in valid:
+                p.error("--op %s is not defined on --type %s" % (o, args.type))
+    return args
 
 
 def mpirun_command(args, variant):
     """mpirun through test/lib.sh's helpers; strata-before points Open MPI's
     component path at the other build (lib.sh derives it from STRATA_BUILDDIR)."""
     bench = os.path.join(args.builddir, "test", "bench", "coll_latency_bench")
-    bench_args = ["--type", args.type, "--min", args.min, "--max", args.max, "--iters", str(args.iters),
-                  "--repeats", str(args.repeats), "--colls", args.colls, "--label", variant]
+    bench_args = ["--type", args.type, "--op", ",".join(args.ops), "--min", args.min,
+                  "--max", args.max, "--iters", str(args.iters), "--repeats", str(args.repeats),
+                  "--colls", args.colls, "--label", variant]
     env = shlex.quote(os.path.join(args.builddir, "test", "strata-test-env.sh"))
     lib = shlex.quote(os.path.join(SRCDIR, "test", "lib.sh"))
     components = "STRATA_BUILDDIR=%s; " % shlex.quote(args.before) if variant == "strata-before" else ""
-    coll = "tuned" if variant == "tuned" else "strata"
-    script = ". %s; %s. %s; strata_mpirun_local %d $(strata_coll_mca %s) %s" % (
-        env, components, lib, args.np, coll, " ".join(shlex.quote(a) for a in [bench] + bench_args))
+    coll = "strata" if variant == "strata-before" else variant
+    script = ". %s; %s. %s; mca=$(strata_coll_mca %s) || exit 2; strata_mpirun_local %d $mca %s" % (
+        env, components, lib, shlex.quote(coll), args.np,
+        " ".join(shlex.quote(a) for a in [bench] + bench_args))
     return ["bash", "-c", script]
 
 
@@ -79,15 +136,17 @@ def run_rounds(args, variants):
                 raise SystemExit("coll_overhead: the %s run failed (exit %d)" % (variant, proc.returncode))
             for line in proc.stdout.splitlines():
                 if line.startswith("RESULT,"):
-                    _, label, coll, nbytes, us = line.split(",")
-                    records.append((label, coll, int(nbytes), float(us)))
+                    _, label, coll, op, nbytes, us = line.split(",")
+                    records.append((label, coll, op, int(nbytes), float(us)))
     return records
 
 
 def aggregate(records):
+    """{(variant, collective, op, bytes): best us per call over rounds}"""
     table = {}
-    for key in {(r[0], r[1], r[2]) for r in records}:
-        table[key] = min(r[3] for r in records if (r[0], r[1], r[2]) == key)
+    for v, c, o, b, us in records:
+        key = (v, c, o, b)
+        table[key] = min(us, table.get(key, us))
     return table
 
 
@@ -109,20 +168,77 @@ def build_commit(builddir):
     return "unknown"
 
 
+def ratio(table, c, o, b, bases):
+    """strata's time over the least of BASES' times (None when one is missing)."""
+    s = table.get(("strata", c, o, b))
+    ts = [table.get((v, c, o, b)) for v in bases]
+    if s is None or not ts or None in ts:
+        return None
+    return s / min(ts)
+
+
+def ratio_columns(variants):
+    """(heading, base variants) of every ratio the variants allow"""
+    cols = []
+    for base in ("tuned", "han"):
+        if base in variants:
+            cols.append(("strata / %s" % base, (base,)))
+    if "tuned" in variants and "han" in variants:
+        cols.append(("strata / min(tuned, han)", ("tuned", "han")))
+    if "strata-before" in variants:
+        cols.append(("strata / strata-before", ("strata-before",)))
+    return cols
+
+
+def plot_base(variants):
+    """(title, base variants) the plots compare strata with"""
+    if "tuned" in variants and "han" in variants:
+        return "min(tuned, han)", ("tuned", "han")
+    for v in ("strata-before", "tuned", "han"):
+        if v in variants:
+            return v, (v,)
+    return None, ()
+
+
+def row_keys(args, table):
+    """(collective, op) in --colls then operation order, with the sizes each has"""
+    keys = []
+    for c in args.colls.split(","):
+        for o in (args.ops if c in REDUCING else ["-"]):
+            sizes = sorted({k[3] for k in table if k[1] == c and k[2] == o})
+            if sizes:
+                keys.append((c, o, sizes))
+    return keys
+
+
+def fmt(x):
+    return "-" if x is None else "%.2f" % x
+
+
 def write_outputs(args, variants, table, command):
     os.makedirs(args.out, exist_ok=True)
-    colls = [c for c in args.colls.split(",") if any(k[1] == c for k in table)]
-    sizes = sorted({k[2] for k in table})
+    keys = row_keys(args, table)
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["variant", "collective", "bytes", "us_per_call"])
-        for (v, c, b), us in sorted(table.items()):
-            w.writerow([v, c, b, "%.3f" % us])
-    before = "strata-before" in variants
-    head = ["collective", "bytes"] + ["%s us" % v for v in variants]
-    if before:
-        head.append("strata / strata-before")
-    head.append("strata / tuned")
+        w.writerow(["variant", "collective", "op", "bytes", "us_per_call"])
+        for (v, c, o, b), us in sorted(table.items()):
+            w.writerow([v, c, o, b, "%.4f" % us])
+    rcols = ratio_columns(variants)
+    target = ("tuned", "han") if "tuned" in variants and "han" in variants else None
+    head = ["collective", "op", "bytes"] + ["%s us" % v for v in variants] + [h for h, _ in rcols]
+    rows, over = [], []
+    for c, o, sizes in keys:
+        for b in sizes:
+            row = [c, o, str(b)] + [fmt(table.get((v, c, o, b))) for v in variants]
+            for _, bases in rcols:
+                r = ratio(table, c, o, b, bases)
+                # marked where the printed figure is above 1.00, what a reader sees
+                if bases == target and r is not None and round(r, 2) > 1.00:
+                    row.append("**%.2f** (!)" % r)
+                    over.append("%s %s %d B: %.2f" % (c, o, b, r))
+                else:
+                    row.append(fmt(r))
+            rows.append("| " + " | ".join(row) + " |")
     lines = [
         "# Small host collectives: per-call time with coll/strata on",
         "",
@@ -132,65 +248,104 @@ def write_outputs(args, variants, table, command):
             platform.node(), os.cpu_count(), args.np,
             "oversubscribed, " if args.np > (os.cpu_count() or 1) else ""),
         "- command: `%s`" % command,
-        "- elements: %s" % {"int": "MPI_INT", "float": "MPI_FLOAT", "char": "MPI_SIGNED_CHAR"}[args.type],
+        "- elements: %s" % MPI_TYPES[args.type],
+        "- operations: %s (allreduce, reduce, iallreduce; - where the collective has none)" % (
+            ", ".join("MPI_" + o.upper() for o in args.ops)),
+        "- variants: %s" % ", ".join(variants),
     ] + (["- strata-before: the build in %s, commit %s" % (args.before, build_commit(args.before))]
-         if args.before else []) + [
+         if "strata-before" in variants else []) + [
         "- figure: best over %d rounds (variants alternating) of the best of %d repeats of %d "
         "back-to-back calls (slowest rank's mean per call)" % (args.rounds, args.repeats, args.iters),
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
     ]
-    for c in colls:
-        for b in sizes:
-            row = [c, str(b)] + ["%.2f" % table[(v, c, b)] if (v, c, b) in table else "-" for v in variants]
-            if before:
-                row.append("%.2f" % (table[("strata", c, b)] / table[("strata-before", c, b)]))
-            row.append("%.2f" % (table[("strata", c, b)] / table[("tuned", c, b)]))
-            lines.append("| " + " | ".join(row) + " |")
-    lines += ["", "![plot](plot.png)", ""]
+    if target:
+        lines.append("- strata above min(tuned, han) (ratio > 1.00, marked **(!)**): %d of %d rows%s" % (
+            len(over), len(rows), (": " + "; ".join(over[:20]) +
+                                    ("; and %d more" % (len(over) - 20) if len(over) > 20 else ""))
+            if over else ""))
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + rows
+    plots = write_plot(args, variants, keys, table)
+    lines += [""] + ["![%s](%s)" % (p[:-4], p) for p in plots] + [""]
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines))
-    write_plot(args, colls, sizes, table, "strata-before" if before else "tuned")
 
 
-def write_plot(args, colls, sizes, table, base):
-    data = os.path.join(args.out, "plot.dat")
+def gnuplot(args, name, title, series):
+    """One PNG: SERIES is [(title, [(bytes, ratio)])], ratios of strata over the base."""
+    series = [(t, pts) for t, pts in series if pts]
+    data = os.path.join(args.out, name[:-4] + ".dat")
     with open(data, "w") as f:
-        for c in colls:
-            f.write("# %s\n" % c)
-            for b in sizes:
-                f.write("%d %.4f\n" % (b, table[("strata", c, b)] / table[(base, c, b)]))
+        for t, pts in series:
+            f.write("# %s\n" % t)
+            for b, r in pts:
+                f.write("%d %.4f\n" % (b, r))
             f.write("\n\n")
-    plots = ", ".join("'%s' index %d with linespoints title '%s'" % (data, i, c) for i, c in enumerate(colls))
+    top = max([2.0] + [math.ceil(r * 1.1 * 4) / 4 for _, pts in series for _, r in pts])
+    plots = ", ".join("'%s' index %d with linespoints title '%s'" % (data, i, t)
+                      for i, (t, _) in enumerate(series))
     script = "\n".join([
-        "set terminal png size 900,600",
-        "set output '%s'" % os.path.join(args.out, "plot.png"),
-        "set title 'coll/strata per-call time over %s, host buffers, %d ranks'" % (base, args.np),
+        "set terminal png size 900,600 noenhanced",
+        "set output '%s'" % os.path.join(args.out, name),
+        "set title '%s'" % title,
         "set logscale x",
-        "set yrange [0:2]",
+        "set yrange [0:%g]" % top,
         "set xlabel 'message size (bytes)'",
         "set ylabel 'time ratio (1 = same)'",
         "set key top left",
         "set grid",
-        "plot " + plots,
+        "plot " + (plots if plots else "1 title 'no data'"),
     ])
     proc = subprocess.run(["gnuplot"], input=script, text=True, stderr=subprocess.PIPE)
     if proc.returncode != 0:
         raise SystemExit("coll_overhead: gnuplot failed: %s" % proc.stderr)
 
 
+def write_plot(args, variants, keys, table):
+    """plot.png (a line per collective, the worst operation's ratio when there
+    are several) and with several operations plot-<coll>.png per reducing
+    collective (a line per operation); returns the file names."""
+    base, bases = plot_base(variants)
+    if base is None:
+        return []
+    what = "coll/strata per-call time over %s, host %s, %d ranks" % (base, MPI_TYPES[args.type], args.np)
+    colls = [c for c in args.colls.split(",") if any(k[0] == c for k in keys)]
+    series = []
+    for c in colls:
+        pts = []
+        for b in sorted({b for k in keys if k[0] == c for b in k[2]}):
+            rs = [ratio(table, c, o, b, bases) for kc, o, _ in keys if kc == c]
+            rs = [r for r in rs if r is not None]
+            if rs:
+                pts.append((b, max(rs)))
+        series.append((c, pts))
+    several = len(args.ops) > 1
+    names = ["plot.png"]
+    gnuplot(args, "plot.png", what + (", worst of %d ops" % len(args.ops) if several else ""), series)
+    if several:
+        for c in colls:
+            if c not in REDUCING:
+                continue
+            series = []
+            for kc, o, sizes in keys:
+                if kc == c:
+                    pts = [(b, ratio(table, c, o, b, bases)) for b in sizes]
+                    series.append((o, [(b, r) for b, r in pts if r is not None]))
+            name = "plot-%s.png" % c
+            gnuplot(args, name, "%s: %s" % (c, what), series)
+            names.append(name)
+    return names
+
+
 def main(argv):
     args = parse_args(argv)
     args.builddir = os.path.abspath(args.builddir)
     args.out = os.path.abspath(args.out)
-    variants = ["tuned"] + (["strata-before"] if args.before else []) + ["strata"]
     if args.before:
         args.before = os.path.abspath(args.before)
-    table = aggregate(run_rounds(args, variants))
+    table = aggregate(run_rounds(args, args.variants))
     if not table:
         raise SystemExit("coll_overhead: no results were printed")
-    write_outputs(args, variants, table, "test/bench/coll_overhead.py " + " ".join(shlex.quote(a) for a in argv))
+    write_outputs(args, args.variants, table,
+                  "test/bench/coll_overhead.py " + " ".join(shlex.quote(a) for a in argv))
     with open(os.path.join(args.out, "results.md")) as f:
         print(f.read())
     return 0

@@ -49,14 +49,26 @@ bench_p2p_suite() {
 }
 
 # The per-call cost driver: this build against itself as "before" (the
-# figures mean nothing here), every variant and collective in the table.
+# figures mean nothing here), every variant and collective in the table; then
+# every operation defined on float in one mpirun per variant, with a plot per
+# reducing collective and the strata / min(tuned, han) column.
 bench_coll_overhead() {
     local out="$STRATA_TEST_TMP/overhead"
     python3 "$STRATA_SRCDIR/test/bench/coll_overhead.py" --builddir "$STRATA_BUILDDIR" \
         --before "$STRATA_BUILDDIR" --np 3 --max 64 --iters 20 --repeats 2 --rounds 1 --out "$out" || return 1
     [ -s "$out/plot.png" ] || { echo "no plot.png"; return 1; }
-    # 6 collectives x 4 sizes (8..64 B) x 3 variants
-    [ "$(grep -c '^\(tuned\|strata-before\|strata\),' "$out/results.csv")" -eq 72 ]
+    # 6 collectives x 4 sizes (8..64 B) x 4 variants
+    [ "$(grep -c '^\(tuned\|han\|strata-before\|strata\),' "$out/results.csv")" -eq 96 ] || return 1
+    out="$STRATA_TEST_TMP/overhead-ops"
+    python3 "$STRATA_SRCDIR/test/bench/coll_overhead.py" --builddir "$STRATA_BUILDDIR" --np 3 \
+        --min 1 --max 8 --iters 20 --repeats 1 --rounds 1 --colls allreduce,reduce,bcast \
+        --type float --op all --out "$out" || return 1
+    local p; for p in plot plot-allreduce plot-reduce; do
+        [ -s "$out/$p.png" ] || { echo "no $p.png"; return 1; }
+    done
+    grep -q 'strata / min(tuned, han)' "$out/results.md" || return 1
+    # (2 reducing collectives x 4 ops + bcast) x 2 sizes (4, 8 B) x 3 variants
+    [ "$(grep -c '^\(tuned\|han\|strata\),' "$out/results.csv")" -eq 54 ]
 }
 
 if [ "$STRATA_HAVE_OMPI" = yes ]; then
