@@ -67,7 +67,8 @@ typedef struct mca_coll_strata_component_t {
     int verbose;
     /* decision knobs: algorithm overrides and thresholds */
     mca_coll_strata_decision_params_t decision;
-    /* the inter-node cost model's network (decision.alpha/beta from these) */
+    /* the inter-node cost model's network (decision.alpha/beta from these;
+     * 0: measured at set-up, module->decision) */
     double inter_latency_us;
     double inter_bandwidth_gbs;
     /* bytes of one pipeline chunk (the whole vector moves chunk by chunk) */
@@ -271,11 +272,33 @@ typedef struct mca_coll_strata_node_t {
 
 typedef struct mca_coll_strata_node_device_t mca_coll_strata_node_device_t;
 
+/*
+ * The allreduce decisions of the last few host calls, per (count, datatype,
+ * op): what a code's loop of dot products and norms asks again and again
+ * skips the argument checks and the cost model.  Only calls strata's checks
+ * passed with a predefined datatype and op are kept: those objects are
+ * static, so an address names the same thing for the whole run (a freed
+ * user op's address may come back as another op).  Everything else the
+ * decision reads is fixed once the communicator is set up.  Collectives on
+ * one communicator are ordered by MPI, so no lock.  Direct-mapped by count.
+ */
+#define MCA_COLL_STRATA_AR_CACHE_SIZE 4
+typedef struct mca_coll_strata_ar_cached_t {
+    int count; /* 0: empty (a count of 0 never reaches a decision) */
+    struct ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+    mca_coll_strata_decision_t decision;
+} mca_coll_strata_ar_cached_t;
+
 typedef struct mca_coll_strata_module_t {
     mca_coll_base_module_t super;
     mca_coll_strata_fallback_t fallback;
     mca_coll_strata_bounce_cache_t bounce;
     mca_coll_strata_setup_state_t setup;
+    /* the component's decision knobs, with the network figures this
+     * communicator's cost model uses: configured, or measured at set-up
+     * (bitwise the same on every rank: coll_strata_module.c) */
+    mca_coll_strata_decision_params_t decision;
     mca_coll_strata_topo_t topo;
     mca_coll_strata_shm_t shm;
     mca_coll_strata_node_t node_host; /* host data in `shm` */
@@ -291,6 +314,7 @@ typedef struct mca_coll_strata_module_t {
     struct mca_coll_strata_xchg_t *xchgs;
     /* idle polls of the pipeline before it yields the core (adapts) */
     unsigned spin_budget;
+    mca_coll_strata_ar_cached_t ar_cache[MCA_COLL_STRATA_AR_CACHE_SIZE];
 } mca_coll_strata_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);
@@ -335,6 +359,12 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
 bool mca_coll_strata_module_ready(mca_coll_strata_module_t *module,
                                   struct ompi_communicator_t *comm, const char **why);
 
+/* coll_strata_network.c: module->decision with the network figures of the
+ * cost model (configured, measured or cached); part of the set-up, so
+ * collective over comm.  Returns an error when a broadcast failed. */
+int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
+                                  struct ompi_communicator_t *comm);
+
 /* coll_strata_topo.c: nodes, rails and sub-communicators.  Errors leave a
  * message in `why`; release undoes a partial set-up too. */
 int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
@@ -361,6 +391,8 @@ static inline char *mca_coll_strata_shm_result(const mca_coll_strata_shm_t *shm,
 
 /* coll_strata_node_host.c: a printable name for an op (predefined or "user op") */
 const char *mca_coll_strata_op_name(struct ompi_op_t *op);
+/* MPI_SUM ... MPI_NO_OP: a static object, the same for the whole run */
+bool mca_coll_strata_op_is_predefined(struct ompi_op_t *op);
 
 /* coll_strata_allreduce.c */
 int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,

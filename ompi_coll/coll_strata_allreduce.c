@@ -16,6 +16,8 @@
  */
 #include "coll_strata.h"
 
+#include <string.h>
+
 #include <common/strata_cuda.h>
 #include <common/kernels/strata_reduce.h>
 
@@ -70,44 +72,79 @@ static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *mod
     in.native = native;
     in.chunk_bytes = module->shm.slot_bytes;
     in.slots = module->shm.nslots;
-    mca_coll_strata_decide(&mca_coll_strata_component.decision, &in, decision);
+    mca_coll_strata_decide(&module->decision, &in, decision);
 }
 
-int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void *sbuf,
-                                   void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                   struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                   const char *kinds)
+static inline mca_coll_strata_ar_cached_t *
+mca_coll_strata_allreduce_slot(mca_coll_strata_module_t *module, int count)
 {
-    mca_coll_strata_decision_t decision;
-    const char *why;
+    return &module->ar_cache[(unsigned)count % MCA_COLL_STRATA_AR_CACHE_SIZE];
+}
 
-    why = mca_coll_strata_allreduce_unsupported(dtype, op);
-    if (NULL == why && ompi_comm_size(comm) < 2) {
-        why = "one rank";
+/* The host path's decision for this call: the cached one (see
+ * mca_coll_strata_ar_cached_t), or NULL with *why set when the call goes
+ * to the fallback, or a fresh one in *scratch (cached when it may be). */
+static const mca_coll_strata_decision_t *
+mca_coll_strata_allreduce_host_decision(mca_coll_strata_module_t *module, int count,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm,
+                                        mca_coll_strata_decision_t *scratch, const char **why)
+{
+    mca_coll_strata_ar_cached_t *slot = mca_coll_strata_allreduce_slot(module, count);
+
+    if (OPAL_LIKELY(slot->count == count && slot->dtype == dtype && slot->op == op)) {
+        return &slot->decision;
     }
-    if (NULL == why) {
-        (void)mca_coll_strata_module_ready(module, comm, &why);
+    *why = mca_coll_strata_allreduce_unsupported(dtype, op);
+    if (NULL != *why) {
+        return NULL;
     }
-    if (NULL != why) {
-        return mca_coll_strata_allreduce_fallback(module, sbuf, rbuf, count, dtype, op, comm,
-                                                  kinds, why);
+    if (ompi_comm_size(comm) < 2) {
+        /* no set-up needed to know this (device buffers were staged) */
+        memset(scratch, 0, sizeof(*scratch));
+        scratch->algorithm = MCA_COLL_STRATA_ALG_FALLBACK;
+        scratch->inter = MCA_COLL_STRATA_INTER_NONE;
+        scratch->nslices = 1;
+        scratch->reason = "one rank";
+    } else if (mca_coll_strata_module_ready(module, comm, why)) {
+        mca_coll_strata_allreduce_decide(module, count, dtype, false, false, scratch);
+    } else {
+        return NULL; /* set-up failed or under way: not cached */
     }
+    if (mca_coll_strata_op_is_predefined(op)) { /* the datatype is: checked above */
+        slot->count = count;
+        slot->dtype = dtype;
+        slot->op = op;
+        slot->decision = *scratch;
+    }
+    return scratch;
+}
+
+int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
+                                   int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                   struct ompi_communicator_t *comm, const char *kinds)
+{
+    mca_coll_strata_decision_t scratch;
+    const mca_coll_strata_decision_t *decision;
+    const char *why = NULL;
 
     /* the host path: staging, if any, happened around it */
-    mca_coll_strata_allreduce_decide(module, count, dtype, false, false, &decision);
-    if (MCA_COLL_STRATA_ALG_FALLBACK == decision.algorithm) {
-        return mca_coll_strata_allreduce_fallback(module, sbuf, rbuf, count, dtype, op, comm,
-                                                  kinds, decision.reason);
+    decision = mca_coll_strata_allreduce_host_decision(module, count, dtype, op, comm, &scratch,
+                                                       &why);
+    if (NULL == decision || MCA_COLL_STRATA_ALG_FALLBACK == decision->algorithm) {
+        return mca_coll_strata_allreduce_fallback(module, sbuf, rbuf, count, dtype, op, comm, kinds,
+                                                  (NULL == decision) ? why : decision->reason);
     }
 
-    MCA_COLL_STRATA_VERBOSE(20, "allreduce %s count=%d %s %s %s: %s, %d slice(s), inter-node %s, "
-                            "%d node(s) (%s)", comm->c_name, count, dtype->name,
-                            mca_coll_strata_op_name(op), kinds,
-                            mca_coll_strata_alg_name(decision.algorithm), decision.nslices,
-                            mca_coll_strata_inter_name(decision.inter), module->topo.nnodes,
-                            decision.reason);
+    MCA_COLL_STRATA_VERBOSE(20,
+                            "allreduce %s count=%d %s %s %s: %s, %d slice(s), inter-node %s, "
+                            "%d node(s) (%s)",
+                            comm->c_name, count, dtype->name, mca_coll_strata_op_name(op), kinds,
+                            mca_coll_strata_alg_name(decision->algorithm), decision->nslices,
+                            mca_coll_strata_inter_name(decision->inter), module->topo.nnodes,
+                            decision->reason);
     return mca_coll_strata_pipeline_allreduce(module, sbuf, rbuf, (size_t)count, dtype, op,
-                                              &decision, &module->node_host);
+                                              decision, &module->node_host);
 }
 
 typedef struct mca_coll_strata_allreduce_args_t {

@@ -116,22 +116,25 @@ static void mca_coll_strata_register_decision(void)
         "allreduce_algorithm is auto; larger ones the rail path",
         &d->small_max);
 
-    mca_coll_strata_component.inter_latency_us = 5.0;
+    /* 0 (the defaults): measured once per process, at the set-up of the
+     * first communicator spanning nodes (coll_strata_module.c) */
+    mca_coll_strata_component.inter_latency_us = 0.0;
     (void)mca_base_component_var_register(
         &mca_coll_strata_component.super.collm_version, "allreduce_inter_latency_us",
         "The cost model's time of one message between nodes, in microseconds (alpha; "
-        "NDR InfiniBand about 1-2, 100 GbE about 5-10, a 1 Gbit/s network tens)",
+        "NDR InfiniBand about 1-2, 100 GbE about 5-10, a 1 Gbit/s network tens). 0 (the "
+        "default): measured over the pml between the leaders of the first two nodes when the "
+        "first communicator spanning nodes sets up, then kept for the process (5 where it "
+        "cannot be measured); a positive value is used as it is, without measuring",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.inter_latency_us);
-    /* Defaults err towards the bandwidth-optimal schedules: a bandwidth set
-     * too high makes doubling (which sends log2 N shares, not 2(N-1)/N) run
-     * where it costs bytes; one set too low only costs a few latencies on
-     * small messages, where doubling wins anyway. */
-    mca_coll_strata_component.inter_bandwidth_gbs = 1.25;
+    mca_coll_strata_component.inter_bandwidth_gbs = 0.0;
     (void)mca_base_component_var_register(
         &mca_coll_strata_component.super.collm_version, "allreduce_inter_bandwidth_gbs",
         "The cost model's bandwidth of one rail between nodes, in GB/s (1/beta; 100 GbE "
-        "about 12, NDR 400 about 50, 1 Gbit/s about 0.12)",
+        "about 12, NDR 400 about 50, 1 Gbit/s about 0.12). 0 (the default): measured like "
+        "allreduce_inter_latency_us, with a 256 KiB message (1.25 where it cannot be "
+        "measured); a positive value is used as it is, without measuring",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.inter_bandwidth_gbs);
 }
@@ -347,21 +350,26 @@ static void mca_coll_strata_component_check(void)
                                          MCA_COLL_STRATA_STAGE_MAX_MIN, (size_t)1 << 40);
     mca_coll_strata_component_bound_size("allreduce_small_max", &c->decision.small_max, 0,
                                          (size_t)1 << 30);
-    /* the cost model's network: positive and finite */
+    /* the cost model's network: finite, 0 meaning measured */
     if (!(c->inter_latency_us >= 0.0 && c->inter_latency_us <= 1e6)) {
-        opal_output(0, "coll:strata: coll_strata_allreduce_inter_latency_us = %g is outside "
-                    "[0, 1e6]; using 5", c->inter_latency_us);
-        c->inter_latency_us = 5.0;
+        opal_output(0,
+                    "coll:strata: coll_strata_allreduce_inter_latency_us = %g is outside "
+                    "[0, 1e6]; using 0 (measured)",
+                    c->inter_latency_us);
+        c->inter_latency_us = 0.0;
     }
-    if (!(c->inter_bandwidth_gbs > 0.0 && c->inter_bandwidth_gbs <= 1e6)) {
-        opal_output(0, "coll:strata: coll_strata_allreduce_inter_bandwidth_gbs = %g is outside "
-                    "(0, 1e6]; using 1.25", c->inter_bandwidth_gbs);
-        c->inter_bandwidth_gbs = 1.25;
+    if (!(c->inter_bandwidth_gbs >= 0.0 && c->inter_bandwidth_gbs <= 1e6)) {
+        opal_output(0,
+                    "coll:strata: coll_strata_allreduce_inter_bandwidth_gbs = %g is outside "
+                    "[0, 1e6]; using 0 (measured)",
+                    c->inter_bandwidth_gbs);
+        c->inter_bandwidth_gbs = 0.0;
     }
-    c->decision.alpha = c->inter_latency_us * 1e-6;
     /* folds run memory-bound on one core: about 4 GB/s */
     c->decision.gamma = 1.0 / 4e9;
-    c->decision.beta = 1.0 / (c->inter_bandwidth_gbs * 1e9);
+    /* configured or fallback figures; a module replaces those to be
+     * measured (mca_coll_strata_module_network) */
+    mca_coll_strata_network_params(c->inter_latency_us, c->inter_bandwidth_gbs, NULL, &c->decision);
 }
 
 /*

@@ -169,6 +169,35 @@ static double mca_coll_strata_inter_cost_pipelined(const mca_coll_strata_decisio
     return lat / ((slots > 1) ? slots : 1) + bw;
 }
 
+/* value within [min, max]; a NaN becomes min */
+static double mca_coll_strata_network_clamp(double value, double min, double max)
+{
+    return !(value >= min) ? min : (value > max) ? max : value;
+}
+
+void mca_coll_strata_network_from_round_trips(double small_rtt, double large_rtt, size_t bytes,
+                                              double *alpha, double *beta)
+{
+    *alpha = mca_coll_strata_network_clamp(small_rtt / 2.0, MCA_COLL_STRATA_NET_ALPHA_MIN,
+                                           MCA_COLL_STRATA_NET_ALPHA_MAX);
+    /* a large round trip no longer than the small one (noise, or a link
+     * faster than the timer sees): the fastest link the clamp allows */
+    *beta = mca_coll_strata_network_clamp((large_rtt - small_rtt) / (double)(bytes ? bytes : 1),
+                                          MCA_COLL_STRATA_NET_BETA_MIN,
+                                          MCA_COLL_STRATA_NET_BETA_MAX);
+}
+
+void mca_coll_strata_network_params(double latency_us, double bandwidth_gbs, const double *measured,
+                                    mca_coll_strata_decision_params_t *params)
+{
+    params->alpha = (latency_us > 0.0)   ? latency_us * 1e-6
+                    : (NULL != measured) ? measured[0]
+                                         : MCA_COLL_STRATA_NET_LATENCY_US_FALLBACK * 1e-6;
+    params->beta = (bandwidth_gbs > 0.0) ? 1.0 / (bandwidth_gbs * 1e9)
+                   : (NULL != measured)  ? measured[1]
+                                         : 1.0 / (MCA_COLL_STRATA_NET_BANDWIDTH_GBS_FALLBACK * 1e9);
+}
+
 static mca_coll_strata_inter_t
 mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
                              const mca_coll_strata_decision_input_t *in, int nslices,

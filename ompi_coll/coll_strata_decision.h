@@ -98,6 +98,44 @@ typedef struct mca_coll_strata_decision_params_t {
     double gamma; /* seconds per byte a member folds in (its reductions) */
 } mca_coll_strata_decision_params_t;
 
+/*
+ * The network between nodes, for the cost model: configured
+ * (coll_strata_allreduce_inter_latency_us, _bandwidth_gbs; 0: measured at
+ * communicator set-up) or measured (coll_strata_module.c).  The fallback
+ * figures stand in where a figure is to be measured but cannot be (one
+ * node, a failed measurement).  They err towards the bandwidth-optimal
+ * schedules: a bandwidth set too high makes doubling (which sends log2 N
+ * shares, not 2(N-1)/N) run where it costs bytes; one set too low only
+ * costs a few latencies on small messages, where doubling wins anyway.
+ */
+#define MCA_COLL_STRATA_NET_LATENCY_US_FALLBACK    5.0
+#define MCA_COLL_STRATA_NET_BANDWIDTH_GBS_FALLBACK 1.25
+/* Measured figures are clamped to these: alpha 0.1 us to 10 ms, bandwidth
+ * 10 MB/s to 1000 GB/s (beta, seconds per byte, the inverse). */
+#define MCA_COLL_STRATA_NET_ALPHA_MIN              1e-7
+#define MCA_COLL_STRATA_NET_ALPHA_MAX              1e-2
+#define MCA_COLL_STRATA_NET_BETA_MIN               1e-12
+#define MCA_COLL_STRATA_NET_BETA_MAX               1e-7
+
+/*
+ * alpha and beta from two timed round trips (seconds) between two nodes: a
+ * small message there and back (small_rtt: two latencies), and `bytes`
+ * there with the same small message back (large_rtt: the same plus the
+ * bytes' time on the link).  alpha = small_rtt / 2, beta = (large_rtt -
+ * small_rtt) / bytes, each clamped to the range above (a NaN to its
+ * minimum).
+ */
+void mca_coll_strata_network_from_round_trips(double small_rtt, double large_rtt, size_t bytes,
+                                              double *alpha, double *beta);
+
+/*
+ * params->alpha and ->beta from the configured figures (microseconds, GB/s;
+ * a positive one is used as it is), else from `measured` (alpha, beta; NULL
+ * when there is none), else the fallback figures.
+ */
+void mca_coll_strata_network_params(double latency_us, double bandwidth_gbs, const double *measured,
+                                    mca_coll_strata_decision_params_t *params);
+
 typedef struct mca_coll_strata_decision_input_t {
     size_t bytes;     /* message bytes: count * extent */
     int nnodes;

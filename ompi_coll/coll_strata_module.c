@@ -23,6 +23,7 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     memset(&module->fallback, 0, sizeof(module->fallback));
     memset(&module->bounce, 0, sizeof(module->bounce));
     module->setup = MCA_COLL_STRATA_SETUP_NONE;
+    module->decision = mca_coll_strata_component.decision;
     module->node_device = NULL;
     module->device_setup = MCA_COLL_STRATA_SETUP_NONE;
     module->any_driver = false;
@@ -33,6 +34,7 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     module->xchgs = NULL;
     module->spin_budget = 8;
     memset(&module->node_host, 0, sizeof(module->node_host));
+    memset(module->ar_cache, 0, sizeof(module->ar_cache));
 }
 
 #define MCA_COLL_STRATA_FALLBACK_RELEASE(_coll) \
@@ -80,10 +82,14 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *base,
     mca_coll_strata_module_t *module = (mca_coll_strata_module_t *)base;
 
     MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_SAVE)
-    /* set-up and pieces agree through these two */
-    if (NULL == module->fallback.allreduce || NULL == module->fallback.allgather) {
-        MCA_COLL_STRATA_VERBOSE(10, "%s: no allreduce/allgather below strata to build on; "
-                                "not enabling", comm->c_name);
+    /* set-up and pieces agree through the first two; set-up hands the
+     * network figures round with the third */
+    if (NULL == module->fallback.allreduce || NULL == module->fallback.allgather ||
+        NULL == module->fallback.bcast) {
+        MCA_COLL_STRATA_VERBOSE(10,
+                                "%s: no allreduce/allgather/bcast below strata to build on; "
+                                "not enabling",
+                                comm->c_name);
         return OMPI_ERROR;
     }
     return OMPI_SUCCESS;
@@ -151,6 +157,13 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
     rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 2, MPI_INT, MPI_MAX);
     all_ok = (OMPI_SUCCESS == rc) && !all[0];
     module->any_driver = all_ok && all[1];
+    /* after the agreement: it needs every rank's topology.  A broadcast
+     * that fails on some ranks only leaves the communicator unusable
+     * whatever this rank does next. */
+    if (all_ok && OMPI_SUCCESS != (rc = mca_coll_strata_network_setup(module, comm))) {
+        snprintf(why, sizeof(why), "cannot broadcast the network figures (%d)", rc);
+        all_ok = 0;
+    }
     if (!all_ok) {
         mca_coll_strata_module_warn(comm, why);
         mca_coll_strata_pipeline_release(module);

@@ -110,7 +110,8 @@ const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops = {
     .complete = mca_coll_strata_node_host_complete,
 };
 
-const char *mca_coll_strata_op_name(struct ompi_op_t *op)
+/* The predefined op's name, or NULL for a user op. */
+static const char *mca_coll_strata_op_predefined_name(struct ompi_op_t *op)
 {
     static const struct {
         MPI_Op op;
@@ -128,5 +129,17 @@ const char *mca_coll_strata_op_name(struct ompi_op_t *op)
             return names[i].name;
         }
     }
-    return "user op";
+    return NULL;
+}
+
+const char *mca_coll_strata_op_name(struct ompi_op_t *op)
+{
+    const char *name = mca_coll_strata_op_predefined_name(op);
+
+    return (NULL != name) ? name : "user op";
+}
+
+bool mca_coll_strata_op_is_predefined(struct ompi_op_t *op)
+{
+    return NULL != mca_coll_strata_op_predefined_name(op);
 }

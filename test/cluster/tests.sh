@@ -72,6 +72,105 @@ cluster_allreduce_inter() {
     done
 }
 
+# The cost model's network measured at set-up (coll_strata_allreduce_inter_*
+# left at 0) on 4 nodes x 2 ranks, links shaped to 1 Gbit/s (0.125 GB/s):
+# verbosity 10 names the figures, measured for MPI_COMM_WORLD and taken from
+# rank 0's cache for the later split(size-1); every rank names the same
+# figures (they decide alike only with them); the bandwidth is within a
+# factor 2 of the link's; and 32 KiB and 24 KiB float allreduces on
+# MPI_COMM_WORLD run halving_doubling between nodes (at 24 KiB the fallback
+# figures, 5 us and 1.25 GB/s, choose doubling: only the measured ones pass).
+cluster_network_measured() {
+    local out="$STRATA_TEST_TMP/network.out" world bw
+    strata_mpirun_cluster -np 8 --map-by ppr:2:node $(strata_coll_mca strata) \
+        --mca coll_strata_verbose 20 "$T/mpi/test_allreduce_basic" --max-count 8192 >"$out" 2>&1
+    local rc=$?; grep -v "coll:strata: " "$out"
+    grep "cost model" "$out" | sort | uniq -c
+    [ $rc -eq 0 ] || return 1
+    world=$(grep "coll:strata: MPI_COMM_WORLD: cost model: " "$out" | sed 's/.*coll:strata: //' | sort | uniq -c)
+    [ "$(wc -l <<<"$world")" = 1 ] && grep -q "^ *8 MPI_COMM_WORLD: cost model: alpha [0-9.]* us (measured), bandwidth [0-9.]* GB/s (measured); round trips" <<<"$world" ||
+        { echo "not one line with measured figures from each of the 8 ranks"; return 1; }
+    bw=$(sed 's/.*bandwidth \([0-9.]*\) GB\/s.*/\1/' <<<"$world")
+    awk -v bw="$bw" 'BEGIN { if (bw < 0.0625 || bw > 0.25) { print "measured " bw " GB/s, not within a factor 2 of 0.125"; exit 1 } }' || return 1
+    # the split's 7 ranks: rank 0's cached figures, the same numbers
+    [ "$(grep -c "cost model: .*(cached: rank 0's)" "$out")" = 7 ] &&
+        [ "$(grep "cost model: " "$out" | sed 's/.*cost model: //; s/ (measured)//g; s/ (cached: rank 0.s)//g' | sort -u | wc -l)" = 1 ] ||
+        { echo "the later communicator did not take rank 0's cached figures"; return 1; }
+    cluster_network_runs_rhd "$out" 8192 || return 1
+    cluster_network_decisions_match "$out" || return 1
+    # The latency configured, the bandwidth measured: with 20 us, 6912 floats
+    # (27 KiB) run halving-doubling at this link's 0.12 GB/s and doubling at
+    # the fallback 1.25 GB/s.  The measured alpha moves too much on this
+    # machine to tell the two apart by itself; the bandwidth does not.
+    strata_mpirun_cluster -np 8 --map-by ppr:2:node $(strata_coll_mca strata) \
+        --mca coll_strata_verbose 20 --mca coll_strata_allreduce_inter_latency_us 20 \
+        "$T/mpi/test_allreduce_basic" --max-count 6912 >"$out" 2>&1 || { cat "$out"; return 1; }
+    grep "coll:strata: MPI_COMM_WORLD: cost model" "$out" | sed 's/.*coll:strata: //' | sort | uniq -c
+    grep -q "MPI_COMM_WORLD: cost model: alpha 20.000 us (configured), bandwidth [0-9.]* GB/s (measured)" "$out" ||
+        { echo "not: latency configured, bandwidth measured"; return 1; }
+    STRATA_NETWORK_MIN_DIFFER=1 cluster_network_decisions_match "$out"
+}
+
+# cluster_network_decisions_match OUT: the inter-node algorithm of every
+# MPI_COMM_WORLD allreduce size in OUT is the one the decision code
+# (strata_sim, built from the same source) picks with the figures the run
+# printed; the sizes where the fallback bandwidth (1.25 GB/s) with the same
+# alpha would pick another are counted, and must reach
+# $STRATA_NETWORK_MIN_DIFFER (default 0: which sizes differ depends on
+# alpha, which a busy 2-core machine moves between about 14 and 31 us).
+cluster_network_decisions_match() {
+    local line alpha beta sizes want fallback got bytes differ=0 wrong=0
+    line=$(grep -m1 "coll:strata: MPI_COMM_WORLD: cost model: " "$1")
+    alpha=$(sed 's/.*alpha \([0-9.]*\) us.*/\1/' <<<"$line")
+    beta=$(sed 's/.*bandwidth \([0-9.]*\) GB\/s.*/\1/' <<<"$line")
+    # "bytes inter" of every call, from count x the type's size
+    sizes=$(grep "allreduce MPI_COMM_WORLD count=[0-9]* MPI_[A-Z_]* MPI_[A-Z]* host->host: [a-z]*, .*inter-node" "$1" |
+        sed 's/.*count=\([0-9]*\) \(MPI_[A-Z_]*\) .*inter-node \([a-z_]*\),.*/\1 \2 \3/' |
+        awk '{ n = ($2 == "MPI_DOUBLE" || $2 == "MPI_LONG_LONG") ? 8 : 4; print $1 * n, $3 }' | sort -un)
+    [ -n "$sizes" ] || { echo "no allreduce decisions in the output"; return 1; }
+    want=$("$T/sim/strata_sim" --nodes 4 --ppn 2 --alg auto --bytes "$(cut -d' ' -f1 <<<"$sizes" | paste -sd,)" \
+        --decide-alpha "$(awk -v a="$alpha" 'BEGIN { print a * 1e-6 }')" \
+        --decide-beta "$(awk -v b="$beta" 'BEGIN { print 1e-9 / b }')" | cut -d, -f3,5 | tr , ' ')
+    fallback=$("$T/sim/strata_sim" --nodes 4 --ppn 2 --alg auto --bytes "$(cut -d' ' -f1 <<<"$sizes" | paste -sd,)" \
+        --decide-alpha "$(awk -v a="$alpha" 'BEGIN { print a * 1e-6 }')" | cut -d, -f3,5 | tr , ' ')
+    while read -r bytes got; do
+        local w f
+        w=$(awk -v b="$bytes" '$1 == b { print $2 }' <<<"$want")
+        f=$(awk -v b="$bytes" '$1 == b { print $2 }' <<<"$fallback")
+        [ "$w" = "$f" ] || differ=$((differ + 1))
+        if [ "$got" != "$w" ]; then
+            echo "$bytes B: ran $got, the decision code picks $w with alpha $alpha us, $beta GB/s"
+            wrong=$((wrong + 1))
+        fi
+    done <<<"$sizes"
+    echo "$(wc -l <<<"$sizes") sizes as the measured figures decide; $differ of them decided otherwise by the fallback figures"
+    [ "$wrong" = 0 ] && [ "$differ" -ge "${STRATA_NETWORK_MIN_DIFFER:-0}" ]
+}
+
+# cluster_network_runs_rhd OUT COUNT: every allreduce of COUNT floats on
+# MPI_COMM_WORLD that verbosity 20 names in OUT ran halving_doubling
+cluster_network_runs_rhd() {
+    local calls
+    calls=$(grep "allreduce MPI_COMM_WORLD count=$2 MPI_FLOAT MPI_SUM" "$1")
+    echo "$((4 * $2 / 1024)) KiB of MPI_FLOAT on 4x2, inter-node:"
+    sed 's/.*inter-node \([a-z_]*\).*/\1/' <<<"$calls" | sort | uniq -c
+    [ -n "$calls" ] && ! grep -v -q "inter-node halving_doubling," <<<"$calls" ||
+        { echo "$((4 * $2 / 1024)) KiB of MPI_FLOAT on 4x2 did not always run halving_doubling"; return 1; }
+}
+
+# Configured figures are used as they are: no rank measures.
+cluster_network_configured() {
+    local out="$STRATA_TEST_TMP/network.out"
+    strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
+        --mca coll_strata_allreduce_inter_latency_us 30 --mca coll_strata_allreduce_inter_bandwidth_gbs 0.5 \
+        --mca coll_strata_verbose 10 "$T/mpi/test_allreduce_basic" --max-count 8192 >"$out" 2>&1
+    local rc=$?; grep -v "coll:strata: " "$out"
+    grep "cost model" "$out" | sort | uniq -c
+    [ $rc -eq 0 ] &&
+        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: alpha 30.000 us (configured), bandwidth 0.5000 GB/s (configured)$" "$out")" = 4 ] &&
+        ! grep -q "measured\|cached\|round trips" "$out"
+}
+
 # Every collective on device buffers across nodes, through the README's
 # CUDA-aware settings with TCP between nodes (pml/ucx; device data between
 # nodes is staged by coll/strata before it reaches the network).
@@ -233,9 +332,11 @@ cluster_bytes_counted() {
 # 1 MiB on 4 nodes x 2 ranks with the ring forced within 25% of
 # strata_allreduce_bench's best of 5 rounds' medians (the machine's 2 cores
 # are shared: the best round is the least disturbed).  auto is printed, not
-# checked: with coll/strata's default alpha and beta it runs doubling here,
-# whose rendezvous-sized messages the model times 10-45% short
-# (docs/results/2026-11-24-scale-simulation).
+# checked: it runs whatever the figures measured at set-up choose, while
+# the simulator decides from its own (--decide-alpha/--decide-beta; with
+# the old configured defaults it chose doubling here, whose
+# rendezvous-sized messages the model times 10-45% short:
+# docs/results/2026-11-24-scale-simulation).
 cluster_sim_calibrated() {
     python3 "$STRATA_SRCDIR/test/sim/calibrate.py" --builddir "$STRATA_BUILDDIR" --inside-cluster \
         --nodes 4 --ppn 2 --rate 1gbit --sizes 1M --inter ring,auto --rounds 5 --iters 10 \
@@ -316,6 +417,8 @@ else
     strata_test cluster_allreduce_inter_2+2+1 400 cluster_job 3 "" cluster_allreduce_inter 2+2+1
     strata_test cluster_allreduce_inter_4x2 600 cluster_job 4 "" cluster_allreduce_inter 4x2
     strata_test cluster_allreduce_inter_2+1+1+1+1 600 cluster_job 5 "" cluster_allreduce_inter 2+1+1+1+1
+    strata_test cluster_allreduce_network_measured_4x2 300 cluster_job 4 1gbit cluster_network_measured
+    strata_test cluster_allreduce_network_configured_2x2 300 cluster_job 2 "" cluster_network_configured
     strata_test cluster_allreduce_inter_fault_2x2 300 cluster_job 2 "" cluster_allreduce_inter_fault 2x2 1
     # the lone rank of the 1-rank node: its rail partner leads a 3-rank node
     strata_test cluster_allreduce_inter_fault_3+1 300 cluster_job 2 "" cluster_allreduce_inter_fault 3+1 3

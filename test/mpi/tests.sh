@@ -250,6 +250,31 @@ mpi_strata_verbose_says_why() {
         grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_DOUBLE MPI_SUM host->host: rail, 4 slice(s), inter-node none" "$STRATA_TEST_LOG.out"
 }
 
+# The per-communicator decision cache (coll_strata_allreduce.c): calls that
+# share a cache slot but not a decision each get theirs (the small-message
+# path just below coll_strata_allreduce_small_max, the large one just above,
+# three times each), and a non-commutative user op goes to the fallback,
+# made where a freed commutative one was, or used with the count and type of
+# a cached MPI_SUM call; every result checked.
+mpi_strata_decision_cache() {
+    local np=$1 out="$STRATA_TEST_LOG.out"
+    strata_mpirun_local "$np" $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        --mca coll_strata_allreduce_small_max 2048 "$T/mpi/test_allreduce_cache" \
+        --small-count 508 >"$out" 2>&1
+    local rc=$?; cat "$out"
+    [ $rc -eq 0 ] || return 1
+    local small large user same
+    small=$(grep -c "count=508 MPI_INT MPI_SUM host->host: replicated" "$out")
+    large=$(grep -c "count=516 MPI_INT MPI_SUM host->host: rail" "$out")
+    user=$(grep -c "count=24 .* user op host->host: fallback (non-commutative op)" "$out")
+    same=$(grep -c "count=40 MPI_UNSIGNED user op host->host: fallback (non-commutative op)" "$out")
+    echo "replicated at 508: $small lines, rail at 516: $large, non-commutative fallback:" \
+        "$user after a freed op, $same after MPI_SUM"
+    # 508 ints: 3 calls in the first loop, 3 in the second, on every rank
+    [ "$small" -eq $((6 * np)) ] && [ "$large" -eq $((3 * np)) ] && [ "$user" -eq "$np" ] &&
+        [ "$same" -eq "$np" ]
+}
+
 # Sizes that overflow the segment arithmetic (2^62 and 2^64-1 bytes per
 # chunk, 0 slots): a message naming the parameter and its range, the nearest
 # bound used, right answers; no SIGSEGV, no SIGFPE.
@@ -630,6 +655,8 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_strata_version_refused 120 mpi_strata_version_refused
     strata_test mpi_strata_version_release_ok 120 mpi_strata_version_release_ok
     strata_test mpi_strata_verbose_says_why 120 mpi_strata_verbose_says_why
+    strata_test mpi_strata_decision_cache_np4 120 mpi_strata_decision_cache 4
+    strata_test mpi_strata_decision_cache_np3 120 mpi_strata_decision_cache 3
     strata_test mpi_strata_forced_leader 300 mpi_strata_forced leader
     strata_test mpi_strata_forced_rail 300 mpi_strata_forced rail
     strata_test mpi_strata_forced_replicated 300 mpi_strata_forced replicated

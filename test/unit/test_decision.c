@@ -304,6 +304,52 @@ static void test_partition(void)
     }
 }
 
+/* The network figures from round trips, their clamps, and which figure
+ * wins: configured, measured, fallback. */
+static void test_network(void)
+{
+    mca_coll_strata_decision_params_t p = defaults;
+    const double measured[2] = {30e-6, 8e-9};
+    double a, b;
+
+    /* 1 Gbit/s: 60 us there and back, 256 KiB more takes 2.1 ms */
+    mca_coll_strata_network_from_round_trips(60e-6, 60e-6 + 262144 * 8e-9, 262144, &a, &b);
+    CHECK(fabs(a - 30e-6) < 1e-15 && fabs(b - 8e-9) < 1e-18,
+          "1 Gbit/s round trips: alpha 30 us, beta 8 ns/B, got %g %g\n", a, b);
+    mca_coll_strata_network_from_round_trips(4e-6, 4e-6 + 262144 / 50e9, 262144, &a, &b);
+    CHECK(fabs(a - 2e-6) < 1e-15 && fabs(1.0 / b - 50e9) < 1e3,
+          "NDR round trips: alpha 2 us, 50 GB/s, got %g %g\n", a, 1.0 / b);
+    mca_coll_strata_network_from_round_trips(10e-6, 9e-6, 262144, &a, &b);
+    CHECK(b == MCA_COLL_STRATA_NET_BETA_MIN,
+          "a large round trip shorter than the small one: the fastest link, got %g\n", b);
+    mca_coll_strata_network_from_round_trips(1e-9, 1.0, 1, &a, &b);
+    CHECK(a == MCA_COLL_STRATA_NET_ALPHA_MIN && b == MCA_COLL_STRATA_NET_BETA_MAX,
+          "clamped to the sane ranges, got %g %g\n", a, b);
+    mca_coll_strata_network_from_round_trips(NAN, NAN, 0, &a, &b);
+    CHECK(a == MCA_COLL_STRATA_NET_ALPHA_MIN && b == MCA_COLL_STRATA_NET_BETA_MIN,
+          "NaN round trips clamp to the minimum, got %g %g\n", a, b);
+
+    mca_coll_strata_network_params(20.0, 12.5, measured, &p);
+    CHECK(fabs(p.alpha - 20e-6) < 1e-15 && fabs(p.beta - 1.0 / 12.5e9) < 1e-20,
+          "configured figures win over measured\n");
+    mca_coll_strata_network_params(0.0, 0.0, measured, &p);
+    CHECK(p.alpha == measured[0] && p.beta == measured[1], "0: the measured figures\n");
+    mca_coll_strata_network_params(7.0, 0.0, measured, &p);
+    CHECK(fabs(p.alpha - 7e-6) < 1e-15 && p.beta == measured[1],
+          "latency configured, bandwidth measured\n");
+    mca_coll_strata_network_params(0.0, 0.0, NULL, &p);
+    CHECK(p.alpha == MCA_COLL_STRATA_NET_LATENCY_US_FALLBACK * 1e-6 &&
+              p.beta == 1.0 / (MCA_COLL_STRATA_NET_BANDWIDTH_GBS_FALLBACK * 1e9),
+          "nothing measured: the fallback figures\n");
+
+    /* what the cluster needs: 32 KiB on 4 nodes x 2, 1 Gbit/s */
+    p = defaults;
+    p.alpha = measured[0];
+    p.beta = measured[1];
+    CHECK(decide(&p, 32768, 4, 2, 2).inter == MCA_COLL_STRATA_INTER_RHD,
+          "32 KiB on 4x2 at 1 Gbit/s, 30 us: halving-doubling\n");
+}
+
 int main(void)
 {
     test_auto_rules();
@@ -314,7 +360,9 @@ int main(void)
     test_device_network();
     test_empty_topology();
     test_partition();
-    printf("test_decision: %s: decision rules, overrides, device paths, partitions of 0..300 "
+    test_network();
+    printf("test_decision: %s: decision rules, overrides, device paths, network figures, "
+           "partitions of 0..300 "
            "into 1..17\n",
            failures ? "FAIL" : "OK");
     return failures ? 1 : 0;

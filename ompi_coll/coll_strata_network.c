@@ -1,0 +1,231 @@
+/*
+ * coll/strata network figures: the alpha and beta of the inter-node cost
+ * model for one communicator, configured (coll_strata_allreduce_inter_*),
+ * measured at set-up over the pml, or taken from an earlier measurement.
+ */
+#include "coll_strata.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ompi/constants.h"
+#include "ompi/mca/pml/pml.h"
+
+/*
+ * The network figures of the cost model (coll_strata_allreduce_inter_*; 0
+ * asks for a measurement).  The leaders of nodes 0 and 1 time round trips
+ * over the pml on their rail; node 0's leader, comm rank 0, holds the
+ * timings and broadcasts them over the whole communicator.  Every rank
+ * decides each call's algorithm itself from these figures, so every rank
+ * must hold bitwise the same ones: ranks deciding from figures of their own
+ * could run different algorithms in one call, and hang.
+ *
+ * A process keeps the figures it was given, for later communicators.  Which
+ * communicators a process took part in differs between processes (some may
+ * have none), so at set-up comm rank 0 broadcasts its cache, never each
+ * rank its own, and the leaders measure only when rank 0 has none: every
+ * rank learns that from the same broadcast, so the decision to measure is
+ * collective too.
+ */
+enum {
+    MCA_COLL_STRATA_NET_VALID,     /* 1: the figures below hold a measurement */
+    MCA_COLL_STRATA_NET_ALPHA,     /* seconds per message */
+    MCA_COLL_STRATA_NET_BETA,      /* seconds per byte (follows alpha) */
+    MCA_COLL_STRATA_NET_SMALL_RTT, /* what they were computed from, for verbose output */
+    MCA_COLL_STRATA_NET_LARGE_RTT,
+    MCA_COLL_STRATA_NET_MS, /* the measurement's time on the timer, all of it */
+    MCA_COLL_STRATA_NET_FIGURES
+};
+
+/* The rail's tag: the pipeline's are 1 + slot, and it starts after set-up. */
+#define MCA_COLL_STRATA_NET_TAG   0
+/* A small message, and a large one that the link's bandwidth dominates from
+ * 1 Gbit/s (2.1 ms) to NDR (5 us against 1-2 us of latency). */
+#define MCA_COLL_STRATA_NET_SMALL 8
+#define MCA_COLL_STRATA_NET_LARGE ((size_t)256 * 1024)
+
+static double mca_coll_strata_network_cache[MCA_COLL_STRATA_NET_FIGURES];
+static opal_mutex_t mca_coll_strata_network_cache_lock = OPAL_MUTEX_STATIC_INIT;
+
+static void mca_coll_strata_network_cache_copy(double *dst, const double *src)
+{
+    OPAL_THREAD_LOCK(&mca_coll_strata_network_cache_lock);
+    memcpy(dst, src, sizeof(mca_coll_strata_network_cache));
+    OPAL_THREAD_UNLOCK(&mca_coll_strata_network_cache_lock);
+}
+
+static double mca_coll_strata_network_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One round trip on the rail: `bytes` of buf from node 0's leader (the
+ * timer) to node 1's, a small message back.  A large message that goes one
+ * way only costs half of a ping-pong's time on a slow link, and a shaped
+ * link's token bucket (tc tbf) refills only during the small reply. */
+static int mca_coll_strata_network_round_trip(struct ompi_communicator_t *rail, bool timer,
+                                              char *buf, size_t bytes)
+{
+    char reply[MCA_COLL_STRATA_NET_SMALL] = {0};
+    int rc;
+
+    if (timer) {
+        rc = MCA_PML_CALL(send(buf, bytes, MPI_BYTE, 1, MCA_COLL_STRATA_NET_TAG,
+                               MCA_PML_BASE_SEND_STANDARD, rail));
+        if (OMPI_SUCCESS == rc) {
+            rc = MCA_PML_CALL(recv(reply, sizeof(reply), MPI_BYTE, 1, MCA_COLL_STRATA_NET_TAG, rail,
+                                   MPI_STATUS_IGNORE));
+        }
+        return rc;
+    }
+    rc = MCA_PML_CALL(
+        recv(buf, bytes, MPI_BYTE, 0, MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
+    if (OMPI_SUCCESS == rc) {
+        rc = MCA_PML_CALL(send(reply, sizeof(reply), MPI_BYTE, 0, MCA_COLL_STRATA_NET_TAG,
+                               MCA_PML_BASE_SEND_STANDARD, rail));
+    }
+    return rc;
+}
+
+/* The shortest mean round trip of `batches` batches of `batch`, after
+ * `warmup` untimed ones (the first messages open connections and grow
+ * windows). */
+static int mca_coll_strata_network_time(struct ompi_communicator_t *rail, bool timer, char *buf,
+                                        size_t bytes, int warmup, int batches, int batch,
+                                        double *best)
+{
+    int rc = OMPI_SUCCESS;
+
+    for (int i = 0; i < warmup && OMPI_SUCCESS == rc; ++i) {
+        rc = mca_coll_strata_network_round_trip(rail, timer, buf, bytes);
+    }
+    for (int b = 0; b < batches && OMPI_SUCCESS == rc; ++b) {
+        double start = mca_coll_strata_network_now(), t;
+
+        for (int i = 0; i < batch && OMPI_SUCCESS == rc; ++i) {
+            rc = mca_coll_strata_network_round_trip(rail, timer, buf, bytes);
+        }
+        t = (mca_coll_strata_network_now() - start) / batch;
+        *best = (0 == b || t < *best) ? t : *best;
+    }
+    return rc;
+}
+
+/*
+ * Run by the leaders of nodes 0 and 1 on their rail (ranks 0 and 1 of local
+ * rank 0's rail, which every set-up node has); node 0's fills `figures`.
+ * Each figure is the shortest round trip, 32 small ones and 3 large: the
+ * least disturbed, where the other ranks spinning in the broadcast that
+ * follows share the cores (about 11 ms on a 1 Gbit/s link).  The two first
+ * tell each other whether they have the large buffer, so that neither
+ * waits for a message that is not coming.
+ */
+static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, double *figures)
+{
+    struct ompi_communicator_t *rail = module->topo.rail_comm;
+    bool timer = (0 == module->topo.node_index);
+    char small[MCA_COLL_STRATA_NET_SMALL] = {0};
+    char *large = calloc(1, MCA_COLL_STRATA_NET_LARGE);
+    double start = mca_coll_strata_network_now(), small_rtt = 0.0, large_rtt = 0.0;
+    int mine = (NULL != large), theirs = 0, rc;
+
+    if (timer) {
+        rc = MCA_PML_CALL(
+            send(&mine, 1, MPI_INT, 1, MCA_COLL_STRATA_NET_TAG, MCA_PML_BASE_SEND_STANDARD, rail));
+        if (OMPI_SUCCESS == rc) {
+            rc = MCA_PML_CALL(
+                recv(&theirs, 1, MPI_INT, 1, MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
+        }
+    } else {
+        rc = MCA_PML_CALL(
+            recv(&theirs, 1, MPI_INT, 0, MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
+        if (OMPI_SUCCESS == rc) {
+            rc = MCA_PML_CALL(send(&mine, 1, MPI_INT, 0, MCA_COLL_STRATA_NET_TAG,
+                                   MCA_PML_BASE_SEND_STANDARD, rail));
+        }
+    }
+    if (OMPI_SUCCESS == rc && mine && theirs) {
+        rc = mca_coll_strata_network_time(rail, timer, small, sizeof(small), 8, 32, 1, &small_rtt);
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_strata_network_time(rail, timer, large, MCA_COLL_STRATA_NET_LARGE, 2, 3,
+                                              1, &large_rtt);
+        }
+        if (OMPI_SUCCESS == rc && timer) {
+            mca_coll_strata_network_from_round_trips(
+                small_rtt, large_rtt, MCA_COLL_STRATA_NET_LARGE,
+                &figures[MCA_COLL_STRATA_NET_ALPHA], &figures[MCA_COLL_STRATA_NET_BETA]);
+            figures[MCA_COLL_STRATA_NET_SMALL_RTT] = small_rtt;
+            figures[MCA_COLL_STRATA_NET_LARGE_RTT] = large_rtt;
+            figures[MCA_COLL_STRATA_NET_MS] = (mca_coll_strata_network_now() - start) * 1e3;
+            figures[MCA_COLL_STRATA_NET_VALID] = 1.0;
+        }
+    }
+    free(large);
+}
+
+/*
+ * module->decision: the component's, with the network figures to be
+ * measured (coll_strata_allreduce_inter_* = 0) taken from rank 0's cache or
+ * a measurement, or the fallback figures where there is none (one node, a
+ * failed measurement).  Collective over comm when more than one node shares
+ * it (every rank knows the node count); an error means a broadcast failed.
+ */
+int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
+                                  struct ompi_communicator_t *comm)
+{
+    const mca_coll_strata_component_t *c = &mca_coll_strata_component;
+    double figures[MCA_COLL_STRATA_NET_FIGURES] = {0};
+    char rtts[160] = "";
+    const char *source;
+    int rc;
+
+    module->decision = c->decision;
+    if (c->inter_latency_us > 0.0 && c->inter_bandwidth_gbs > 0.0) {
+        source = "configured";
+    } else if (module->topo.nnodes < 2) {
+        source = "fallback: one node";
+    } else {
+        if (0 == ompi_comm_rank(comm)) {
+            mca_coll_strata_network_cache_copy(figures, mca_coll_strata_network_cache);
+        }
+        rc = MCA_COLL_STRATA_FALLBACK(module, bcast, comm, figures, MCA_COLL_STRATA_NET_FIGURES,
+                                      MPI_DOUBLE, 0);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        source = "cached: rank 0's";
+        if (0.0 == figures[MCA_COLL_STRATA_NET_VALID]) {
+            if (0 == module->topo.local_rank && module->topo.node_index < 2) {
+                mca_coll_strata_network_measure(module, figures);
+            }
+            rc = MCA_COLL_STRATA_FALLBACK(module, bcast, comm, figures, MCA_COLL_STRATA_NET_FIGURES,
+                                          MPI_DOUBLE, 0);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+            source = (0.0 != figures[MCA_COLL_STRATA_NET_VALID]) ? "measured"
+                                                                 : "fallback: not measured";
+        }
+        if (0.0 != figures[MCA_COLL_STRATA_NET_VALID]) {
+            mca_coll_strata_network_cache_copy(mca_coll_strata_network_cache, figures);
+            mca_coll_strata_network_params(c->inter_latency_us, c->inter_bandwidth_gbs,
+                                           &figures[MCA_COLL_STRATA_NET_ALPHA], &module->decision);
+            snprintf(rtts, sizeof(rtts),
+                     "; round trips between nodes 0 and 1: %d B %.1f us, %zu KiB %.1f us, "
+                     "%.1f ms in all",
+                     MCA_COLL_STRATA_NET_SMALL, figures[MCA_COLL_STRATA_NET_SMALL_RTT] * 1e6,
+                     MCA_COLL_STRATA_NET_LARGE >> 10, figures[MCA_COLL_STRATA_NET_LARGE_RTT] * 1e6,
+                     figures[MCA_COLL_STRATA_NET_MS]);
+        }
+    }
+    MCA_COLL_STRATA_VERBOSE(
+        10, "%s: cost model: alpha %.3f us (%s), bandwidth %.4f GB/s (%s)%s", comm->c_name,
+        module->decision.alpha * 1e6, (c->inter_latency_us > 0.0) ? "configured" : source,
+        1e-9 / module->decision.beta, (c->inter_bandwidth_gbs > 0.0) ? "configured" : source, rtts);
+    return OMPI_SUCCESS;
+}
