@@ -117,7 +117,7 @@ static void mca_coll_strata_register_decision(void)
         &d->small_max);
 
     /* 0 (the defaults): measured once per process, at the set-up of the
-     * first communicator spanning nodes (coll_strata_module.c) */
+     * first communicator spanning nodes (coll_strata_network.c) */
     mca_coll_strata_component.inter_latency_us = 0.0;
     (void)mca_base_component_var_register(
         &mca_coll_strata_component.super.collm_version, "allreduce_inter_latency_us",
@@ -133,7 +133,7 @@ static void mca_coll_strata_register_decision(void)
         &mca_coll_strata_component.super.collm_version, "allreduce_inter_bandwidth_gbs",
         "The cost model's bandwidth of one rail between nodes, in GB/s (1/beta; 100 GbE "
         "about 12, NDR 400 about 50, 1 Gbit/s about 0.12). 0 (the default): measured like "
-        "allreduce_inter_latency_us, with a 256 KiB message (1.25 where it cannot be "
+        "allreduce_inter_latency_us, from 256 KiB and 1 MiB messages (1.25 where it cannot be "
         "measured); a positive value is used as it is, without measuring",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.inter_bandwidth_gbs);

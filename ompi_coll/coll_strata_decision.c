@@ -175,16 +175,18 @@ static double mca_coll_strata_network_clamp(double value, double min, double max
     return !(value >= min) ? min : (value > max) ? max : value;
 }
 
-void mca_coll_strata_network_from_round_trips(double small_rtt, double large_rtt, size_t bytes,
-                                              double *alpha, double *beta)
+void mca_coll_strata_network_from_round_trips(double small_rtt, double mid_rtt, size_t mid_bytes,
+                                              double large_rtt, size_t large_bytes, double *alpha,
+                                              double *beta)
 {
+    double bytes = (large_bytes > mid_bytes) ? (double)(large_bytes - mid_bytes) : 1.0;
+
     *alpha = mca_coll_strata_network_clamp(small_rtt / 2.0, MCA_COLL_STRATA_NET_ALPHA_MIN,
                                            MCA_COLL_STRATA_NET_ALPHA_MAX);
-    /* a large round trip no longer than the small one (noise, or a link
+    /* a large round trip no longer than the middle one (noise, or a link
      * faster than the timer sees): the fastest link the clamp allows */
-    *beta = mca_coll_strata_network_clamp((large_rtt - small_rtt) / (double)(bytes ? bytes : 1),
-                                          MCA_COLL_STRATA_NET_BETA_MIN,
-                                          MCA_COLL_STRATA_NET_BETA_MAX);
+    *beta = mca_coll_strata_network_clamp(
+        (large_rtt - mid_rtt) / bytes, MCA_COLL_STRATA_NET_BETA_MIN, MCA_COLL_STRATA_NET_BETA_MAX);
 }
 
 void mca_coll_strata_network_params(double latency_us, double bandwidth_gbs, const double *measured,

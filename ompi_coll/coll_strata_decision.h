@@ -118,15 +118,16 @@ typedef struct mca_coll_strata_decision_params_t {
 #define MCA_COLL_STRATA_NET_BETA_MAX               1e-7
 
 /*
- * alpha and beta from two timed round trips (seconds) between two nodes: a
- * small message there and back (small_rtt: two latencies), and `bytes`
- * there with the same small message back (large_rtt: the same plus the
- * bytes' time on the link).  alpha = small_rtt / 2, beta = (large_rtt -
- * small_rtt) / bytes, each clamped to the range above (a NaN to its
- * minimum).
+ * alpha and beta from timed round trips (seconds) between two nodes: a small
+ * message there and back (small_rtt: two latencies), and mid_bytes and
+ * large_bytes there with the same small message back (the bytes' time on
+ * the link, plus whatever a large message costs once).  alpha = small_rtt /
+ * 2, beta = (large_rtt - mid_rtt) / (large_bytes - mid_bytes), each clamped
+ * to the range above (a NaN to its minimum).
  */
-void mca_coll_strata_network_from_round_trips(double small_rtt, double large_rtt, size_t bytes,
-                                              double *alpha, double *beta);
+void mca_coll_strata_network_from_round_trips(double small_rtt, double mid_rtt, size_t mid_bytes,
+                                              double large_rtt, size_t large_bytes, double *alpha,
+                                              double *beta);
 
 /*
  * params->alpha and ->beta from the configured figures (microseconds, GB/s;

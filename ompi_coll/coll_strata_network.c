@@ -34,6 +34,7 @@ enum {
     MCA_COLL_STRATA_NET_ALPHA,     /* seconds per message */
     MCA_COLL_STRATA_NET_BETA,      /* seconds per byte (follows alpha) */
     MCA_COLL_STRATA_NET_SMALL_RTT, /* what they were computed from, for verbose output */
+    MCA_COLL_STRATA_NET_MID_RTT,
     MCA_COLL_STRATA_NET_LARGE_RTT,
     MCA_COLL_STRATA_NET_MS, /* the measurement's time on the timer, all of it */
     MCA_COLL_STRATA_NET_FIGURES
@@ -41,10 +42,15 @@ enum {
 
 /* The rail's tag: the pipeline's are 1 + slot, and it starts after set-up. */
 #define MCA_COLL_STRATA_NET_TAG   0
-/* A small message, and a large one that the link's bandwidth dominates from
- * 1 Gbit/s (2.1 ms) to NDR (5 us against 1-2 us of latency). */
+/* A small message for alpha; for beta, two large ones whose difference the
+ * link's bandwidth dominates from 1 Gbit/s (6.3 ms) to NDR (16 us against
+ * 1-2 us of latency).  A difference, not one size against the small
+ * message: what a large message costs once (a rendezvous handshake, a
+ * token bucket's burst let through at the line's speed, TCP's window after
+ * a pause) cancels out. */
 #define MCA_COLL_STRATA_NET_SMALL 8
-#define MCA_COLL_STRATA_NET_LARGE ((size_t)256 * 1024)
+#define MCA_COLL_STRATA_NET_MID   ((size_t)256 * 1024)
+#define MCA_COLL_STRATA_NET_LARGE ((size_t)1024 * 1024)
 
 static double mca_coll_strata_network_cache[MCA_COLL_STRATA_NET_FIGURES];
 static opal_mutex_t mca_coll_strata_network_cache_lock = OPAL_MUTEX_STATIC_INIT;
@@ -92,26 +98,45 @@ static int mca_coll_strata_network_round_trip(struct ompi_communicator_t *rail, 
     return rc;
 }
 
-/* The shortest mean round trip of `batches` batches of `batch`, after
- * `warmup` untimed ones (the first messages open connections and grow
- * windows). */
+/* The shortest of `repeats` round trips of `bytes`, after `warmup` untimed
+ * ones (the first messages open connections and grow windows). */
 static int mca_coll_strata_network_time(struct ompi_communicator_t *rail, bool timer, char *buf,
-                                        size_t bytes, int warmup, int batches, int batch,
-                                        double *best)
+                                        size_t bytes, int warmup, int repeats, double *best)
 {
     int rc = OMPI_SUCCESS;
 
     for (int i = 0; i < warmup && OMPI_SUCCESS == rc; ++i) {
         rc = mca_coll_strata_network_round_trip(rail, timer, buf, bytes);
     }
-    for (int b = 0; b < batches && OMPI_SUCCESS == rc; ++b) {
+    for (int i = 0; i < repeats && OMPI_SUCCESS == rc; ++i) {
         double start = mca_coll_strata_network_now(), t;
 
-        for (int i = 0; i < batch && OMPI_SUCCESS == rc; ++i) {
-            rc = mca_coll_strata_network_round_trip(rail, timer, buf, bytes);
+        rc = mca_coll_strata_network_round_trip(rail, timer, buf, bytes);
+        t = mca_coll_strata_network_now() - start;
+        *best = (0 == i || t < *best) ? t : *best;
+    }
+    return rc;
+}
+
+/* The two large sizes in turn, so that each starts from the state the
+ * other left (a drained token bucket, a window just used). */
+static int mca_coll_strata_network_time_large(struct ompi_communicator_t *rail, bool timer,
+                                              char *buf, double *mid_rtt, double *large_rtt)
+{
+    int rc = OMPI_SUCCESS;
+
+    for (int i = 0; i < 4 && OMPI_SUCCESS == rc; ++i) {
+        double mid = 0.0, large = 0.0;
+
+        rc = mca_coll_strata_network_time(rail, timer, buf, MCA_COLL_STRATA_NET_MID, 0, 1, &mid);
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_strata_network_time(rail, timer, buf, MCA_COLL_STRATA_NET_LARGE, 0, 1,
+                                              &large);
         }
-        t = (mca_coll_strata_network_now() - start) / batch;
-        *best = (0 == b || t < *best) ? t : *best;
+        if (i > 0) { /* the first pair warms up */
+            *mid_rtt = (1 == i || mid < *mid_rtt) ? mid : *mid_rtt;
+            *large_rtt = (1 == i || large < *large_rtt) ? large : *large_rtt;
+        }
     }
     return rc;
 }
@@ -119,11 +144,12 @@ static int mca_coll_strata_network_time(struct ompi_communicator_t *rail, bool t
 /*
  * Run by the leaders of nodes 0 and 1 on their rail (ranks 0 and 1 of local
  * rank 0's rail, which every set-up node has); node 0's fills `figures`.
- * Each figure is the shortest round trip, 32 small ones and 3 large: the
- * least disturbed, where the other ranks spinning in the broadcast that
- * follows share the cores (about 11 ms on a 1 Gbit/s link).  The two first
- * tell each other whether they have the large buffer, so that neither
- * waits for a message that is not coming.
+ * Each figure is the shortest round trip, of 32 small ones and of 3 of
+ * each large size: the least disturbed, where the other ranks spinning in
+ * the broadcast that follows share the cores (about 30 ms on a 1 Gbit/s
+ * link, once per process).  The two first tell each other whether they
+ * have the large buffer, so that neither waits for a message that is not
+ * coming.
  */
 static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, double *figures)
 {
@@ -131,7 +157,7 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
     bool timer = (0 == module->topo.node_index);
     char small[MCA_COLL_STRATA_NET_SMALL] = {0};
     char *large = calloc(1, MCA_COLL_STRATA_NET_LARGE);
-    double start = mca_coll_strata_network_now(), small_rtt = 0.0, large_rtt = 0.0;
+    double start = mca_coll_strata_network_now(), small_rtt = 0.0, mid_rtt = 0.0, large_rtt = 0.0;
     int mine = (NULL != large), theirs = 0, rc;
 
     if (timer) {
@@ -150,16 +176,16 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
         }
     }
     if (OMPI_SUCCESS == rc && mine && theirs) {
-        rc = mca_coll_strata_network_time(rail, timer, small, sizeof(small), 8, 32, 1, &small_rtt);
+        rc = mca_coll_strata_network_time(rail, timer, small, sizeof(small), 8, 32, &small_rtt);
         if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_strata_network_time(rail, timer, large, MCA_COLL_STRATA_NET_LARGE, 2, 3,
-                                              1, &large_rtt);
+            rc = mca_coll_strata_network_time_large(rail, timer, large, &mid_rtt, &large_rtt);
         }
         if (OMPI_SUCCESS == rc && timer) {
             mca_coll_strata_network_from_round_trips(
-                small_rtt, large_rtt, MCA_COLL_STRATA_NET_LARGE,
+                small_rtt, mid_rtt, MCA_COLL_STRATA_NET_MID, large_rtt, MCA_COLL_STRATA_NET_LARGE,
                 &figures[MCA_COLL_STRATA_NET_ALPHA], &figures[MCA_COLL_STRATA_NET_BETA]);
             figures[MCA_COLL_STRATA_NET_SMALL_RTT] = small_rtt;
+            figures[MCA_COLL_STRATA_NET_MID_RTT] = mid_rtt;
             figures[MCA_COLL_STRATA_NET_LARGE_RTT] = large_rtt;
             figures[MCA_COLL_STRATA_NET_MS] = (mca_coll_strata_network_now() - start) * 1e3;
             figures[MCA_COLL_STRATA_NET_VALID] = 1.0;
@@ -217,8 +243,9 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
                                            &figures[MCA_COLL_STRATA_NET_ALPHA], &module->decision);
             snprintf(rtts, sizeof(rtts),
                      "; round trips between nodes 0 and 1: %d B %.1f us, %zu KiB %.1f us, "
-                     "%.1f ms in all",
+                     "%zu KiB %.1f us, %.1f ms in all",
                      MCA_COLL_STRATA_NET_SMALL, figures[MCA_COLL_STRATA_NET_SMALL_RTT] * 1e6,
+                     MCA_COLL_STRATA_NET_MID >> 10, figures[MCA_COLL_STRATA_NET_MID_RTT] * 1e6,
                      MCA_COLL_STRATA_NET_LARGE >> 10, figures[MCA_COLL_STRATA_NET_LARGE_RTT] * 1e6,
                      figures[MCA_COLL_STRATA_NET_MS]);
         }

@@ -312,22 +312,31 @@ static void test_network(void)
     const double measured[2] = {30e-6, 8e-9};
     double a, b;
 
-    /* 1 Gbit/s: 60 us there and back, 256 KiB more takes 2.1 ms */
-    mca_coll_strata_network_from_round_trips(60e-6, 60e-6 + 262144 * 8e-9, 262144, &a, &b);
+    /* 1 Gbit/s: 60 us there and back, 256 KiB more takes 2.1 ms, 1 MiB 8.4 */
+    mca_coll_strata_network_from_round_trips(60e-6, 60e-6 + 262144 * 8e-9, 262144,
+                                             60e-6 + 1048576 * 8e-9, 1048576, &a, &b);
     CHECK(fabs(a - 30e-6) < 1e-15 && fabs(b - 8e-9) < 1e-18,
           "1 Gbit/s round trips: alpha 30 us, beta 8 ns/B, got %g %g\n", a, b);
-    mca_coll_strata_network_from_round_trips(4e-6, 4e-6 + 262144 / 50e9, 262144, &a, &b);
+    /* a token bucket lets the first 256 KB through at the line's speed: the
+     * difference of the two large sizes still gives the rate */
+    mca_coll_strata_network_from_round_trips(60e-6, 60e-6 + 4000 * 8e-9, 262144,
+                                             60e-6 + (1048576 - 258144) * 8e-9, 1048576, &a, &b);
+    CHECK(fabs(b - 8e-9) < 1e-18, "1 Gbit/s behind a 256 KB burst: beta 8 ns/B, got %g\n", b);
+    mca_coll_strata_network_from_round_trips(4e-6, 4e-6 + 262144 / 50e9, 262144,
+                                             4e-6 + 1048576 / 50e9, 1048576, &a, &b);
     CHECK(fabs(a - 2e-6) < 1e-15 && fabs(1.0 / b - 50e9) < 1e3,
           "NDR round trips: alpha 2 us, 50 GB/s, got %g %g\n", a, 1.0 / b);
-    mca_coll_strata_network_from_round_trips(10e-6, 9e-6, 262144, &a, &b);
+    mca_coll_strata_network_from_round_trips(10e-6, 30e-6, 262144, 29e-6, 1048576, &a, &b);
     CHECK(b == MCA_COLL_STRATA_NET_BETA_MIN,
-          "a large round trip shorter than the small one: the fastest link, got %g\n", b);
-    mca_coll_strata_network_from_round_trips(1e-9, 1.0, 1, &a, &b);
+          "a large round trip shorter than the middle one: the fastest link, got %g\n", b);
+    mca_coll_strata_network_from_round_trips(1e-9, 0.0, 1, 1.0, 2, &a, &b);
     CHECK(a == MCA_COLL_STRATA_NET_ALPHA_MIN && b == MCA_COLL_STRATA_NET_BETA_MAX,
           "clamped to the sane ranges, got %g %g\n", a, b);
-    mca_coll_strata_network_from_round_trips(NAN, NAN, 0, &a, &b);
+    mca_coll_strata_network_from_round_trips(NAN, NAN, 0, NAN, 0, &a, &b);
     CHECK(a == MCA_COLL_STRATA_NET_ALPHA_MIN && b == MCA_COLL_STRATA_NET_BETA_MIN,
           "NaN round trips clamp to the minimum, got %g %g\n", a, b);
+    mca_coll_strata_network_from_round_trips(60e-6, 1e-3, 1048576, 2e-3, 1048576, &a, &b);
+    CHECK(b == MCA_COLL_STRATA_NET_BETA_MAX, "equal sizes: no division by zero, got %g\n", b);
 
     mca_coll_strata_network_params(20.0, 12.5, measured, &p);
     CHECK(fabs(p.alpha - 20e-6) < 1e-15 && fabs(p.beta - 1.0 / 12.5e9) < 1e-20,
