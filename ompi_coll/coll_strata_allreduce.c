@@ -57,8 +57,9 @@ static const char *mca_coll_strata_allreduce_unsupported(struct ompi_datatype_t 
  * `device`: this rank's buffers are device memory (its device path only);
  * `native`: the pipeline runs on the GPUs. */
 static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *module, int count,
-                                             struct ompi_datatype_t *dtype, bool device,
-                                             bool native, mca_coll_strata_decision_t *decision)
+                                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                             bool device, bool native,
+                                             mca_coll_strata_decision_t *decision)
 {
     mca_coll_strata_decision_input_t in;
     ptrdiff_t extent;
@@ -70,6 +71,9 @@ static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *mod
     in.ppn_max = module->topo.ppn_max;
     in.device = device;
     in.native = native;
+    /* no vectorized kernel for these on the host (Open MPI's op/avx has the
+     * arithmetic and bitwise ones); the GPUs' kernels have every op */
+    in.slow_op = !native && (MPI_LAND == op || MPI_LOR == op || MPI_LXOR == op);
     in.chunk_bytes = module->shm.slot_bytes;
     in.slots = module->shm.nslots;
     mca_coll_strata_decide(&module->decision, &in, decision);
@@ -107,7 +111,7 @@ mca_coll_strata_allreduce_host_decision(mca_coll_strata_module_t *module, int co
         scratch->nslices = 1;
         scratch->reason = "one rank";
     } else if (mca_coll_strata_module_ready(module, comm, why)) {
-        mca_coll_strata_allreduce_decide(module, count, dtype, false, false, scratch);
+        mca_coll_strata_allreduce_decide(module, count, dtype, op, false, false, scratch);
     } else {
         return NULL; /* set-up failed or under way: not cached */
     }
@@ -205,7 +209,7 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
                                            (size_t)count * size)) {
         return OMPI_SUCCESS;
     }
-    mca_coll_strata_allreduce_decide(module, count, dtype, true, true, &decision);
+    mca_coll_strata_allreduce_decide(module, count, dtype, op, true, true, &decision);
     if (MCA_COLL_STRATA_ALG_FALLBACK == decision.algorithm) {
         /* one rank per node: nothing for the node phase to do; staged */
         return OMPI_SUCCESS;

@@ -113,8 +113,17 @@ static void mca_coll_strata_register_decision(void)
     mca_coll_strata_register_size(
         "allreduce_small_max",
         "Messages up to this many bytes take the replicated (latency) path when "
-        "allreduce_algorithm is auto; larger ones the rail path",
+        "allreduce_algorithm is auto and the communicator spans nodes (every local rank "
+        "with a rail sends the whole message); larger ones the rail path",
         &d->small_max);
+    /* measured: docs/results/2026-11-24-small-messages-all-ops (crossover) */
+    d->node_small_max = 16384;
+    mca_coll_strata_register_size(
+        "allreduce_node_small_max",
+        "The same on a communicator inside one node: up to this many bytes every rank "
+        "reduces all the node's inputs itself (no second phase); larger ones are cut into "
+        "one slice per rank",
+        &d->node_small_max);
 
     /* 0 (the defaults): measured once per process, at the set-up of the
      * first communicator spanning nodes (coll_strata_network.c) */
@@ -349,6 +358,8 @@ static void mca_coll_strata_component_check(void)
     mca_coll_strata_component_bound_size("stage_max", &c->stage_max,
                                          MCA_COLL_STRATA_STAGE_MAX_MIN, (size_t)1 << 40);
     mca_coll_strata_component_bound_size("allreduce_small_max", &c->decision.small_max, 0,
+                                         (size_t)1 << 30);
+    mca_coll_strata_component_bound_size("allreduce_node_small_max", &c->decision.node_small_max, 0,
                                          (size_t)1 << 30);
     /* the cost model's network: finite, 0 meaning measured */
     if (!(c->inter_latency_us >= 0.0 && c->inter_latency_us <= 1e6)) {

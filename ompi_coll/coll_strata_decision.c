@@ -11,7 +11,11 @@
  *      the topology allows it.
  *   2. One rank on every node: there is no intra-node phase to save, so the
  *      module below strata runs.
- *   3. Up to small_max bytes, latency dominates: the replicated path.  Every
+ *   3. Up to small_max bytes (node_small_max when the communicator lies
+ *      inside one node, where no rail carries the replicated copies between
+ *      nodes, and the op reduces fast: measured 16 KiB, but 2-4 KiB for the
+ *      logical ops' plain loops, docs/results/2026-11-24-small-messages-all-ops),
+ *      latency dominates: the replicated path.  Every
  *      local rank that has a rail (ppn_min of them per node) reduces the
  *      whole node's data from shared memory and allreduces it on its own
  *      rail, so no rank waits for a leader to hand the result back; ranks
@@ -268,9 +272,12 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
         out->algorithm = MCA_COLL_STRATA_ALG_FALLBACK;
         out->reason = "one rank per node: no intra-node phase to save";
         return;
-    } else if (in->bytes <= params->small_max) {
+    } else if (in->bytes <=
+               ((1 == in->nnodes && !in->slow_op) ? params->node_small_max : params->small_max)) {
         alg = MCA_COLL_STRATA_ALG_REPLICATED;
-        out->reason = "small message (<= coll_strata_allreduce_small_max): latency path";
+        out->reason = (1 == in->nnodes && !in->slow_op)
+                          ? "small message (<= coll_strata_allreduce_node_small_max): latency path"
+                          : "small message (<= coll_strata_allreduce_small_max): latency path";
     } else {
         alg = MCA_COLL_STRATA_ALG_RAIL;
         out->reason = "large message: one slice per rail";

@@ -91,6 +91,7 @@ typedef struct mca_coll_strata_decision_params_t {
     int algorithm;         /* mca_coll_strata_alg_t; AUTO lets the rules below choose */
     int inter_algorithm;   /* mca_coll_strata_inter_t */
     size_t small_max;      /* bytes up to which the small-message (replicated) path runs */
+    size_t node_small_max; /* the same on a communicator inside one node */
     /* the network between nodes, for the cost model of the inter-node phase:
      * alpha, seconds per message; beta, seconds per byte */
     double alpha;
@@ -144,6 +145,9 @@ typedef struct mca_coll_strata_decision_input_t {
     int ppn_max;
     bool device;      /* this rank's buffers include device memory (rank-local) */
     bool native;      /* every rank's data is on its GPU: the native path (agreed) */
+    bool slow_op;     /* the op's host reduction is a plain loop (logical ops): on one
+                       * node the replicated path, which reduces every input on every
+                       * rank, stops paying at small_max, not node_small_max */
     size_t chunk_bytes; /* the pipeline's chunk: each chunk has its own exchange (0: all) */
     int slots;          /* chunks in flight (exchanges overlapping on a rail) */
 } mca_coll_strata_decision_input_t;

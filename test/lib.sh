@@ -111,6 +111,10 @@ strata_coll_mca() {
     # before the cost model), for before/after comparisons
     strata-ring) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_inter_algorithm ring" ;;
     strata-staged) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_device_algorithm staged" ;;
+    # strata with its one-node algorithm forced, to measure the crossover
+    # between the small-message path and the sliced one
+    strata-replicated) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_algorithm replicated" ;;
+    strata-rail) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_algorithm rail" ;;
     *) echo "strata_coll_mca: unknown coll configuration '$1'" >&2; return 1 ;;
     esac
 }

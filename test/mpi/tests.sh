@@ -252,14 +252,14 @@ mpi_strata_verbose_says_why() {
 
 # The per-communicator decision cache (coll_strata_allreduce.c): calls that
 # share a cache slot but not a decision each get theirs (the small-message
-# path just below coll_strata_allreduce_small_max, the large one just above,
+# path just below coll_strata_allreduce_node_small_max, the large one just above,
 # three times each), and a non-commutative user op goes to the fallback,
 # made where a freed commutative one was, or used with the count and type of
 # a cached MPI_SUM call; every result checked.
 mpi_strata_decision_cache() {
     local np=$1 out="$STRATA_TEST_LOG.out"
     strata_mpirun_local "$np" $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
-        --mca coll_strata_allreduce_small_max 2048 "$T/mpi/test_allreduce_cache" \
+        --mca coll_strata_allreduce_node_small_max 2048 "$T/mpi/test_allreduce_cache" \
         --small-count 508 >"$out" 2>&1
     local rc=$?; cat "$out"
     [ $rc -eq 0 ] || return 1

@@ -12,6 +12,7 @@
  *              [--L S] [--o S] [--G S_PER_BYTE] [--g S] [--rndv BYTES] [--nics N]
  *              [--copy-bw B_PER_S] [--reduce-bw B_PER_S] [--mem-bw B_PER_S]
  *              [--segment BYTES] [--slots N] [--elem BYTES] [--small-max BYTES]
+ *              [--node-small-max BYTES]
  *              [--decide-alpha S] [--decide-beta S_PER_BYTE] [--decide-from-network]
  *              [--header]
  *   strata_sim --self-check
@@ -107,7 +108,7 @@ typedef struct strata_sim_params_t {
      * (0: unlimited) */
     double copy_bw, reduce_bw, mem_bw;
     /* strata's settings */
-    size_t segment, small_max, elem;
+    size_t segment, small_max, node_small_max, elem;
     int slots;
     /* the decision's cost model */
     double decide_alpha, decide_beta;
@@ -366,6 +367,7 @@ static void strata_sim_decide(const strata_sim_params_t *p, int path, int inter_
         .algorithm = path,
         .inter_algorithm = inter_alg,
         .small_max = p->small_max,
+        .node_small_max = p->node_small_max,
         .alpha = p->decide_alpha,
         .beta = p->decide_beta,
         .gamma = 1.0 / 4e9, /* coll/strata's */
@@ -553,6 +555,7 @@ static int strata_sim_set(strata_sim_params_t *p, strata_sim_lists_t *l, const c
     else if (!strcmp(key, "slots")) p->slots = (int)strata_sim_parse_size(value);
     else if (!strcmp(key, "elem")) p->elem = strata_sim_parse_size(value);
     else if (!strcmp(key, "small-max")) p->small_max = strata_sim_parse_size(value);
+    else if (!strcmp(key, "node-small-max")) p->node_small_max = strata_sim_parse_size(value);
     else if (!strcmp(key, "decide-alpha")) p->decide_alpha = strata_sim_parse_double(value);
     else if (!strcmp(key, "decide-beta")) p->decide_beta = strata_sim_parse_double(value);
     else return 0;
@@ -563,10 +566,22 @@ static void strata_sim_defaults(strata_sim_params_t *p, strata_sim_lists_t *l)
 {
     /* coll/strata's defaults (coll_strata_component.c) and a 100 GbE-like
      * network; a parameter file or the options replace them */
-    *p = (strata_sim_params_t){.L = 5e-6, .o = 1e-6, .G = 1.0 / 12.5e9, .g = 0.0, .rndv = 0,
-                               .nics = 1, .copy_bw = 10e9, .reduce_bw = 5e9, .mem_bw = 0.0,
-                               .segment = 128 * 1024, .small_max = 2048, .elem = 4,
-                               .slots = 4, .decide_alpha = 5e-6, .decide_beta = 1.0 / 1.25e9};
+    *p = (strata_sim_params_t){.L = 5e-6,
+                               .o = 1e-6,
+                               .G = 1.0 / 12.5e9,
+                               .g = 0.0,
+                               .rndv = 0,
+                               .nics = 1,
+                               .copy_bw = 10e9,
+                               .reduce_bw = 5e9,
+                               .mem_bw = 0.0,
+                               .segment = 128 * 1024,
+                               .small_max = 2048,
+                               .node_small_max = 16384,
+                               .elem = 4,
+                               .slots = 4,
+                               .decide_alpha = 5e-6,
+                               .decide_beta = 1.0 / 1.25e9};
     memset(l, 0, sizeof(*l));
     l->nodes[0] = 4;
     l->ppn[0] = 2;

@@ -26,8 +26,9 @@ static const mca_coll_strata_decision_params_t defaults = {
     .algorithm = MCA_COLL_STRATA_ALG_AUTO,
     .inter_algorithm = MCA_COLL_STRATA_INTER_AUTO,
     .small_max = 4096,
-    .alpha = 5e-6,   /* 5 us per message */
-    .beta = 1e-10,   /* 10 GB/s */
+    .node_small_max = 16384,
+    .alpha = 5e-6, /* 5 us per message */
+    .beta = 1e-10, /* 10 GB/s */
 };
 
 static mca_coll_strata_decision_t decide(const mca_coll_strata_decision_params_t *params,
@@ -54,6 +55,28 @@ static void test_auto_rules(void)
     d = decide(&defaults, 4096, 1, 4, 4);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED &&
           d.inter == MCA_COLL_STRATA_INTER_NONE, "4 KiB on one node: replicated, no inter-node phase");
+    d = decide(&defaults, 16384, 1, 4, 4);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED,
+          "16 KiB on one node: replicated (node_small_max)");
+    d = decide(&defaults, 16385, 1, 4, 4);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 4,
+          "one byte over node_small_max on one node: rail, 4 slices");
+    {
+        mca_coll_strata_decision_input_t in = {
+            .bytes = 8192, .nnodes = 1, .ppn_min = 4, .ppn_max = 4, .slow_op = true};
+
+        mca_coll_strata_decide(&defaults, &in, &d);
+        CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL,
+              "8 KiB of a logical op on one node: rail (small_max: every rank reducing every "
+              "input in a plain loop costs more than the second phase)");
+        in.bytes = 4096;
+        mca_coll_strata_decide(&defaults, &in, &d);
+        CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED,
+              "4 KiB of a logical op on one node: replicated (small_max)");
+    }
+    d = decide(&defaults, 8192, 2, 4, 4);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL,
+          "8 KiB on 2 nodes: rail (small_max, not node_small_max)");
     d = decide(&defaults, 64, 3, 1, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.nslices == 1,
           "64 B on 2+2+1: replicated on the one rail every node has");

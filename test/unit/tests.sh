@@ -17,7 +17,7 @@ unit_ompi_info_lists_coll() {
     local out p
     out=$(env "OMPI_MCA_$STRATA_OMPI_PATH_VAR=$STRATA_OMPI_COMPONENT_PATH" ompi_info --param coll strata --level 9)
     echo "$out"
-    for p in priority verbose allreduce_algorithm allreduce_inter_algorithm allreduce_small_max \
+    for p in priority verbose allreduce_algorithm allreduce_inter_algorithm allreduce_small_max allreduce_node_small_max \
              allreduce_inter_latency_us allreduce_inter_bandwidth_gbs segment_size shm_slots shm_dir; do
         grep -q "parameter \"coll_strata_$p\"" <<<"$out" || { echo "coll_strata_$p not listed"; return 1; }
     done
