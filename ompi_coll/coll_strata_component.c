@@ -109,20 +109,23 @@ static void mca_coll_strata_register_decision(void)
         "that are not powers of two fold the extra nodes in first (two more messages)",
         mca_coll_strata_inter_table, MCA_COLL_STRATA_INTER_NONE, &d->inter_algorithm);
 
-    d->small_max = 2048;
+    /* measured: docs/results/2026-11-24-cluster-small-messages */
+    d->small_max = 8192;
     mca_coll_strata_register_size(
         "allreduce_small_max",
-        "Messages up to this many bytes take the replicated (latency) path when "
-        "allreduce_algorithm is auto and the communicator spans nodes (every local rank "
-        "with a rail sends the whole message); larger ones the rail path",
+        "On a communicator spanning nodes, messages up to this many bytes take the leader "
+        "(latency) path when allreduce_algorithm is auto: one rank per node reduces and "
+        "exchanges, one message per node; larger ones the rail path",
         &d->small_max);
     /* measured: docs/results/2026-11-24-small-messages-all-ops (crossover) */
     d->node_small_max = 16384;
     mca_coll_strata_register_size(
         "allreduce_node_small_max",
-        "The same on a communicator inside one node: up to this many bytes every rank "
-        "reduces all the node's inputs itself (no second phase); larger ones are cut into "
-        "one slice per rank",
+        "On a communicator inside one node, messages up to this many bytes take the "
+        "replicated (latency) path when allreduce_algorithm is auto: every rank reduces all "
+        "the node's inputs itself (no second phase); larger ones are cut into one slice per "
+        "rank. The logical ops (MPI_LAND, MPI_LOR, MPI_LXOR), whose host "
+        "reduction is a plain loop, up to an eighth of it",
         &d->node_small_max);
 
     /* 0 (the defaults): measured once per process, at the set-up of the

@@ -11,19 +11,21 @@
  *      the topology allows it.
  *   2. One rank on every node: there is no intra-node phase to save, so the
  *      module below strata runs.
- *   3. Up to small_max bytes (node_small_max when the communicator lies
- *      inside one node, where no rail carries the replicated copies between
- *      nodes, and the op reduces fast: measured 16 KiB, but 2-4 KiB for the
- *      logical ops' plain loops, docs/results/2026-11-24-small-messages-all-ops),
- *      latency dominates: the replicated path.  Every
- *      local rank that has a rail (ppn_min of them per node) reduces the
- *      whole node's data from shared memory and allreduces it on its own
- *      rail, so no rank waits for a leader to hand the result back; ranks
- *      beyond ppn_min on uneven nodes copy local rank 0's result.  The
- *      leader path (one rank per node reduces, the leaders allreduce, the
- *      others copy out) moves fewer bytes but adds that hand-back; it runs
- *      only when forced.
- *   4. Otherwise the rail algorithm: each chunk is cut into one slice per
+ *   3. Inside one node, up to node_small_max bytes (measured 16 KiB; the
+ *      logical ops, whose host reduction is a plain loop about 8 times
+ *      slower per byte, up to an eighth of it:
+ *      docs/results/2026-11-24-small-messages-all-ops), latency dominates:
+ *      the replicated path.  Every rank reduces all the node's inputs from
+ *      shared memory itself, so there is no second phase and no hand-back.
+ *   4. Across nodes, up to small_max bytes: the leader path.  One rank per
+ *      node reduces, the leaders allreduce, the others copy the result out:
+ *      one message per node and step.  Replicated there would send one per
+ *      rank with a rail, the same bytes k times over the node's link, and the
+ *      rail path a second phase on the node.  On the namespace cluster the
+ *      leader path was the fastest of the three up to 16 KiB on 2 nodes and
+ *      up to 8 KiB on 4 (docs/results/2026-11-24-cluster-small-messages):
+ *      the on-node hand-back costs less than the extra messages.
+ *   5. Otherwise the rail algorithm: each chunk is cut into one slice per
  *      local rank (ppn_min slices, so that every rail spans all nodes), each
  *      slice crosses the network on its own rail.
  * Between nodes each chunk's share of a rail runs one of strata's
@@ -272,12 +274,18 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
         out->algorithm = MCA_COLL_STRATA_ALG_FALLBACK;
         out->reason = "one rank per node: no intra-node phase to save";
         return;
-    } else if (in->bytes <=
-               ((1 == in->nnodes && !in->slow_op) ? params->node_small_max : params->small_max)) {
+    } else if (1 == in->nnodes &&
+               in->bytes <= (in->slow_op ? params->node_small_max / MCA_COLL_STRATA_SLOW_OP_COST
+                                         : params->node_small_max)) {
         alg = MCA_COLL_STRATA_ALG_REPLICATED;
-        out->reason = (1 == in->nnodes && !in->slow_op)
-                          ? "small message (<= coll_strata_allreduce_node_small_max): latency path"
-                          : "small message (<= coll_strata_allreduce_small_max): latency path";
+        out->reason = in->slow_op ? "small message (<= coll_strata_allreduce_node_small_max / 8 "
+                                    "for a logical op): latency path"
+                                  : "small message (<= coll_strata_allreduce_node_small_max): "
+                                    "latency path";
+    } else if (1 < in->nnodes && in->bytes <= params->small_max) {
+        alg = MCA_COLL_STRATA_ALG_LEADER;
+        out->reason = "small message across nodes (<= coll_strata_allreduce_small_max): one "
+                      "message per node, latency path";
     } else {
         alg = MCA_COLL_STRATA_ALG_RAIL;
         out->reason = "large message: one slice per rail";

@@ -87,6 +87,12 @@ bool mca_coll_strata_decide_device_direct(int device_net, bool pml_carries, bool
 extern const mca_coll_strata_name_t mca_coll_strata_alg_table[];
 extern const mca_coll_strata_name_t mca_coll_strata_inter_table[];
 
+/* How much more a byte of a logical op (MPI_LAND, MPI_LOR, MPI_LXOR) costs to
+ * reduce on the host than a vectorized op's: 16 KiB of signed chars took 51
+ * us with MPI_LXOR and 7.8 with MPI_SUM on 4 ranks (Open MPI's op/avx has no
+ * logical kernels), so their one-node threshold is node_small_max / this. */
+#define MCA_COLL_STRATA_SLOW_OP_COST 8
+
 typedef struct mca_coll_strata_decision_params_t {
     int algorithm;         /* mca_coll_strata_alg_t; AUTO lets the rules below choose */
     int inter_algorithm;   /* mca_coll_strata_inter_t */
@@ -147,7 +153,7 @@ typedef struct mca_coll_strata_decision_input_t {
     bool native;      /* every rank's data is on its GPU: the native path (agreed) */
     bool slow_op;     /* the op's host reduction is a plain loop (logical ops): on one
                        * node the replicated path, which reduces every input on every
-                       * rank, stops paying at small_max, not node_small_max */
+                       * rank, stops paying sooner (MCA_COLL_STRATA_SLOW_OP_COST) */
     size_t chunk_bytes; /* the pipeline's chunk: each chunk has its own exchange (0: all) */
     int slots;          /* chunks in flight (exchanges overlapping on a rail) */
 } mca_coll_strata_decision_input_t;

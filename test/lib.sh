@@ -115,6 +115,7 @@ strata_coll_mca() {
     # between the small-message path and the sliced one
     strata-replicated) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_algorithm replicated" ;;
     strata-rail) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_algorithm rail" ;;
+    strata-leader) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_algorithm leader" ;;
     *) echo "strata_coll_mca: unknown coll configuration '$1'" >&2; return 1 ;;
     esac
 }

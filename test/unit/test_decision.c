@@ -49,9 +49,9 @@ static void test_auto_rules(void)
     mca_coll_strata_decision_t d;
 
     d = decide(&defaults, 8, 4, 2, 2);
-    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.nslices == 2 &&
-          d.inter == MCA_COLL_STRATA_INTER_RD,
-          "8 B on 4x2: replicated on 2 rails, recursive doubling (2 messages, not 6)");
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.nslices == 1 &&
+              d.inter == MCA_COLL_STRATA_INTER_RD,
+          "8 B on 4x2: leader (one message per node), recursive doubling (2 messages, not 6)");
     d = decide(&defaults, 4096, 1, 4, 4);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED &&
           d.inter == MCA_COLL_STRATA_INTER_NONE, "4 KiB on one node: replicated, no inter-node phase");
@@ -69,17 +69,25 @@ static void test_auto_rules(void)
         CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL,
               "8 KiB of a logical op on one node: rail (small_max: every rank reducing every "
               "input in a plain loop costs more than the second phase)");
-        in.bytes = 4096;
+        in.bytes = 2048;
         mca_coll_strata_decide(&defaults, &in, &d);
         CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED,
-              "4 KiB of a logical op on one node: replicated (small_max)");
+              "2 KiB of a logical op on one node: replicated (node_small_max / 8)");
+        in.bytes = 2049;
+        mca_coll_strata_decide(&defaults, &in, &d);
+        CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL,
+              "one byte more of a logical op on one node: rail");
+        in.nnodes = 2;
+        in.bytes = 4096;
+        mca_coll_strata_decide(&defaults, &in, &d);
+        CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER,
+              "4 KiB of a logical op on 2 nodes: leader, as any op (small_max)");
     }
     d = decide(&defaults, 8192, 2, 4, 4);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL,
           "8 KiB on 2 nodes: rail (small_max, not node_small_max)");
     d = decide(&defaults, 64, 3, 1, 2);
-    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.nslices == 1,
-          "64 B on 2+2+1: replicated on the one rail every node has");
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.nslices == 1, "64 B on 2+2+1: leader");
     d = decide(&defaults, 4097, 4, 2, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.nslices == 2 &&
           d.inter == MCA_COLL_STRATA_INTER_RD, "4097 B on 4x2: rail, 2 slices, doubling");
@@ -166,8 +174,9 @@ static void test_overrides(void)
     p = defaults;
     p.small_max = 1 << 20;
     d = decide(&p, 1 << 20, 4, 2, 2);
-    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_REPLICATED && d.inter == MCA_COLL_STRATA_INTER_RHD,
-          "small_max raised: 1 MiB replicated, each rail carrying all of it (halving-doubling)");
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_LEADER && d.inter == MCA_COLL_STRATA_INTER_RHD,
+          "small_max raised: 1 MiB by the leaders, the whole of it on one rail "
+          "(halving-doubling)");
     d = decide(&p, (1 << 20) + 1, 4, 2, 2);
     CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL, "one byte over small_max: rail");
     p = defaults;
