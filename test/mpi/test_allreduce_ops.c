@@ -31,6 +31,9 @@
  *     MPI_DOUBLE_INT; BXOR on unsigned long long; LAND on MPI_C_BOOL; and
  *     a few more) at counts 2, 7, 12, 31, 4096, 65521, ~1 MiB and ~3 MiB
  *     (more chunks than strata has shared-memory slots);
+ *   - every op on five types (signed char, unsigned, float, double, bool)
+ *     one element below, at and above each size where coll/strata's default
+ *     decision changes path (2, 8 and 16 KiB);
  *   - calls alternating small and large sizes, types and ops;
  *   - a commutative user op (int sum), two non-commutative ones (2x2 matrix
  *     product on a contiguous type of 4 ints, affine-map composition on
@@ -1316,6 +1319,35 @@ static void phase_counts(const comm_t *cm)
     }
 }
 
+/* The sizes where coll/strata's default decision changes path, one element
+ * below, at and above each, for every op on a signed and an unsigned
+ * integer, a float, a double and a bool: 2 KiB (the logical ops' replicated
+ * path on one node, node_small_max / 8), 8 KiB (small_max: the leader path
+ * across nodes) and 16 KiB (node_small_max: the replicated path on one
+ * node); see coll_strata_decision.c. */
+static void phase_crossovers(const comm_t *cm)
+{
+    const long crossovers[] = {2048, 8192, 16384};
+    const char *names[] = {"MPI_SIGNED_CHAR", "MPI_UNSIGNED", "MPI_FLOAT", "MPI_DOUBLE",
+                           "MPI_C_BOOL"};
+
+    for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+        const type_desc_t *t = find_type(names[n]);
+
+        for (int op = 0; op < O_NOPS; op++) {
+            if (!op_defined((op_id_t)op, t->kind)) continue;
+            for (size_t x = 0; x < sizeof(crossovers) / sizeof(crossovers[0]); x++) {
+                long at = crossovers[x] / (long)t->size;
+
+                for (long d = -1; d <= 1; d++) {
+                    run_predefined(cm, names[n], (op_id_t)op, at + d, 300 + 10 * x + (d + 1),
+                                   1u << ((n + x + (size_t)(d + 1)) % NVARIANTS));
+                }
+            }
+        }
+    }
+}
+
 /* Small and large calls in turn on one communicator, different types and
  * ops, fresh inputs each call: state kept from one call (chunk counters,
  * slots, cached sizes) must not leak into the next. */
@@ -1418,6 +1450,7 @@ static void test_comm(const comm_t *cm)
 {
     run_phase(cm, "op x type matrix", phase_matrix);
     run_phase(cm, "counts", phase_counts);
+    run_phase(cm, "crossovers", phase_crossovers);
     run_phase(cm, "alternating sizes", phase_alternating);
     run_phase(cm, "user ops", phase_user_ops);
     run_phase(cm, "derived datatypes", phase_derived);
