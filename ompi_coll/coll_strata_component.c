@@ -109,16 +109,14 @@ static void mca_coll_strata_register_decision(void)
         "that are not powers of two fold the extra nodes in first (two more messages)",
         mca_coll_strata_inter_table, MCA_COLL_STRATA_INTER_NONE, &d->inter_algorithm);
 
-    /* measured: docs/results/2026-11-24-cluster-small-messages */
-    d->small_max = 8192;
+    d->small_max = MCA_COLL_STRATA_SMALL_MAX_DEFAULT;
     mca_coll_strata_register_size(
         "allreduce_small_max",
         "On a communicator spanning nodes, messages up to this many bytes take the leader "
         "(latency) path when allreduce_algorithm is auto: one rank per node reduces and "
         "exchanges, one message per node; larger ones the rail path",
         &d->small_max);
-    /* measured: docs/results/2026-11-24-small-messages-all-ops (crossover) */
-    d->node_small_max = 16384;
+    d->node_small_max = MCA_COLL_STRATA_NODE_SMALL_MAX_DEFAULT;
     mca_coll_strata_register_size(
         "allreduce_node_small_max",
         "On a communicator inside one node, messages up to this many bytes take the "

@@ -4,7 +4,9 @@
  * Device buffers (in->device) are staged through host memory and then run
  * the algorithm these rules choose for the host copies.  On the native path
  * (in->native: the pipeline on the GPUs, agreed by every rank) the same
- * rules choose, except that the inter-node phase is always strata's ring.
+ * rules choose, except that the inter-node phase is always one of strata's
+ * own exchanges (never the rail's allreduce, which would read device memory
+ * with the CPU) and the logical ops count as fast (the GPU has kernels).
  *
  * The rules, in order:
  *   1. A forced algorithm (coll_strata_allreduce_algorithm) wins, as far as

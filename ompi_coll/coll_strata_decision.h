@@ -87,6 +87,12 @@ bool mca_coll_strata_decide_device_direct(int device_net, bool pml_carries, bool
 extern const mca_coll_strata_name_t mca_coll_strata_alg_table[];
 extern const mca_coll_strata_name_t mca_coll_strata_inter_table[];
 
+/* The thresholds' defaults (coll_strata_allreduce_small_max and
+ * _node_small_max), measured: docs/results/2026-11-24-cluster-small-messages
+ * and 2026-11-24-small-messages-all-ops.  The simulator uses the same. */
+#define MCA_COLL_STRATA_SMALL_MAX_DEFAULT      8192
+#define MCA_COLL_STRATA_NODE_SMALL_MAX_DEFAULT 16384
+
 /* How much more a byte of a logical op (MPI_LAND, MPI_LOR, MPI_LXOR) costs to
  * reduce on the host than a vectorized op's: 16 KiB of signed chars took 51
  * us with MPI_LXOR and 7.8 with MPI_SUM on 4 ranks (Open MPI's op/avx has no
