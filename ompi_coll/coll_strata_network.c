@@ -194,6 +194,16 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
     free(large);
 }
 
+/* Whether any decision can read the network figures: not when strata always
+ * hands allreduce on, or when the inter-node exchange is forced (`coll`
+ * still needs them: the native path then picks among strata's own). */
+static bool mca_coll_strata_network_needed(const mca_coll_strata_decision_params_t *d)
+{
+    return MCA_COLL_STRATA_ALG_FALLBACK != d->algorithm &&
+           (MCA_COLL_STRATA_INTER_AUTO == d->inter_algorithm ||
+            MCA_COLL_STRATA_INTER_COLL == d->inter_algorithm);
+}
+
 /*
  * module->decision: the component's, with the network figures to be
  * measured (coll_strata_allreduce_inter_* = 0) taken from rank 0's cache or
@@ -215,6 +225,9 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
         source = "configured";
     } else if (module->topo.nnodes < 2) {
         source = "fallback: one node";
+    } else if (!mca_coll_strata_network_needed(&c->decision)) {
+        /* the same on every rank: MCA parameters of scope ALL_EQ */
+        source = "fallback: not needed, coll_strata_allreduce_(inter_)algorithm forced";
     } else {
         if (0 == ompi_comm_rank(comm)) {
             mca_coll_strata_network_cache_copy(figures, mca_coll_strata_network_cache);

@@ -158,7 +158,8 @@ cluster_network_runs_rhd() {
         { echo "$((4 * $2 / 1024)) KiB of MPI_FLOAT on 4x2 did not always run halving_doubling"; return 1; }
 }
 
-# Configured figures are used as they are: no rank measures.
+# Configured figures are used as they are: no rank measures; nor does any
+# when the inter-node exchange is forced.
 cluster_network_configured() {
     local out="$STRATA_TEST_TMP/network.out"
     strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
@@ -168,7 +169,16 @@ cluster_network_configured() {
     grep "cost model" "$out" | sort | uniq -c
     [ $rc -eq 0 ] &&
         [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: alpha 30.000 us (configured), bandwidth 0.5000 GB/s (configured)$" "$out")" = 4 ] &&
-        ! grep -q "measured\|cached\|round trips" "$out"
+        ! grep -q "measured\|cached\|round trips" "$out" || return 1
+    # A forced exchange reads no figures: nothing is measured for it
+    strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
+        --mca coll_strata_allreduce_inter_algorithm ring \
+        --mca coll_strata_verbose 10 "$T/mpi/test_allreduce_basic" --max-count 8192 >"$out" 2>&1
+    rc=$?; grep -v "coll:strata: " "$out"
+    grep "cost model" "$out" | sort | uniq -c
+    [ $rc -eq 0 ] &&
+        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: .*(fallback: not needed, coll_strata_allreduce_(inter_)algorithm forced)$" "$out")" = 4 ] &&
+        ! grep -q "(measured)\|cached\|round trips" "$out"
 }
 
 # Every collective on device buffers across nodes, through the README's
