@@ -297,7 +297,7 @@ typedef struct mca_coll_strata_module_t {
     mca_coll_strata_setup_state_t setup;
     /* the component's decision knobs, with the network figures this
      * communicator's cost model uses: configured, or measured at set-up
-     * (bitwise the same on every rank: coll_strata_module.c) */
+     * (bitwise the same on every rank: coll_strata_network.c) */
     mca_coll_strata_decision_params_t decision;
     mca_coll_strata_topo_t topo;
     mca_coll_strata_shm_t shm;

@@ -347,6 +347,18 @@ static void mca_coll_strata_component_bound_int(const char *name, int *value, in
                 name, was, min, max, *value);
 }
 
+/* A figure of the cost model's network: finite, in [0, 1e6] (a NaN is
+ * not), 0 meaning measured; anything else is replaced by 0. */
+static void mca_coll_strata_component_bound_figure(const char *name, double *value)
+{
+    if (*value >= 0.0 && *value <= 1e6) {
+        return;
+    }
+    opal_output(0, "coll:strata: coll_strata_%s = %g is outside [0, 1e6]; using 0 (measured)", name,
+                *value);
+    *value = 0.0;
+}
+
 /* The ranges registration cannot express (MCA sizes take any value): the
  * shared-memory layout and the staging arithmetic multiply these. */
 static void mca_coll_strata_component_check(void)
@@ -362,25 +374,13 @@ static void mca_coll_strata_component_check(void)
                                          (size_t)1 << 30);
     mca_coll_strata_component_bound_size("allreduce_node_small_max", &c->decision.node_small_max, 0,
                                          (size_t)1 << 30);
-    /* the cost model's network: finite, 0 meaning measured */
-    if (!(c->inter_latency_us >= 0.0 && c->inter_latency_us <= 1e6)) {
-        opal_output(0,
-                    "coll:strata: coll_strata_allreduce_inter_latency_us = %g is outside "
-                    "[0, 1e6]; using 0 (measured)",
-                    c->inter_latency_us);
-        c->inter_latency_us = 0.0;
-    }
-    if (!(c->inter_bandwidth_gbs >= 0.0 && c->inter_bandwidth_gbs <= 1e6)) {
-        opal_output(0,
-                    "coll:strata: coll_strata_allreduce_inter_bandwidth_gbs = %g is outside "
-                    "[0, 1e6]; using 0 (measured)",
-                    c->inter_bandwidth_gbs);
-        c->inter_bandwidth_gbs = 0.0;
-    }
+    mca_coll_strata_component_bound_figure("allreduce_inter_latency_us", &c->inter_latency_us);
+    mca_coll_strata_component_bound_figure("allreduce_inter_bandwidth_gbs",
+                                           &c->inter_bandwidth_gbs);
     /* folds run memory-bound on one core: about 4 GB/s */
     c->decision.gamma = 1.0 / 4e9;
     /* configured or fallback figures; a module replaces those to be
-     * measured (mca_coll_strata_module_network) */
+     * measured (mca_coll_strata_network_setup) */
     mca_coll_strata_network_params(c->inter_latency_us, c->inter_bandwidth_gbs, NULL, &c->decision);
 }
 
