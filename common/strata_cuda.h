@@ -72,6 +72,7 @@ extern "C" {
     _req(cuIpcGetMemHandle) \
     _req(cuIpcOpenMemHandle) \
     _req(cuIpcCloseMemHandle) \
+    _opt(cuDevicePrimaryCtxGetState) \
     _opt(cuMemAllocAsync) \
     _opt(cuMemAllocFromPoolAsync) \
     _opt(cuMemFreeAsync) \

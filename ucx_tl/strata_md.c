@@ -24,13 +24,21 @@ ucs_config_field_t uct_strata_md_config_table[] = {
      "'yes': fail if they cannot be installed; 'no': do not install, disable the cache.",
      ucs_offsetof(uct_strata_md_config_t, memtype_hooks), UCS_CONFIG_TYPE_TERNARY},
 
+    {"MEMTYPE_SCAN", "auto",
+     "When UCX's memory type cache is created, mark the ranges in /proc/self/maps that\n"
+     "may hold GPU memory allocated before the hooks were installed, so that UCP asks\n"
+     "the driver about buffers in them. 'auto': only if a CUDA context already exists\n"
+     "(current on the thread, or a device's primary context); with none, no GPU memory\n"
+     "can exist yet, and an empty cache keeps UCP on its fast path for host buffers.\n"
+     "'on': always (for contexts made with cuCtxCreate on another thread); 'off': never.",
+     ucs_offsetof(uct_strata_md_config_t, memtype_scan), UCS_CONFIG_TYPE_ON_OFF_AUTO},
+
     {"IPC_CACHE_SIZE", "1024",
      "Most peer allocations kept mapped by gpu_ipc in one process. Mappings not in\n"
      "use are closed, least recently used first, when the limit is reached.",
      ucs_offsetof(uct_strata_md_config_t, ipc_cache_size), UCS_CONFIG_TYPE_UINT},
 
-    {"IPC_LEGACY", "y",
-     "Export cudaMalloc/cuMemAlloc memory to peers with CUDA IPC handles.",
+    {"IPC_LEGACY", "y", "Export cudaMalloc/cuMemAlloc memory to peers with CUDA IPC handles.",
      ucs_offsetof(uct_strata_md_config_t, ipc_legacy), UCS_CONFIG_TYPE_BOOL},
 
     {"IPC_VMM", "y",
@@ -40,8 +48,7 @@ ucs_config_field_t uct_strata_md_config_table[] = {
      "that is refused such memory is staged through host memory instead.",
      ucs_offsetof(uct_strata_md_config_t, ipc_vmm), UCS_CONFIG_TYPE_BOOL},
 
-    {NULL}
-};
+    {NULL}};
 
 ucs_status_t uct_strata_cuda_check(CUresult res, const char *call, ucs_log_level_t level)
 {

@@ -34,6 +34,7 @@ typedef enum uct_strata_md_kind {
 typedef struct uct_strata_md_config {
     uct_md_config_t super;
     ucs_ternary_auto_value_t memtype_hooks; /* UCX_STRATA_MEMTYPE_HOOKS */
+    ucs_on_off_auto_value_t memtype_scan;   /* UCX_STRATA_MEMTYPE_SCAN */
     unsigned ipc_cache_size;                /* UCX_STRATA_IPC_CACHE_SIZE */
     int ipc_legacy;                         /* UCX_STRATA_IPC_LEGACY */
     int ipc_vmm;                            /* UCX_STRATA_IPC_VMM */

@@ -186,6 +186,7 @@ static uct_strata_memhook_t uct_strata_memhooks[] = {
 
 static pthread_once_t uct_strata_memhooks_once = PTHREAD_ONCE_INIT;
 static ucs_ternary_auto_value_t uct_strata_memhooks_mode;
+static ucs_on_off_auto_value_t uct_strata_memhooks_scan = UCS_CONFIG_AUTO;
 static ucs_status_t uct_strata_memhooks_status = UCS_ERR_NO_RESOURCE;
 static int uct_strata_memhooks_installed;
 
@@ -259,11 +260,53 @@ static ucs_status_t uct_strata_memhooks_installer_install(int events)
     return UCS_OK;
 }
 
+/*
+ * Whether the process may hold device memory the hooks did not see: some
+ * context exists (current on this thread, or a device's primary context,
+ * the one the CUDA runtime uses).  Device memory needs a context, so a
+ * process that has none yet - a host-only job on a GPU node, or one that
+ * touches CUDA only after MPI_Init - has nothing for the scan to find, and
+ * skipping it keeps UCX's memory type cache empty, which lets UCP send host
+ * buffers on its inline path.  In doubt (the driver cannot say), yes.
+ * Not seen: a context made with cuCtxCreate on another thread and not
+ * current on this one; UCX_STRATA_MEMTYPE_SCAN=yes covers that case.
+ */
+static int uct_strata_memhooks_context_exists(void)
+{
+    CUcontext current = NULL;
+    unsigned flags;
+    int count, dev, active;
+
+    if ((strata_cuda.cuCtxGetCurrent(&current) != CUDA_SUCCESS) || (current != NULL) ||
+        (strata_cuda.cuDevicePrimaryCtxGetState == NULL) ||
+        (strata_cuda.cuDeviceGetCount(&count) != CUDA_SUCCESS)) {
+        return 1;
+    }
+    for (dev = 0; dev < count; ++dev) {
+        if ((strata_cuda.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS) ||
+            active) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void uct_strata_memhooks_installer_existing(ucm_event_handler_t *handler)
 {
-    if (uct_strata_memhooks_installed && (handler->events & UCM_EVENT_MEM_TYPE_ALLOC)) {
-        ucm_parse_proc_self_maps(uct_strata_memhooks_scan_cb, handler);
+    if (!uct_strata_memhooks_installed || !(handler->events & UCM_EVENT_MEM_TYPE_ALLOC)) {
+        return;
     }
+    if (uct_strata_memhooks_scan == UCS_CONFIG_OFF) {
+        ucs_debug("strata: UCX_STRATA_MEMTYPE_SCAN=off: /proc/self/maps not scanned");
+        return;
+    }
+    if ((uct_strata_memhooks_scan == UCS_CONFIG_AUTO) && !uct_strata_memhooks_context_exists()) {
+        ucs_debug("strata: no CUDA context exists yet, so no device memory predates the "
+                  "allocation hooks: /proc/self/maps not scanned");
+        return;
+    }
+    ucs_debug("strata: scanning /proc/self/maps for device memory allocated before the hooks");
+    ucm_parse_proc_self_maps(uct_strata_memhooks_scan_cb, handler);
 }
 
 static ucm_event_installer_t uct_strata_memhooks_installer = {
@@ -340,9 +383,10 @@ static void uct_strata_memhooks_init_once(void)
     uct_strata_memhooks_status = UCS_OK;
 }
 
-ucs_status_t uct_strata_memhooks_init(ucs_ternary_auto_value_t mode)
+ucs_status_t uct_strata_memhooks_init(ucs_ternary_auto_value_t mode, ucs_on_off_auto_value_t scan)
 {
     uct_strata_memhooks_mode = mode;
+    uct_strata_memhooks_scan = scan;
     pthread_once(&uct_strata_memhooks_once, uct_strata_memhooks_init_once);
     return uct_strata_memhooks_status;
 }

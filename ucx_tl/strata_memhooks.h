@@ -21,9 +21,11 @@
  * Installs the hooks once per process (later calls return the first
  * outcome).  mode: UCS_NO -> do not install, disable the cache;
  * UCS_TRY -> install, or disable the cache with a warning; UCS_YES ->
- * install or fail.
+ * install or fail.  scan: whether a memory type cache created later is told
+ * of ranges that may hold older allocations (UCS_CONFIG_AUTO: if a CUDA
+ * context exists by then).
  */
-ucs_status_t uct_strata_memhooks_init(ucs_ternary_auto_value_t mode);
+ucs_status_t uct_strata_memhooks_init(ucs_ternary_auto_value_t mode, ucs_on_off_auto_value_t scan);
 
 /*
  * Joins libucm's list of event installers, so that a memory type cache made

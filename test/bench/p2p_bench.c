@@ -3,7 +3,7 @@
  *
  *   p2p_bench [--kinds LIST] [--alloc cumemalloc|vmm|async] [--lat-min N] [--lat-max N]
  *             [--bw-min N] [--bw-max N] [--lat-iters N] [--bw-iters N] [--warmup N]
- *             [--window W] [--bw-bytes N] [--no-lat] [--no-bw] [--memcpy-ref]
+ *             [--window W] [--bw-bytes N] [--no-lat] [--no-bw] [--memcpy-ref] [--gpu-app]
  *
  * Buffer kinds (--kinds, a comma list; default host-host,device-device,host-device):
  * the first word is rank 0's buffer, the second rank 1's (device-host too).
@@ -20,6 +20,10 @@
  *              GPU for the bandwidth sizes (window x iterations copies,
  *              wall clock until cuStreamSynchronize), so device-device MPI
  *              bandwidth can be read as a fraction of a local copy.
+ *   --gpu-app  each rank makes a CUDA context and holds a 1 MiB device
+ *              buffer through the whole run, as a GPU application does; UCX's
+ *              memory type cache then holds an entry, and UCP sends every
+ *              buffer (host too) through its typed path.
  * Output on rank 0, CSV with a header; comment lines start with '#':
  *   kind,size,lat_us,bw_MBps,iters
  *   device-device/lat,8,2.51,3.19,1000       (lat_us one-way; bw = size / lat)
@@ -49,7 +53,7 @@ static const char *alloc_names[] = {"cumemalloc", "vmm", "async"};
 static struct {
     alloc_mode_t alloc;
     int kinds[MAX_KINDS][2]; /* per kind: rank 0's and rank 1's buffer is on the device */
-    int num_kinds, lat_iters, bw_iters, warmup, window, lat, bw, memcpy_ref;
+    int num_kinds, lat_iters, bw_iters, warmup, window, lat, bw, memcpy_ref, gpu_app;
     size_t lat_min, lat_max, bw_min, bw_max, bw_bytes;
 } opt = {.alloc = ALLOC_CUMEMALLOC, .lat_iters = 1000, .bw_iters = 20, .warmup = 10, .window = 16,
          .lat = 1, .bw = 1, .lat_min = 8, .lat_max = 64u << 10, .bw_min = 4u << 10, .bw_max = 256u << 20,
@@ -335,6 +339,7 @@ static int parse_options(int argc, char **argv)
             if (!strcmp(a, "--no-lat")) opt.lat = 0;
             else if (!strcmp(a, "--no-bw")) opt.bw = 0;
             else if (!strcmp(a, "--memcpy-ref")) opt.memcpy_ref = 1;
+            else if (!strcmp(a, "--gpu-app")) opt.gpu_app = 1;
             else return -1;
         }
         i += takes;
@@ -357,11 +362,12 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (parse_options(argc, argv) != 0 || size != 2) {
         if (g.rank == 0) {
-            fprintf(stderr,
-                    "usage: mpirun -np 2 p2p_bench [--kinds host-host,device-device,host-device,device-host]\n"
-                    "       [--alloc cumemalloc|vmm|async] [--lat-min N] [--lat-max N] [--bw-min N] [--bw-max N]\n"
-                    "       [--lat-iters N] [--bw-iters N] [--warmup N] [--window W] [--bw-bytes N]\n"
-                    "       [--no-lat] [--no-bw] [--memcpy-ref]\n");
+            fprintf(
+                stderr,
+                "usage: mpirun -np 2 p2p_bench [--kinds host-host,device-device,host-device,device-host]\n"
+                "       [--alloc cumemalloc|vmm|async] [--lat-min N] [--lat-max N] [--bw-min N] [--bw-max N]\n"
+                "       [--lat-iters N] [--bw-iters N] [--warmup N] [--window W] [--bw-bytes N]\n"
+                "       [--no-lat] [--no-bw] [--memcpy-ref] [--gpu-app]\n");
         }
         MPI_Finalize();
         return 2;
@@ -373,7 +379,9 @@ int main(int argc, char **argv)
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local_rank);
     MPI_Comm_free(&node);
-    if (need_cuda || (opt.memcpy_ref && g.rank == 0)) cuda_setup(local_rank);
+    if (need_cuda || opt.gpu_app || (opt.memcpy_ref && g.rank == 0)) cuda_setup(local_rank);
+    bench_buf_t held = {0};
+    if (opt.gpu_app) buf_alloc(&held, 1, 1 << 20);
     if (g.rank == 0) {
         printf("# p2p_bench: window %d, lat-iters %d, bw-iters %d (max %zu bytes per size), warmup %d\n",
                opt.window, opt.lat_iters, opt.bw_iters, opt.bw_bytes, opt.warmup);
@@ -398,6 +406,7 @@ int main(int argc, char **argv)
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    if (opt.gpu_app) buf_free(&held);
     if (g.cuda_ready) CU_CHECK(cuStreamDestroy(g.stream));
     /* The context outlives MPI: the transport may hold resources in it. */
     MPI_Finalize();

@@ -5,6 +5,7 @@ results.csv, results.md and plots (gnuplot) into --out.
 
   p2p_suite.py --builddir BUILD --out DIR [--rounds 3] [--variants LIST] [--kinds LIST]
                [--lat-iters N] [--bw-iters N] [--bw-max SIZE] [--driver standin|real]
+               [--before-module PATH]
 
 Variants (p2p_bench kinds in brackets):
   plain        pml/ucx, UCX_TLS=self,sm, Strata not loaded        [host-host]
@@ -13,11 +14,17 @@ Variants (p2p_bench kinds in brackets):
   staged       as strata without gpu_ipc: device data staged
                through host memory by gpu_copy                    [device-device]
   memcpy       p2p_bench --memcpy-ref: cuMemcpyDtoD on one GPU    [memcpy-dtod]
+  gpu-app      as strata, each rank holding device memory (p2p_bench
+               --gpu-app): host traffic of a GPU application      [host-host]
+  before       as strata with another build's libuct_strata.so
+               (--before-module; added to the variants when given) [host-host]
 The report gives host-host latency strata/plain (the cost of having Strata
 loaded), device-device bandwidth strata/staged (the gain of gpu_ipc) and
 strata/memcpy (how close MPI gets to a local device copy).  With the CUDA
 stand-in (--driver standin) device figures measure host memcpy: the report
-says so, and they are never to be quoted as GPU results.
+says so, and they are never to be quoted as GPU results.  Host latency is also
+given as the median of each round's own ratio to plain (the runs of one round
+follow each other, so a machine that changes speed between rounds moves both).
 """
 
 import argparse
@@ -40,6 +47,8 @@ VARIANTS = {
     "strata": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "host-host,device-device,host-device"},
     "staged": {"tls": "self,sm,gpu_copy", "strata": True, "kinds": "device-device"},
     "memcpy": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "device-device", "memcpy": True},
+    "gpu-app": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "host-host", "args": ["--gpu-app"]},
+    "before": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "host-host"},
 }
 
 
@@ -54,6 +63,9 @@ def parse_args(argv):
     p.add_argument("--bw-max", default="256M")
     p.add_argument("--driver", choices=("standin", "real"), default="standin")
     p.add_argument("--title", default="")
+    p.add_argument("--before-module", default="",
+                   help="another build's libuct_strata.so: adds variant 'before' (host-host), to compare "
+                        "a change with what it replaces in the same run")
     p.add_argument("--render-only", action="store_true",
                    help="write results.md and the plots again from --out's results.csv")
     p.add_argument("--kinds", default="",
@@ -73,13 +85,14 @@ def mpirun_command(args, variant):
     if os.environ.get("LD_LIBRARY_PATH") or args.driver == "standin":
         mpirun_args += ["-x", "LD_LIBRARY_PATH"]
     if v["strata"]:
-        mpirun_args += ["--mca", "hook_strata_load_uct", "1",
-                        "--mca", "hook_strata_uct_module", "%s/components/ucx/libuct_strata.so" % b]
+        module = args.before_module if variant == "before" else "%s/components/ucx/libuct_strata.so" % b
+        mpirun_args += ["--mca", "hook_strata_load_uct", "1", "--mca", "hook_strata_uct_module", module]
     kinds = v["kinds"]
     if args.kinds:
         kinds = ",".join(k for k in kinds.split(",") if k in args.kinds.split(","))
     mpirun_args += ["%s/test/bench/p2p_bench" % b, "--kinds", kinds, "--lat-iters", str(args.lat_iters),
                     "--bw-iters", str(args.bw_iters), "--bw-max", str(parse_size(args.bw_max))]
+    mpirun_args += v.get("args", [])
     if v.get("memcpy"):
         mpirun_args += ["--memcpy-ref", "--no-lat"]
     script = ('. %s; . %s; strata_oversubscribed %s; '
@@ -115,6 +128,10 @@ def main(argv):
     args = parse_args(argv)
     args.builddir, args.out = os.path.abspath(args.builddir), os.path.abspath(args.out)
     variants = [v for v in args.variants.split(",") if v]
+    if args.before_module:
+        args.before_module = os.path.abspath(args.before_module)
+        if "before" not in variants:
+            variants.append("before")
     if args.render_only:
         with open(os.path.join(args.out, "results.csv")) as f:
             table = {(r["variant"], r["kind"], r["mode"], int(r["bytes"])):
@@ -134,7 +151,24 @@ def main(argv):
                 samples.setdefault((var, kind, mode, size), []).append((lat, bw))
     table = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v), len(v))
              for k, v in samples.items()}
-    write_outputs(args, table, " ".join(sys.argv))
+    write_outputs(args, table, " ".join(sys.argv), paired=paired_ratios(samples))
+
+
+def paired_ratios(samples):
+    """Host-host latency of each Strata variant over plain's in the same round:
+    {(variant, size): [ratio per round]}."""
+    out = {}
+    for (var, kind, mode, size), v in samples.items():
+        base = samples.get(("plain", "host-host", "lat", size))
+        if var in ("strata", "gpu-app", "before") and kind == "host-host" and mode == "lat" and base:
+            out[(var, size)] = [a[0] / b[0] for a, b in zip(v, base) if b[0] > 0]
+    return out
+
+
+def quartiles(x):
+    x = sorted(x)
+    q = statistics.quantiles(x, n=4) if len(x) >= 2 else [x[0]] * 3
+    return q[0], statistics.median(x), q[2]
 
 
 def value(table, key, idx):
@@ -145,7 +179,7 @@ def ratio(a, b):
     return "%.2f" % (a / b) if a is not None and b else "-"
 
 
-def write_outputs(args, table, command_line, keep=None):
+def write_outputs(args, table, command_line, keep=None, paired=None):
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
@@ -176,6 +210,21 @@ def write_outputs(args, table, command_line, keep=None):
         hd = value(table, ("strata", "host-device", "lat", s), 0)
         fmt = lambda x: "%.2f" % x if x is not None else "-"  # noqa: E731
         lines.append("| %s | %s | %s | %s | %s | %s |" % (human_size(s), fmt(hp), fmt(hs), ratio(hs, hp), fmt(dd), fmt(hd)))
+    if paired:
+        names = [v for v in ("strata", "gpu-app", "before") if any(k[0] == v for k in paired)]
+        lines += ["", "Host-host latency over plain's in the same round: median of the rounds' ratios "
+                  "(first and third quartile)", "",
+                  "| size | " + " | ".join("%s/plain" % n for n in names) + " |",
+                  "|---|" + "---|" * len(names)]
+        for s in lat_sizes:
+            cells = []
+            for n in names:
+                r = paired.get((n, s))
+                cells.append("%.3f (%.3f-%.3f)" % (quartiles(r)[1], quartiles(r)[0], quartiles(r)[2])
+                             if r else "-")
+            lines.append("| %s | %s |" % (human_size(s), " | ".join(cells)))
+        if "before" in names:
+            lines += ["", "before: `%s`" % args.before_module]
     bw_sizes = sorted({k[3] for k in table if k[2] == "bw"})
     lines += ["", "## Bandwidth (MB/s, 10^6 B/s)", "",
               "| size | host plain | host strata | strata/plain | device-device gpu_ipc | device-device staged "
@@ -195,7 +244,8 @@ def write_outputs(args, table, command_line, keep=None):
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     write_plot(args, table, "lat", 0, "latency.png", "one-way latency (us)",
-               [("plain", "host-host"), ("strata", "host-host"), ("strata", "device-device"), ("strata", "host-device")])
+               [("plain", "host-host"), ("strata", "host-host"), ("gpu-app", "host-host"), ("before", "host-host"),
+                ("strata", "device-device"), ("strata", "host-device")])
     write_plot(args, table, "bw", 1, "bandwidth.png", "bandwidth (MB/s)",
                [("strata", "host-host"), ("strata", "device-device"), ("staged", "device-device"),
                 ("memcpy", "memcpy-dtod")])

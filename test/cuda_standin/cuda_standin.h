@@ -82,6 +82,7 @@
     _x(cuDeviceTotalMem) \
     _x(cuDevicePrimaryCtxRetain) \
     _x(cuDevicePrimaryCtxRelease) \
+    _x(cuDevicePrimaryCtxGetState) \
     _x(cuCtxGetCurrent) \
     _x(cuCtxSetCurrent) \
     _x(cuCtxGetDevice) \

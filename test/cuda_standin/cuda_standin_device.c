@@ -353,6 +353,26 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
                       cuda_standin_primary_release(dev));
 }
 
+/* Active while retained (the stand-in has no flags to report). */
+static CUresult cuda_standin_primary_get_state(CUdevice dev, unsigned *flags, int *active)
+{
+    if ((flags == NULL) || (active == NULL)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!cuda_standin_device_valid(dev)) {
+        return cuda_standin_device_check(dev);
+    }
+    *flags  = 0;
+    *active = cuda_standin_devices[dev].primary.retained > 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active)
+{
+    CUDA_STANDIN_CALL(cuDevicePrimaryCtxGetState, CUDA_STANDIN_INITED,
+                      cuda_standin_primary_get_state(dev, flags, active));
+}
+
 static CUresult cuda_standin_ctx_get_current(CUcontext *pctx)
 {
     if (pctx == NULL) {

@@ -19,6 +19,10 @@
  *            UCX >= 1.16, whose protocols cannot wait for a refused
  *            memory-type copy, MAX_EVENTS is a soft limit: 8 copies all go
  *            in flight, pending_add answers BUSY, every byte arrives
+ *   idle     an idle interface's progress callback leaves the worker (after
+ *            64 calls that found nothing) and comes back when a copy is
+ *            posted, which completes; with progress disabled by the user
+ *            it stays off, and uct_iface_progress still completes the copy
  *   thread   first copy of a new interface from a thread with no CUDA context
  *   errors   a range past the end of a device allocation fails with an error
  *            status, never a crash; an address of another process is
@@ -451,6 +455,80 @@ typedef struct test_thread_arg {
     int had_ctx;
 } test_thread_arg_t;
 
+/* ---- progress registration ---- */
+
+/* ucx_tl/base/gpu_base_iface.c: UCT_GPU_BASE_IFACE_IDLE_POLLS */
+#define TEST_IDLE_POLLS 64
+
+/* How many of the worker's fast-path callbacks are the interface's. */
+static int test_iface_callbacks(const stest_uct_t *ctx, uct_iface_h iface)
+{
+    const ucs_callbackq_elem_t *elem;
+    int count = 0;
+
+    for (elem = ctx->worker->progress_q.fast_elems; elem->cb != NULL; ++elem) {
+        count += (elem->arg == (void *)iface);
+    }
+    return count;
+}
+
+static void test_idle_poll(const stest_uct_t *ctx, int calls)
+{
+    while (calls-- > 0) {
+        uct_worker_progress(ctx->worker);
+    }
+}
+
+static void test_idle(stest_uct_t *ctx, test_iface_t *t)
+{
+    uint8_t host[4096];
+    stest_uct_comp_t comp;
+    ucs_status_t status;
+    CUdeviceptr dev;
+    int round;
+
+    STEST_CU(cuMemAlloc(&dev, sizeof(host)));
+    for (round = 0; round < 2; ++round) {
+        /* (UCX removes a callback lazily: at the next dispatch.) */
+        test_idle_poll(ctx, TEST_IDLE_POLLS + 2);
+        if (test_iface_callbacks(ctx, t->iface) != 0) {
+            stest_fail("idle: the progress callback is still on the worker after %d idle calls",
+                       TEST_IDLE_POLLS + 2);
+        }
+        stest_seq_fill(host, sizeof(host), 20 + round);
+        stest_uct_wait(ctx, test_put_zcopy(t, host, dev, sizeof(host), &comp), &comp,
+                       "idle: put_zcopy");
+        stest_dev_seq_check("idle: put_zcopy", sizeof(host), dev, sizeof(host), 20 + round, 0);
+        printf("idle %d: callback off the worker, then a copy posted and completed: ok\n", round);
+    }
+
+    /* Progress the user turned off stays off; the user drives the copy. */
+    test_idle_poll(ctx, TEST_IDLE_POLLS + 2);
+    uct_iface_progress_disable(t->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    stest_seq_fill(host, sizeof(host), 30);
+    status = test_put_zcopy(t, host, dev, sizeof(host), &comp);
+    if (status == UCS_INPROGRESS) {
+        test_idle_poll(ctx, 4);
+        if (test_iface_callbacks(ctx, t->iface) != 0) {
+            stest_fail("idle: a copy put the callback on the worker with progress disabled");
+        }
+        while (comp.calls == 0) {
+            uct_iface_progress(t->iface);
+        }
+    }
+    stest_uct_wait(ctx, status, &comp, "idle: put_zcopy, progress disabled");
+    stest_dev_seq_check("idle: put_zcopy, progress disabled", sizeof(host), dev, sizeof(host), 30,
+                        0);
+    uct_iface_progress_enable(t->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    test_idle_poll(ctx, 1);
+    if (test_iface_callbacks(ctx, t->iface) != 1) {
+        stest_fail("idle: progress enabled again, but %d callbacks are on the worker",
+                   test_iface_callbacks(ctx, t->iface));
+    }
+    printf("idle: progress disabled by the user stays off: ok\n");
+    STEST_CU(cuMemFree(dev));
+}
+
 static void *test_thread_run(void *p)
 {
     test_thread_arg_t *arg = p;
@@ -607,6 +685,7 @@ int main(int argc, char **argv)
     test_many(&ctx, &t);
     test_fence(&ctx, &t);
     test_pending(&ctx);
+    test_idle(&ctx, &t);
     test_thread(&ctx);
     test_errors(&ctx, &t);
     test_close_busy(&ctx);

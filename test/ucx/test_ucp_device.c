@@ -6,7 +6,8 @@
  *   test_ucp_device [--alloc cumemalloc|vmm|async|host] [--test LIST]
  *                   [--sizes LIST] [--iters N] [--timeout S] [--print-info]
  *                   [--expect-tls LIST] [--memtype-hint] [--mem-map-detect]
- *                   [--early-alloc] [--stale-size N] [--stale-rounds N] [--stale-tag-only]
+ *                   [--early-alloc] [--late-cuda] [--stale-size N] [--stale-rounds N]
+ *                   [--stale-tag-only]
  *                   [--kill-size N] [--kill-by self|parent] [--badrkey-header]
  *                   [--err-mode peer|none] [--same-device]
  *
@@ -52,6 +53,11 @@
  * --timeout seconds (default 20): a hang prints "hang" and exits 1.  Rank r
  * uses device r % count (--same-device: device 0 for both).  Exit 77:
  * no CUDA device, or the device lacks what --alloc needs.
+ *
+ * --early-alloc allocates the device buffers of the tag test before
+ * ucp_init; --late-cuda makes no CUDA context at all until UCP is set up and
+ * has exchanged host messages (a host-only process, as UCX sees it, that
+ * turns to the GPU later).
  *
  * Endpoints use UCP_ERR_HANDLING_MODE_PEER (--err-mode none: not for the
  * tests other than kill, which always needs it).  In UCX 1.13 that mode
@@ -121,7 +127,7 @@ static struct {
     alloc_mode_t alloc;
     unsigned tests;
     size_t sizes[MAX_SIZES];
-    int num_sizes, iters, timeout, print_info, memtype_hint, mem_map_detect, early_alloc;
+    int num_sizes, iters, timeout, print_info, memtype_hint, mem_map_detect, early_alloc, late_cuda;
     int stale_rounds, stale_tag_only, kill_by_parent, badrkey_header, err_mode_none, same_device;
     size_t stale_size, kill_size;
     const char *expect_tls;
@@ -1545,8 +1551,8 @@ static void usage(void)
         "usage: test_ucp_device [--alloc cumemalloc|vmm|async|host]\n"
         "       [--test tag,rma,stale,badrkey,memset,kill|all]\n"
         "       [--sizes LIST] [--iters N] [--timeout S] [--print-info] [--expect-tls gpu_ipc,...]\n"
-        "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--stale-size N] [--stale-rounds N]\n"
-        "       [--stale-tag-only]\n"
+        "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--late-cuda] [--stale-size N]\n"
+        "       [--stale-rounds N] [--stale-tag-only]\n"
         "       [--kill-size N] [--kill-by self|parent] [--badrkey-header] [--err-mode peer|none]\n"
         "       [--same-device]\n");
     exit(2);
@@ -1578,6 +1584,7 @@ static void parse_options(int argc, char **argv)
             else if (!strcmp(a, "--memtype-hint")) opt.memtype_hint = 1;
             else if (!strcmp(a, "--mem-map-detect")) opt.mem_map_detect = 1;
             else if (!strcmp(a, "--early-alloc")) opt.early_alloc = 1;
+            else if (!strcmp(a, "--late-cuda")) opt.late_cuda = 1;
             else if (!strcmp(a, "--badrkey-header")) opt.badrkey_header = 1;
             else if (!strcmp(a, "--same-device")) opt.same_device = 1;
             else if (!strcmp(a, "--stale-tag-only")) opt.stale_tag_only = 1;
@@ -1586,6 +1593,7 @@ static void parse_options(int argc, char **argv)
         i += takes;
     }
     if (opt.num_sizes == 0 || opt.iters < 1 || opt.timeout < 2) usage();
+    if (opt.late_cuda && (opt.early_alloc || opt.tests == T_KILL)) usage();
 }
 
 static int run_rank(void)
@@ -1593,17 +1601,25 @@ static int run_rank(void)
     int skip, peer_skip;
     size_t max = 0;
 
+    if (opt.late_cuda) {
+        /* UCP first, with its host ping-pong, while the process has no CUDA
+         * context: every device buffer is allocated after. */
+        ucp_setup();
+    }
     skip = cuda_setup();
     sock_send_u64((uint64_t)skip);
     peer_skip = (int)sock_recv_u64();
-    if (skip || peer_skip) return EXIT_SKIP;
+    if (skip || peer_skip) {
+        if (opt.late_cuda) ucp_teardown();
+        return EXIT_SKIP;
+    }
     if (opt.early_alloc) {
         for (int s = 0; s < opt.num_sizes; s++) max = opt.sizes[s] > max ? opt.sizes[s] : max;
         buf_alloc(&g.pool[0], MEM_DEVICE, max + GUARD);
         buf_alloc(&g.pool[1], MEM_DEVICE, max + GUARD);
     }
     g.kill_phase = opt.tests == T_KILL;
-    ucp_setup();
+    if (!opt.late_cuda) ucp_setup();
     ep_report_transports();
     if (opt.tests & T_TAG) test_tag();
     if (opt.tests & T_MEMSET) test_memset();

@@ -220,7 +220,35 @@ ucx_memtype_hooks_installed() {
 
 # Buffers allocated before UCX started (before the hooks): found by the scan
 # of the process's address reservations, then asked about.
-ucx_ucp_early_alloc()        { ucp_tag cumemalloc --early-alloc --sizes 0,7,65537,4194304; }
+ucx_ucp_early_alloc() {
+    local out="$STRATA_TEST_TMP/out"
+    UCX_LOG_LEVEL=debug ucp_tag cumemalloc --early-alloc --sizes 0,7,65537,4194304 >"$out" 2>&1 ||
+        { grep -v " UCX  " "$out" | tail -20; return 1; }
+    grep -v " UCX  " "$out"
+    [ "$(grep -c "strata: scanning /proc/self/maps" "$out")" -eq 2 ] ||
+        { echo "FAIL: a process with a CUDA context before ucp_init was not scanned"; return 1; }
+}
+# No CUDA context until UCP runs (a host-only job on a GPU node, until it
+# turns to the GPU): nothing can predate the hooks, so the scan is skipped
+# (UCX's memory type cache stays empty for host traffic), and the device
+# buffers allocated later are still found by the hooks; with
+# UCX_STRATA_MEMTYPE_SCAN=on the scan runs anyway.
+ucx_ucp_late_cuda() {
+    local out="$STRATA_TEST_TMP/out" scan
+    for scan in auto on; do
+        UCX_STRATA_MEMTYPE_SCAN=$scan UCX_LOG_LEVEL=debug \
+            ucp_tag cumemalloc --late-cuda --expect-tls gpu_ipc,gpu_copy >"$out" 2>&1 ||
+            { grep -v " UCX  " "$out" | tail -20; return 1; }
+        grep -v " UCX  " "$out" | grep -v ": ok$"
+        if [ $scan = auto ]; then
+            [ "$(grep -c "no CUDA context exists yet.*not scanned" "$out")" -eq 2 ] ||
+                { echo "FAIL: a process without a CUDA context was scanned"; return 1; }
+        else
+            [ "$(grep -c "strata: scanning /proc/self/maps" "$out")" -eq 2 ] ||
+                { echo "FAIL: UCX_STRATA_MEMTYPE_SCAN=on did not scan"; return 1; }
+        fi
+    done
+}
 # Hooks off: the memory type cache is disabled and every buffer is asked about.
 ucx_ucp_memtype_hooks_off()  { UCX_STRATA_MEMTYPE_HOOKS=n ucp_tag cumemalloc --sizes 0,7,65537,4194304; }
 # Hooks off: nothing tells UCP's registration cache of a free, and it keeps
@@ -498,6 +526,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_copy_max_events 300 ucx_ucp_copy_max_events
     strata_test ucx_memtype_hooks_installed 120 ucx_memtype_hooks_installed
     strata_test ucx_ucp_early_alloc 120 ucx_ucp_early_alloc
+    strata_test ucx_ucp_late_cuda 300 ucx_ucp_late_cuda
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
     strata_test ucx_ucp_stale_hooks_off 180 ucx_ucp_stale_hooks_off
     strata_test ucx_ucp_memset_sync 120 ucx_ucp_memset_sync

@@ -44,6 +44,7 @@ ucs_status_t uct_gpu_base_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     priv->ep = ep;
     ucs_queue_push(&iface->pending, &priv->queue_elem);
     ++ep->pending_count;
+    uct_gpu_base_iface_progress_wake(iface);
     UCT_TL_EP_STAT_PEND(&ep->super);
     return UCS_OK;
 }

@@ -165,6 +165,7 @@ ucs_status_t uct_gpu_base_iface_op_push(uct_gpu_base_iface_t *iface, uct_gpu_bas
     ucs_queue_push(&queue->ops, &op->queue);
     ++iface->outstanding;
     ++iface->queued;
+    uct_gpu_base_iface_progress_wake(iface);
     return UCS_INPROGRESS;
 }
 
@@ -364,6 +365,7 @@ ucs_status_t uct_gpu_base_iface_flush_queue(uct_gpu_base_iface_t *iface,
     marker->seq       = iface->seq;
     ucs_queue_push(&queue->ops, &marker->queue);
     ++iface->queued;
+    uct_gpu_base_iface_progress_wake(iface);
     return UCS_INPROGRESS;
 }
 
@@ -481,16 +483,73 @@ static void uct_gpu_base_iface_dispatch_pending(uct_gpu_base_iface_t *iface)
     iface->in_dispatch = 0;
 }
 
+/* ---- progress registration ---- */
+
+/*
+ * UCP enables an interface's progress for as long as the interface is in
+ * use, and the worker then calls it on every spin of every wait loop: on a
+ * GPU node running host traffic, two idle callbacks per spin that made host
+ * point-to-point latency measurably slower.  So the callback stays on the
+ * worker only while there is work: it goes after this many calls in a row
+ * found nothing (a short grace, so that a stream of small copies does not
+ * register and unregister at each one), and comes back when work is posted.
+ */
+#define UCT_GPU_BASE_IFACE_IDLE_POLLS 64
+
+/* From inside a callback, or from a thread other than the dispatcher's: the
+ * worker's "safe" queue operations. */
+#define UCT_GPU_BASE_IFACE_PROGRESS_FLAGS(_iface) \
+    ((_iface)->progress_wanted | UCT_PROGRESS_THREAD_SAFE)
+
+void uct_gpu_base_iface_progress_wake(uct_gpu_base_iface_t *iface)
+{
+    iface->idle_polls = 0;
+    if (ucs_unlikely((iface->progress_wanted != 0) && (iface->super.progress_flags == 0))) {
+        uct_base_iface_progress_enable(&iface->super.super,
+                                       UCT_GPU_BASE_IFACE_PROGRESS_FLAGS(iface));
+    }
+}
+
+static void uct_gpu_base_iface_progress_sleep(uct_gpu_base_iface_t *iface)
+{
+    if (iface->super.progress_flags != 0) {
+        uct_base_iface_progress_disable(&iface->super.super,
+                                        UCT_GPU_BASE_IFACE_PROGRESS_FLAGS(iface));
+    }
+}
+
+void uct_gpu_base_iface_progress_enable(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_gpu_base_iface_t *iface = ucs_derived_of(tl_iface, uct_gpu_base_iface_t);
+
+    iface->progress_wanted |= flags & (UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    iface->idle_polls = 0;
+    uct_base_iface_progress_enable(tl_iface, flags);
+}
+
+void uct_gpu_base_iface_progress_disable(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_gpu_base_iface_t *iface = ucs_derived_of(tl_iface, uct_gpu_base_iface_t);
+
+    iface->progress_wanted &= ~flags;
+    uct_base_iface_progress_disable(tl_iface, flags);
+}
+
 unsigned uct_gpu_base_iface_progress(uct_iface_h tl_iface)
 {
     uct_gpu_base_iface_t *iface = ucs_derived_of(tl_iface, uct_gpu_base_iface_t);
     unsigned count              = 0;
     CUcontext restore;
 
-    /* The common case for a host-only job: one test and out. */
+    /* The common case for a host-only job: one test and out, and after a
+     * while off the worker altogether. */
     if (ucs_likely((iface->queued == 0) && ucs_queue_is_empty(&iface->pending))) {
+        if (++iface->idle_polls == UCT_GPU_BASE_IFACE_IDLE_POLLS) {
+            uct_gpu_base_iface_progress_sleep(iface);
+        }
         return 0;
     }
+    iface->idle_polls = 0;
     if (iface->queued > 0) {
         if (uct_gpu_base_iface_ctx_enter(iface, 0, &restore) == UCS_OK) {
             count = uct_gpu_base_iface_poll_queues(iface);

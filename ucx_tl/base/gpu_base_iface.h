@@ -98,6 +98,10 @@ typedef struct uct_gpu_base_iface {
     ucs_queue_head_t flushes; /* interface flushes waiting, oldest first */
     ucs_queue_head_t pending; /* uct_pending_req_t waiting for an event */
     int in_dispatch;          /* running pending requests now */
+    /* Progress UCP asked for (UCT_PROGRESS_SEND/RECV); the callback is on
+     * the worker only while there is work, and a little after. */
+    unsigned progress_wanted;
+    unsigned idle_polls; /* progress calls that found nothing, in a row */
     struct {
         unsigned max_poll;
         unsigned max_events; /* UINT_MAX: never refuse (no or a soft limit) */
@@ -164,8 +168,16 @@ ucs_status_t uct_gpu_base_iface_flush_queue(uct_gpu_base_iface_t *iface,
  * entry, pending, connection to an interface, no wakeup events. */
 void uct_gpu_base_iface_query(uct_gpu_base_iface_t *iface, uct_iface_attr_t *iface_attr);
 
+/*
+ * Puts the progress callback back on the worker when work is posted (an
+ * idle interface takes it off: see uct_gpu_base_iface_progress()).
+ */
+void uct_gpu_base_iface_progress_wake(uct_gpu_base_iface_t *iface);
+
 /* uct_iface_ops_t entries. */
 unsigned uct_gpu_base_iface_progress(uct_iface_h tl_iface);
+void uct_gpu_base_iface_progress_enable(uct_iface_h tl_iface, unsigned flags);
+void uct_gpu_base_iface_progress_disable(uct_iface_h tl_iface, unsigned flags);
 ucs_status_t uct_gpu_base_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                       uct_completion_t *comp);
 ucs_status_t uct_gpu_base_iface_fence(uct_iface_h tl_iface, unsigned flags);

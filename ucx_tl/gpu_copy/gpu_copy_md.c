@@ -153,7 +153,7 @@ static ucs_status_t uct_gpu_copy_md_init(uct_strata_md_t *md, const uct_strata_m
 {
     ucs_status_t status;
 
-    status = uct_strata_memhooks_init(config->memtype_hooks);
+    status = uct_strata_memhooks_init(config->memtype_hooks, config->memtype_scan);
     if (status != UCS_OK) {
         return status;
     }
