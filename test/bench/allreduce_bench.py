@@ -139,6 +139,33 @@ def aggregate(records, configs):
     return table
 
 
+def paired_ratios(records, configs):
+    """Each strata* configuration's per-round median over the fastest
+    non-strata configuration's in the same round, per size: {(config, bytes):
+    [ratio per round]}.  The runs of a round follow each other, so a machine
+    that moves between a fast and a slow state from round to round moves
+    both sides of a ratio."""
+    ours = [c for c in configs if c.startswith("strata")]
+    others = [c for c in configs if not c.startswith("strata")]
+    if not ours or not others:
+        return {}
+    by = {(r["config"], r["round"], r["bytes"]): r["median_us"] for r in records}
+    out = {}
+    for (config, rnd, nbytes), us in by.items():
+        if config not in ours:
+            continue
+        ref = [by[(o, rnd, nbytes)] for o in others if (o, rnd, nbytes) in by]
+        if len(ref) == len(others) and min(ref) > 0:
+            out.setdefault((config, nbytes), []).append(us / min(ref))
+    return out
+
+
+def quartiles(x):
+    x = sorted(x)
+    q = statistics.quantiles(x, n=4) if len(x) >= 2 else [x[0]] * 3
+    return q[0], statistics.median(x), q[2]
+
+
 def git_commit():
     try:
         return subprocess.run(["git", "-C", SRCDIR, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
@@ -167,7 +194,7 @@ def hbm_limits(args):
             for nbytes, times in getattr(args, "copy_us", {}).items()}
 
 
-def write_outputs(args, configs, table, command_line):
+def write_outputs(args, configs, table, command_line, paired=None):
     limits = hbm_limits(args)
     os.makedirs(args.out, exist_ok=True)
     sizes = sorted({nbytes for (_, nbytes) in table})
@@ -231,6 +258,21 @@ def write_outputs(args, configs, table, command_line):
         lines.append("HBM limit: (3k+1)/2 times the median device-to-device copy of the message on "
                      "rank 0 (k = %d ranks sharing the GPU); `/ limit` is the fraction of it a "
                      "configuration reaches (1 = at the limit)." % args.np)
+    if paired:
+        ours = [c for c in configs if c.startswith("strata") and any(k[0] == c for k in paired)]
+        others = [c for c in configs if not c.startswith("strata")]
+        lines.append("")
+        lines.append("Paired per round: the median over rounds of each round's %s over min(%s) in the same "
+                     "round (first and third quartile)." % ("/".join(ours), ", ".join(others)))
+        lines.append("")
+        lines.append("| size | " + " | ".join("%s / min(%s)" % (c, ", ".join(others)) for c in ours) + " |")
+        lines.append("|---|" + "---|" * len(ours))
+        for nbytes in sizes:
+            cells = []
+            for c in ours:
+                r = paired.get((c, nbytes))
+                cells.append("%.2f (%.2f-%.2f)" % (quartiles(r)[1], quartiles(r)[0], quartiles(r)[2]) if r else "-")
+            lines.append("| %s | %s |" % (human_size(nbytes), " | ".join(cells)))
     lines.append("")
     lines.append("![plot](plot.png)")
     with open(os.path.join(args.out, "results.md"), "w") as f:
@@ -297,7 +339,8 @@ def main(argv):
         raise SystemExit("allreduce_bench: no results were printed")
     table = aggregate(records, configs)
     shown = [a for a in argv if a != "--inside-cluster"]
-    write_outputs(args, configs, table, "test/bench/allreduce_bench.py " + " ".join(shlex.quote(a) for a in shown))
+    write_outputs(args, configs, table, "test/bench/allreduce_bench.py " + " ".join(shlex.quote(a) for a in shown),
+                  paired=paired_ratios(records, configs))
     with open(os.path.join(args.out, "results.md")) as f:
         print(f.read())
     return 0
