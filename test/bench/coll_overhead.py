@@ -4,7 +4,7 @@ against Open MPI's tuned and han alone and against another build of Strata
 (e.g. the release before a change), alternating them round by round on this
 node, and writes a table (CSV, markdown) and a plot (PNG, gnuplot).
 
-  coll_overhead.py --builddir BUILD [--before OTHER_BUILD] [--np 4]
+  coll_overhead.py --builddir BUILD [--before OTHER_BUILD] [--np 4 | --nodes N --ppn K [--rate 1gbit]]
                    [--variants tuned,han,strata] [--op sum|NAME,...|all]
                    [--min 8] [--max 4K] [--iters 2000] [--repeats 5] [--rounds 3]
                    [--colls allreduce,reduce,bcast,allgather,alltoall,iallreduce]
@@ -26,7 +26,10 @@ mpirun per variant and round); bcast, allgather and alltoall take none and
 show - as their operation.
 
 Each round runs every variant once (test/bench/coll_latency_bench, calls back
-to back); the order rotates from round to round.  A figure is the best over
+to back, OSU-style: no barrier between calls, so no barrier's skew is timed);
+the order rotates from round to round.  With --nodes the runs go to a
+namespace cluster (test/cluster/cluster.sh) of N nodes with K ranks each,
+links shaped to --rate, brought up once for all runs.  A figure is the best over
 rounds of each round's best repeat: on a small oversubscribed machine a run's
 time is the work plus whatever the scheduler adds, and only adds, so the
 minimum is the figure that compares (runs of one variant differ by up to 2x
@@ -73,6 +76,10 @@ def parse_args(argv):
     p.add_argument("--variants", help="comma-separated (default tuned,han,strata, "
                    "plus strata-before with --before)")
     p.add_argument("--np", type=int, default=4)
+    p.add_argument("--nodes", type=int, default=0, help="run on a namespace cluster of this many nodes")
+    p.add_argument("--ppn", type=int, default=2, help="ranks per node with --nodes")
+    p.add_argument("--rate", default="1gbit", help="link rate with --nodes (tc tbf)")
+    p.add_argument("--inside-cluster", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--min", default="8")
     p.add_argument("--max", default="4K")
     p.add_argument("--iters", type=int, default=2000)
@@ -117,8 +124,12 @@ def mpirun_command(args, variant):
     lib = shlex.quote(os.path.join(SRCDIR, "test", "lib.sh"))
     components = "STRATA_BUILDDIR=%s; " % shlex.quote(args.before) if variant == "strata-before" else ""
     coll = "strata" if variant == "strata-before" else variant
-    script = ". %s; %s. %s; mca=$(strata_coll_mca %s) || exit 2; strata_mpirun_local %d $mca %s" % (
-        env, components, lib, shlex.quote(coll), args.np,
+    if args.nodes:
+        launch = "strata_mpirun_cluster -np %d --map-by ppr:%d:node" % (args.nodes * args.ppn, args.ppn)
+    else:
+        launch = "strata_mpirun_local %d" % args.np
+    script = ". %s; %s. %s; mca=$(strata_coll_mca %s) || exit 2; %s $mca %s" % (
+        env, components, lib, shlex.quote(coll), launch,
         " ".join(shlex.quote(a) for a in [bench] + bench_args))
     return ["bash", "-c", script]
 
@@ -244,6 +255,8 @@ def write_outputs(args, variants, table, command):
         "",
         "- date: %s" % datetime.date.today().isoformat(),
         "- commit: %s" % git_commit(),
+        ("- machine: %s, %d cores, namespace cluster of %d nodes x %d ranks, links shaped to %s" % (
+            platform.node(), os.cpu_count(), args.nodes, args.ppn, args.rate)) if args.nodes else
         "- machine: %s, %d cores, %d ranks on one node (%smpi_yield_when_idle 1)" % (
             platform.node(), os.cpu_count(), args.np,
             "oversubscribed, " if args.np > (os.cpu_count() or 1) else ""),
@@ -341,6 +354,14 @@ def main(argv):
     args.out = os.path.abspath(args.out)
     if args.before:
         args.before = os.path.abspath(args.before)
+    if args.nodes and not args.inside_cluster:
+        # One cluster for all the runs; cluster.sh tears it down on every exit path.
+        cmd = [os.path.join(SRCDIR, "test", "cluster", "cluster.sh"), "run", "--nodes", str(args.nodes),
+               "--rate", args.rate, "--", sys.executable, os.path.abspath(__file__), "--inside-cluster"] + argv
+        return subprocess.call(cmd)
+    if args.nodes:
+        args.np = args.nodes * args.ppn
+        argv = [a for a in argv if a != "--inside-cluster"]
     table = aggregate(run_rounds(args, args.variants))
     if not table:
         raise SystemExit("coll_overhead: no results were printed")
