@@ -21,6 +21,18 @@ bench_one_node() {
         bench_outputs_complete "$STRATA_TEST_TMP/out" tuned,han,strata 14
 }
 
+# The per-call driver's cluster mode (the OSU-style latency mode
+# across nodes): one cluster for every run, torn down after.
+bench_coll_overhead_cluster() {
+    local out="$STRATA_TEST_TMP/overhead-cluster"
+    python3 "$STRATA_SRCDIR/test/bench/coll_overhead.py" --builddir "$STRATA_BUILDDIR" --nodes 2 --ppn 2 \
+        --colls allreduce --type float --min 8 --max 64 --iters 20 --repeats 2 --rounds 1 --out "$out" || return 1
+    grep "machine:" "$out/results.md"
+    grep -q "namespace cluster of 2 nodes x 2 ranks" "$out/results.md" || return 1
+    [ "$(grep -c '^\(tuned\|han\|strata\),allreduce,' "$out/results.csv")" -eq 12 ] || return 1
+    "$STRATA_CLUSTER_SH" status
+}
+
 # The cluster run also feeds the targets report (allreduce_targets.py), to
 # check that it reads the driver's output; its verdicts mean nothing here.
 bench_cluster() {
@@ -45,7 +57,18 @@ bench_p2p_suite() {
     for v in plain strata staged memcpy; do
         grep -q "^$v," "$out/results.csv" || { echo "no $v rows"; return 1; }
     done
-    [ -s "$out/latency.png" ] && [ -s "$out/bandwidth.png" ]
+    [ -s "$out/latency.png" ] && [ -s "$out/bandwidth.png" ] || return 1
+    # A GPU application's host traffic and another build's module (this one
+    # here), with the paired per-round ratios for every Strata variant.
+    out="$STRATA_TEST_TMP/p2p-before"
+    python3 "$STRATA_SRCDIR/test/bench/p2p_suite.py" --builddir "$STRATA_BUILDDIR" --out "$out" \
+        --variants plain,strata,gpu-app --kinds host-host --rounds 2 --lat-iters 50 --bw-iters 2 \
+        --bw-max 64K --before-module "$STRATA_UCT_MODULE" || return 1
+    grep -A3 "same round" "$out/results.md"
+    grep -q "^| size | strata/plain | gpu-app/plain | before/plain |" "$out/results.md" || return 1
+    for v in gpu-app before; do
+        grep -q "^$v,host-host,lat," "$out/results.csv" || { echo "no $v rows"; return 1; }
+    done
 }
 
 # The per-call cost driver: this build against itself as "before" (the
@@ -79,7 +102,9 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test bench_one_node 300 bench_one_node
     if strata_is_root; then
         strata_test bench_cluster 300 bench_cluster
+        strata_test bench_coll_overhead_cluster 300 bench_coll_overhead_cluster
     else
         strata_skip bench_cluster "network namespaces need root"
+        strata_skip bench_coll_overhead_cluster "network namespaces need root"
     fi
 fi
