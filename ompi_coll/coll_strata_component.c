@@ -147,6 +147,17 @@ static void mca_coll_strata_register_decision(void)
         "measured); a positive value is used as it is, without measuring",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.inter_bandwidth_gbs);
+    mca_coll_strata_component.decision.nics = 0;
+    (void)mca_base_component_var_register(
+        &mca_coll_strata_component.super.collm_version, "allreduce_inter_nics",
+        "Network interfaces per node that the rails (one per local rank on the rail path) "
+        "spread over, for the cost model: k rails on N NICs each get 1/ceil(k/N) of a rail's "
+        "bandwidth (GPU nodes with a NIC per GPU: the GPUs per node; one NIC per node: 1). "
+        "0 (the default): measured at set-up with the other figures, by running the first two "
+        "nodes' rails at once, where the bandwidth is measured; independent rails where it is "
+        "configured",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &mca_coll_strata_component.decision.nics);
 }
 
 /* Pipeline and shared-memory sizing. */
@@ -377,6 +388,8 @@ static void mca_coll_strata_component_check(void)
     mca_coll_strata_component_bound_figure("allreduce_inter_latency_us", &c->inter_latency_us);
     mca_coll_strata_component_bound_figure("allreduce_inter_bandwidth_gbs",
                                            &c->inter_bandwidth_gbs);
+    mca_coll_strata_component_bound_int("allreduce_inter_nics", &c->decision.nics, 0, 1024);
+    c->decision.rail_share_extra = 0.0;
     /* folds run memory-bound on one core: about 4 GB/s */
     c->decision.gamma = 1.0 / 4e9;
     /* configured or fallback figures; a module replaces those to be

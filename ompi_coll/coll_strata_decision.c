@@ -197,6 +197,14 @@ void mca_coll_strata_network_from_round_trips(double small_rtt, double mid_rtt, 
         (large_rtt - mid_rtt) / bytes, MCA_COLL_STRATA_NET_BETA_MIN, MCA_COLL_STRATA_NET_BETA_MAX);
 }
 
+double mca_coll_strata_network_rail_share_extra(double beta, double rails_beta, int rails)
+{
+    if (rails < 2 || !(beta > 0.0)) {
+        return 0.0;
+    }
+    return mca_coll_strata_network_clamp((rails_beta / beta - 1.0) / (rails - 1), 0.0, 1.0);
+}
+
 void mca_coll_strata_network_params(double latency_us, double bandwidth_gbs, const double *measured,
                                     mca_coll_strata_decision_params_t *params)
 {
@@ -208,9 +216,22 @@ void mca_coll_strata_network_params(double latency_us, double bandwidth_gbs, con
                                          : 1.0 / (MCA_COLL_STRATA_NET_BANDWIDTH_GBS_FALLBACK * 1e9);
 }
 
+double mca_coll_strata_rail_share(const mca_coll_strata_decision_params_t *params, int rails)
+{
+    if (rails <= 1) {
+        return 1.0;
+    }
+    if (params->nics > 0) {
+        return (double)((rails + params->nics - 1) / params->nics);
+    }
+    return 1.0 + params->rail_share_extra * (rails - 1);
+}
+
+/* nslices: the slices a chunk is cut into (each rail's share of it);
+ * rails: the rails of a node that exchange at once, sharing its network. */
 static mca_coll_strata_inter_t
 mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
-                             const mca_coll_strata_decision_input_t *in, int nslices,
+                             const mca_coll_strata_decision_input_t *in, int nslices, int rails,
                              const char **reason)
 {
     static const mca_coll_strata_inter_t candidates[] = {
@@ -219,6 +240,7 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
     size_t chunk = chunked ? in->chunk_bytes : in->bytes;
     size_t per_rail = chunk / (size_t)((nslices > 0) ? nslices : 1);
     mca_coll_strata_inter_t best = MCA_COLL_STRATA_INTER_RING;
+    mca_coll_strata_decision_params_t shared = *params;
     double best_cost = 0.0;
 
     if (in->nnodes == 1) {
@@ -234,9 +256,11 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
     /* Strata's own exchanges only: they overlap the pipeline's chunks, and
      * on the native path the rail's own allreduce (a host module's) would
      * read device memory with the CPU.  Cheapest by the cost model, per
-     * chunk's exchange; ties go to the ring, then halving-doubling. */
+     * chunk's exchange, each rail's bytes at the bandwidth it gets beside
+     * the node's other rails; ties go to the ring, then halving-doubling. */
+    shared.beta *= mca_coll_strata_rail_share(params, rails);
     for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); ++i) {
-        double cost = mca_coll_strata_inter_cost_pipelined(params, candidates[i], in->nnodes,
+        double cost = mca_coll_strata_inter_cost_pipelined(&shared, candidates[i], in->nnodes,
                                                            per_rail, chunked ? in->slots : 1);
 
         if (0 == i || cost < best_cost) {
@@ -295,7 +319,9 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
 
     out->algorithm = alg;
     out->nslices = (alg == MCA_COLL_STRATA_ALG_LEADER || in->ppn_min < 1) ? 1 : in->ppn_min;
-    /* Replicated rails each carry the whole message, not a slice of it. */
+    /* Replicated rails each carry the whole message, not a slice of it;
+     * both it and the rail path run a rail per local rank at once. */
     out->inter = mca_coll_strata_decide_inter(
-        params, in, (alg == MCA_COLL_STRATA_ALG_REPLICATED) ? 1 : out->nslices, &out->reason);
+        params, in, (alg == MCA_COLL_STRATA_ALG_REPLICATED) ? 1 : out->nslices,
+        (alg == MCA_COLL_STRATA_ALG_LEADER || in->ppn_min < 1) ? 1 : in->ppn_min, &out->reason);
 }

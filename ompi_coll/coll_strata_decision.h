@@ -107,9 +107,23 @@ typedef struct mca_coll_strata_decision_params_t {
     /* the network between nodes, for the cost model of the inter-node phase:
      * alpha, seconds per message; beta, seconds per byte */
     double alpha;
-    double beta;
+    double beta;  /* of one rail alone */
     double gamma; /* seconds per byte a member folds in (its reductions) */
+    /* How a node's rails share its network (mca_coll_strata_rail_share):
+     * nics > 0 (coll_strata_allreduce_inter_nics), the rails spread over
+     * that many NICs; otherwise each rail more running at once adds
+     * rail_share_extra to the time a byte takes (measured at set-up: 0 for
+     * rails with NICs of their own, 1 for rails sharing one link). */
+    int nics;
+    double rail_share_extra;
 } mca_coll_strata_decision_params_t;
+
+/*
+ * How many times longer a byte takes on one of `rails` rails of a node
+ * running at once than on one rail alone: ceil(rails / nics) with nics > 0,
+ * else 1 + rail_share_extra (rails - 1); 1 for one rail.
+ */
+double mca_coll_strata_rail_share(const mca_coll_strata_decision_params_t *params, int rails);
 
 /*
  * The network between nodes, for the cost model: configured
@@ -138,6 +152,14 @@ typedef struct mca_coll_strata_decision_params_t {
  * 2, beta = (large_rtt - mid_rtt) / (large_bytes - mid_bytes), each clamped
  * to the range above (a NaN to its minimum).
  */
+/*
+ * The extra share per further rail (mca_coll_strata_decision_params_t's
+ * rail_share_extra) from one rail's beta alone and the slowest of `rails`
+ * rails' beta at once: (rails_beta / beta - 1) / (rails - 1), within [0, 1]
+ * (0 for a NaN or fewer than two rails).
+ */
+double mca_coll_strata_network_rail_share_extra(double beta, double rails_beta, int rails);
+
 void mca_coll_strata_network_from_round_trips(double small_rtt, double mid_rtt, size_t mid_bytes,
                                               double large_rtt, size_t large_bytes, double *alpha,
                                               double *beta);

@@ -22,6 +22,12 @@
  * must hold bitwise the same ones: ranks deciding from figures of their own
  * could run different algorithms in one call, and hang.
  *
+ * How a node's rails share its network is measured too, where the rails
+ * run at once: after the leaders' measurement, local rank r of nodes 0 and
+ * 1 time the two large sizes on rail r, every rail at the same time; the
+ * slowest rail's beta against the leaders' alone gives the extra time per
+ * further rail (0: each rail has a link of its own, 1: they share one).
+ *
  * A process keeps the figures it was given, for later communicators.  Which
  * communicators a process took part in differs between processes (some may
  * have none), so at set-up comm rank 0 broadcasts its cache, never each
@@ -36,7 +42,12 @@ enum {
     MCA_COLL_STRATA_NET_SMALL_RTT, /* what they were computed from, for verbose output */
     MCA_COLL_STRATA_NET_MID_RTT,
     MCA_COLL_STRATA_NET_LARGE_RTT,
-    MCA_COLL_STRATA_NET_MS, /* the measurement's time on the timer, all of it */
+    MCA_COLL_STRATA_NET_MS, /* the measurement's time on comm rank 0, all of it */
+    /* the rails at once: beta of the slowest, how many, and the extra
+     * share per further rail (0 when not measured: one rail per node) */
+    MCA_COLL_STRATA_NET_RAILS_BETA,
+    MCA_COLL_STRATA_NET_RAILS,
+    MCA_COLL_STRATA_NET_RAIL_SHARE,
     MCA_COLL_STRATA_NET_FIGURES
 };
 
@@ -141,6 +152,31 @@ static int mca_coll_strata_network_time_large(struct ompi_communicator_t *rail, 
     return rc;
 }
 
+/* The two ends of a rail tell each other whether they can take part (have
+ * the large buffer), so that neither waits for a message not coming. */
+static int mca_coll_strata_network_agree(struct ompi_communicator_t *rail, bool timer, int mine,
+                                         int *theirs)
+{
+    int rc;
+
+    if (timer) {
+        rc = MCA_PML_CALL(
+            send(&mine, 1, MPI_INT, 1, MCA_COLL_STRATA_NET_TAG, MCA_PML_BASE_SEND_STANDARD, rail));
+        if (OMPI_SUCCESS == rc) {
+            rc = MCA_PML_CALL(
+                recv(theirs, 1, MPI_INT, 1, MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
+        }
+        return rc;
+    }
+    rc =
+        MCA_PML_CALL(recv(theirs, 1, MPI_INT, 0, MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
+    if (OMPI_SUCCESS == rc) {
+        rc = MCA_PML_CALL(
+            send(&mine, 1, MPI_INT, 0, MCA_COLL_STRATA_NET_TAG, MCA_PML_BASE_SEND_STANDARD, rail));
+    }
+    return rc;
+}
+
 /*
  * Run by the leaders of nodes 0 and 1 on their rail (ranks 0 and 1 of local
  * rank 0's rail, which every set-up node has); node 0's fills `figures`.
@@ -160,21 +196,7 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
     double start = mca_coll_strata_network_now(), small_rtt = 0.0, mid_rtt = 0.0, large_rtt = 0.0;
     int mine = (NULL != large), theirs = 0, rc;
 
-    if (timer) {
-        rc = MCA_PML_CALL(
-            send(&mine, 1, MPI_INT, 1, MCA_COLL_STRATA_NET_TAG, MCA_PML_BASE_SEND_STANDARD, rail));
-        if (OMPI_SUCCESS == rc) {
-            rc = MCA_PML_CALL(
-                recv(&theirs, 1, MPI_INT, 1, MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
-        }
-    } else {
-        rc = MCA_PML_CALL(
-            recv(&theirs, 1, MPI_INT, 0, MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
-        if (OMPI_SUCCESS == rc) {
-            rc = MCA_PML_CALL(send(&mine, 1, MPI_INT, 0, MCA_COLL_STRATA_NET_TAG,
-                                   MCA_PML_BASE_SEND_STANDARD, rail));
-        }
-    }
+    rc = mca_coll_strata_network_agree(rail, timer, mine, &theirs);
     if (OMPI_SUCCESS == rc && mine && theirs) {
         rc = mca_coll_strata_network_time(rail, timer, small, sizeof(small), 8, 32, &small_rtt);
         if (OMPI_SUCCESS == rc) {
@@ -192,6 +214,88 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
         }
     }
     free(large);
+}
+
+/* One exchange of `bytes` each way on the rail, both ends sending at once
+ * (the pattern of the rail path's steps); the time it took. */
+static int mca_coll_strata_network_exchange(struct ompi_communicator_t *rail, int peer, char *out,
+                                            char *in, size_t bytes, double *t)
+{
+    ompi_request_t *req = MPI_REQUEST_NULL;
+    double start = mca_coll_strata_network_now();
+    int rc;
+
+    rc = MCA_PML_CALL(isend(out, bytes, MPI_BYTE, peer, MCA_COLL_STRATA_NET_TAG,
+                            MCA_PML_BASE_SEND_STANDARD, rail, &req));
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    rc = MCA_PML_CALL(
+        recv(in, bytes, MPI_BYTE, peer, MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
+    if (OMPI_SUCCESS == rc) {
+        rc = ompi_request_wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        (void)ompi_request_wait(&req, MPI_STATUS_IGNORE);
+    }
+    *t = mca_coll_strata_network_now() - start;
+    return rc;
+}
+
+/*
+ * The rails at once (collective over comm; see the top).  Local rank r of
+ * nodes 0 and 1 exchange the two large sizes both ways on rail r, as the
+ * rail path's steps do, every rail at the same time: each exchange starts
+ * when an allreduce over comm ends (the one that also takes the longest
+ * time of the exchange before), and what counts is that longest time, the
+ * time the node's rails together needed to move their bytes.  One rail
+ * alone takes about the leaders' one-way time on a full-duplex link.  Comm
+ * rank 0 gets the mean of 3 such times per size (after one of each) and
+ * sets the rail figures of `figures` if the leaders' measurement there
+ * succeeded.
+ */
+static int mca_coll_strata_network_rails(mca_coll_strata_module_t *module,
+                                         struct ompi_communicator_t *comm, double *figures)
+{
+    static const size_t sizes[2] = {MCA_COLL_STRATA_NET_MID, MCA_COLL_STRATA_NET_LARGE};
+    struct ompi_communicator_t *rail = module->topo.rail_comm;
+    int ppn = module->topo.ppn_min, timer = (0 == module->topo.node_index), theirs = 0;
+    bool member = module->topo.node_index < 2 && module->topo.local_rank < ppn && NULL != rail;
+    char *bufs = member ? calloc(2, MCA_COLL_STRATA_NET_LARGE) : NULL;
+    double start = mca_coll_strata_network_now(), t = 0.0, longest = 0.0, mean[2] = {0.0, 0.0};
+    double alpha, beta = 0.0;
+    int rc = OMPI_SUCCESS, xrc = OMPI_SUCCESS;
+
+    if (member) {
+        xrc = mca_coll_strata_network_agree(rail, timer, NULL != bufs, &theirs);
+    }
+    member = member && NULL != bufs && theirs && OMPI_SUCCESS == xrc;
+    for (int i = 0; i <= 8 && OMPI_SUCCESS == rc; ++i) {
+        /* the start of exchange i, and the longest time of exchange i - 1 */
+        rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &t, &longest, 1, MPI_DOUBLE,
+                                      MPI_MAX);
+        if (i >= 3) { /* exchanges 2..7: 3 of each size after one of each */
+            mean[(i - 1) % 2] += longest / 3;
+        }
+        t = 0.0;
+        if (OMPI_SUCCESS == rc && member && OMPI_SUCCESS == xrc && i < 8) {
+            xrc = mca_coll_strata_network_exchange(
+                rail, timer ? 1 : 0, bufs, bufs + MCA_COLL_STRATA_NET_LARGE, sizes[i % 2], &t);
+        }
+    }
+    free(bufs);
+    if (OMPI_SUCCESS != rc || 0 != ompi_comm_rank(comm) ||
+        0.0 == figures[MCA_COLL_STRATA_NET_VALID] || !(mean[0] > 0.0) || !(mean[1] > 0.0)) {
+        return rc;
+    }
+    /* only beta is wanted here */
+    mca_coll_strata_network_from_round_trips(0.0, mean[0], MCA_COLL_STRATA_NET_MID, mean[1],
+                                             MCA_COLL_STRATA_NET_LARGE, &alpha, &beta);
+    figures[MCA_COLL_STRATA_NET_RAILS_BETA] = beta;
+    figures[MCA_COLL_STRATA_NET_RAILS] = ppn;
+    figures[MCA_COLL_STRATA_NET_RAIL_SHARE] =
+        mca_coll_strata_network_rail_share_extra(figures[MCA_COLL_STRATA_NET_BETA], beta, ppn);
+    figures[MCA_COLL_STRATA_NET_MS] += (mca_coll_strata_network_now() - start) * 1e3;
+    return rc;
 }
 
 /* Whether any decision can read the network figures: not when strata always
@@ -216,7 +320,7 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
 {
     const mca_coll_strata_component_t *c = &mca_coll_strata_component;
     double figures[MCA_COLL_STRATA_NET_FIGURES] = {0};
-    char rtts[160] = "";
+    char rtts[160] = "", rails[128] = "";
     const char *source;
     int rc;
 
@@ -242,6 +346,13 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
             if (0 == module->topo.local_rank && module->topo.node_index < 2) {
                 mca_coll_strata_network_measure(module, figures);
             }
+            /* the same on every rank: the topology, and an ALL_EQ parameter */
+            if (module->topo.ppn_min > 1 && 0 == c->decision.nics) {
+                rc = mca_coll_strata_network_rails(module, comm, figures);
+                if (OMPI_SUCCESS != rc) {
+                    return rc;
+                }
+            }
             rc = MCA_COLL_STRATA_FALLBACK(module, bcast, comm, figures, MCA_COLL_STRATA_NET_FIGURES,
                                           MPI_DOUBLE, 0);
             if (OMPI_SUCCESS != rc) {
@@ -254,6 +365,12 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
             mca_coll_strata_network_cache_copy(mca_coll_strata_network_cache, figures);
             mca_coll_strata_network_params(c->inter_latency_us, c->inter_bandwidth_gbs,
                                            &figures[MCA_COLL_STRATA_NET_ALPHA], &module->decision);
+            if (figures[MCA_COLL_STRATA_NET_RAILS] > 1.0) {
+                module->decision.rail_share_extra = figures[MCA_COLL_STRATA_NET_RAIL_SHARE];
+                snprintf(rails, sizeof(rails), " (%s: %d rails at once, %.4f GB/s each)", source,
+                         (int)figures[MCA_COLL_STRATA_NET_RAILS],
+                         1e-9 / figures[MCA_COLL_STRATA_NET_RAILS_BETA]);
+            }
             snprintf(rtts, sizeof(rtts),
                      "; round trips between nodes 0 and 1: %d B %.1f us, %zu KiB %.1f us, "
                      "%zu KiB %.1f us, %.1f ms in all",
@@ -263,9 +380,19 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
                      figures[MCA_COLL_STRATA_NET_MS]);
         }
     }
-    MCA_COLL_STRATA_VERBOSE(
-        10, "%s: cost model: alpha %.3f us (%s), bandwidth %.4f GB/s (%s)%s", comm->c_name,
-        module->decision.alpha * 1e6, (c->inter_latency_us > 0.0) ? "configured" : source,
-        1e-9 / module->decision.beta, (c->inter_bandwidth_gbs > 0.0) ? "configured" : source, rtts);
+    if (module->decision.nics > 0) {
+        snprintf(rails, sizeof(rails), " (coll_strata_allreduce_inter_nics %d)",
+                 module->decision.nics);
+    } else if ('\0' == rails[0]) {
+        snprintf(rails, sizeof(rails), " (not measured: rails independent)");
+    }
+    MCA_COLL_STRATA_VERBOSE(10,
+                            "%s: cost model: alpha %.3f us (%s), bandwidth %.4f GB/s (%s), each "
+                            "further rail adds %.3f%s%s",
+                            comm->c_name, module->decision.alpha * 1e6,
+                            (c->inter_latency_us > 0.0) ? "configured" : source,
+                            1e-9 / module->decision.beta,
+                            (c->inter_bandwidth_gbs > 0.0) ? "configured" : source,
+                            mca_coll_strata_rail_share(&module->decision, 2) - 1.0, rails, rtts);
     return OMPI_SUCCESS;
 }

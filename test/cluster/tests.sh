@@ -77,38 +77,44 @@ cluster_allreduce_inter() {
 # verbosity 10 names the figures, measured for MPI_COMM_WORLD and taken from
 # rank 0's cache for the later split(size-1); every rank names the same
 # figures (they decide alike only with them); the bandwidth is within a
-# factor 2 of the link's; and 32 KiB and 24 KiB float allreduces on
+# factor 2 of the link's; the two rails of a node, timed at once, share its
+# one link (each further rail adds at least half a rail's time per byte);
+# and 32 KiB and 24 KiB float allreduces on
 # MPI_COMM_WORLD run halving_doubling between nodes (at 24 KiB the fallback
 # figures, 5 us and 1.25 GB/s, choose doubling: only the measured ones pass).
 cluster_network_measured() {
-    local out="$STRATA_TEST_TMP/network.out" world bw
+    local out="$STRATA_TEST_TMP/network.out" world bw share
     strata_mpirun_cluster -np 8 --map-by ppr:2:node $(strata_coll_mca strata) \
         --mca coll_strata_verbose 20 "$T/mpi/test_allreduce_basic" --max-count 8192 >"$out" 2>&1
     local rc=$?; grep -v "coll:strata: " "$out"
     grep "cost model" "$out" | sort | uniq -c
     [ $rc -eq 0 ] || return 1
     world=$(grep "coll:strata: MPI_COMM_WORLD: cost model: " "$out" | sed 's/.*coll:strata: //' | sort | uniq -c)
-    [ "$(wc -l <<<"$world")" = 1 ] && grep -q "^ *8 MPI_COMM_WORLD: cost model: alpha [0-9.]* us (measured), bandwidth [0-9.]* GB/s (measured); round trips" <<<"$world" ||
+    [ "$(wc -l <<<"$world")" = 1 ] && grep -q "^ *8 MPI_COMM_WORLD: cost model: alpha [0-9.]* us (measured), bandwidth [0-9.]* GB/s (measured), each further rail adds [0-9.]* (measured: 2 rails at once, [0-9.]* GB/s each); round trips" <<<"$world" ||
         { echo "not one line with measured figures from each of the 8 ranks"; return 1; }
     bw=$(sed 's/.*bandwidth \([0-9.]*\) GB\/s.*/\1/' <<<"$world")
     awk -v bw="$bw" 'BEGIN { if (bw < 0.0625 || bw > 0.25) { print "measured " bw " GB/s, not within a factor 2 of 0.125"; exit 1 } }' || return 1
+    share=$(sed 's/.*each further rail adds \([0-9.]*\).*/\1/' <<<"$world")
+    awk -v s="$share" 'BEGIN { if (s < 0.5) { print "each further rail adds " s ": the two rails of a node did not share its link"; exit 1 } }' || return 1
     # the split's 7 ranks: rank 0's cached figures, the same numbers
     [ "$(grep -c "cost model: .*(cached: rank 0's)" "$out")" = 7 ] &&
-        [ "$(grep "cost model: " "$out" | sed 's/.*cost model: //; s/ (measured)//g; s/ (cached: rank 0.s)//g' | sort -u | wc -l)" = 1 ] ||
+        [ "$(grep "cost model: " "$out" | sed 's/.*cost model: //; s/ (measured)//g; s/ (cached: rank 0.s)//g; s/(measured: /(/; s/(cached: rank 0.s: /(/' | sort -u | wc -l)" = 1 ] ||
         { echo "the later communicator did not take rank 0's cached figures"; return 1; }
     cluster_network_runs_rhd "$out" 8192 || return 1
     cluster_network_decisions_match "$out" || return 1
-    # The latency configured, the bandwidth measured: with 20 us, 6912 floats
-    # (27 KiB) run halving-doubling at this link's 0.12 GB/s and doubling at
-    # the fallback 1.25 GB/s.  The measured alpha moves too much on this
-    # machine to tell the two apart by itself; the bandwidth does not.
+    # The latency configured, the bandwidth and the rails' share measured:
+    # with 20 us, 4096 floats (16 KiB, 8 KiB a rail) run halving-doubling at
+    # this link's 0.12 GB/s shared by the node's two rails, and doubling at
+    # the fallback 1.25 GB/s or with rails of their own (an extra share
+    # above about 0.11 makes the difference).  The measured alpha moves too
+    # much on this machine to tell these apart by itself; the rest does not.
     strata_mpirun_cluster -np 8 --map-by ppr:2:node $(strata_coll_mca strata) \
         --mca coll_strata_verbose 20 --mca coll_strata_allreduce_inter_latency_us 20 \
-        "$T/mpi/test_allreduce_basic" --max-count 6912 >"$out" 2>&1 || { cat "$out"; return 1; }
+        "$T/mpi/test_allreduce_basic" --max-count 4096 >"$out" 2>&1 || { cat "$out"; return 1; }
     grep "coll:strata: MPI_COMM_WORLD: cost model" "$out" | sed 's/.*coll:strata: //' | sort | uniq -c
     grep -q "MPI_COMM_WORLD: cost model: alpha 20.000 us (configured), bandwidth [0-9.]* GB/s (measured)" "$out" ||
         { echo "not: latency configured, bandwidth measured"; return 1; }
-    STRATA_NETWORK_MIN_DIFFER=1 cluster_network_decisions_match "$out"
+    STRATA_NETWORK_MIN_DIFFER=1 STRATA_NETWORK_MIN_SHARE_DIFFER=1 cluster_network_decisions_match "$out"
 }
 
 # cluster_network_decisions_match OUT: the inter-node algorithm of every
@@ -117,34 +123,44 @@ cluster_network_measured() {
 # printed; the sizes where the fallback bandwidth (1.25 GB/s) with the same
 # alpha would pick another are counted, and must reach
 # $STRATA_NETWORK_MIN_DIFFER (default 0: which sizes differ depends on
-# alpha, which a busy 2-core machine moves between about 14 and 31 us).
+# alpha, which a busy 2-core machine moves between about 14 and 31 us); so
+# are those where independent rails (no share) would, which must reach
+# $STRATA_NETWORK_MIN_SHARE_DIFFER (default 0).
 cluster_network_decisions_match() {
-    local line alpha beta sizes want fallback got bytes differ=0 wrong=0
+    local line alpha beta share sizes want fallback noshare got bytes differ=0 shared=0 wrong=0
     line=$(grep -m1 "coll:strata: MPI_COMM_WORLD: cost model: " "$1")
     alpha=$(sed 's/.*alpha \([0-9.]*\) us.*/\1/' <<<"$line")
     beta=$(sed 's/.*bandwidth \([0-9.]*\) GB\/s.*/\1/' <<<"$line")
+    share=$(sed 's/.*each further rail adds \([0-9.]*\).*/\1/' <<<"$line")
     # "bytes inter" of every call, from count x the type's size
     sizes=$(grep "allreduce MPI_COMM_WORLD count=[0-9]* MPI_[A-Z_]* MPI_[A-Z]* host->host: [a-z]*, .*inter-node" "$1" |
         sed 's/.*count=\([0-9]*\) \(MPI_[A-Z_]*\) .*inter-node \([a-z_]*\),.*/\1 \2 \3/' |
-        awk '{ n = ($2 == "MPI_DOUBLE" || $2 == "MPI_LONG_LONG") ? 8 : 4; print $1 * n, $3 }' | sort -un)
+        awk '{ n = ($2 == "MPI_DOUBLE" || $2 ~ /^MPI_LONG_LONG/) ? 8 : 4; print $1 * n, $3 }' | sort -un)
     [ -n "$sizes" ] || { echo "no allreduce decisions in the output"; return 1; }
     want=$("$T/sim/strata_sim" --nodes 4 --ppn 2 --alg auto --bytes "$(cut -d' ' -f1 <<<"$sizes" | paste -sd,)" \
-        --decide-alpha "$(awk -v a="$alpha" 'BEGIN { print a * 1e-6 }')" \
+        --decide-alpha "$(awk -v a="$alpha" 'BEGIN { print a * 1e-6 }')" --decide-rail-share "$share" \
         --decide-beta "$(awk -v b="$beta" 'BEGIN { print 1e-9 / b }')" | cut -d, -f3,5 | tr , ' ')
     fallback=$("$T/sim/strata_sim" --nodes 4 --ppn 2 --alg auto --bytes "$(cut -d' ' -f1 <<<"$sizes" | paste -sd,)" \
-        --decide-alpha "$(awk -v a="$alpha" 'BEGIN { print a * 1e-6 }')" | cut -d, -f3,5 | tr , ' ')
+        --decide-alpha "$(awk -v a="$alpha" 'BEGIN { print a * 1e-6 }')" --decide-rail-share "$share" |
+        cut -d, -f3,5 | tr , ' ')
+    noshare=$("$T/sim/strata_sim" --nodes 4 --ppn 2 --alg auto --bytes "$(cut -d' ' -f1 <<<"$sizes" | paste -sd,)" \
+        --decide-alpha "$(awk -v a="$alpha" 'BEGIN { print a * 1e-6 }')" \
+        --decide-beta "$(awk -v b="$beta" 'BEGIN { print 1e-9 / b }')" | cut -d, -f3,5 | tr , ' ')
     while read -r bytes got; do
-        local w f
+        local w f n
         w=$(awk -v b="$bytes" '$1 == b { print $2 }' <<<"$want")
         f=$(awk -v b="$bytes" '$1 == b { print $2 }' <<<"$fallback")
+        n=$(awk -v b="$bytes" '$1 == b { print $2 }' <<<"$noshare")
         [ "$w" = "$f" ] || differ=$((differ + 1))
+        [ "$w" = "$n" ] || shared=$((shared + 1))
         if [ "$got" != "$w" ]; then
-            echo "$bytes B: ran $got, the decision code picks $w with alpha $alpha us, $beta GB/s"
+            echo "$bytes B: ran $got, the decision code picks $w with alpha $alpha us, $beta GB/s, rail share $share"
             wrong=$((wrong + 1))
         fi
     done <<<"$sizes"
-    echo "$(wc -l <<<"$sizes") sizes as the measured figures decide; $differ of them decided otherwise by the fallback figures"
-    [ "$wrong" = 0 ] && [ "$differ" -ge "${STRATA_NETWORK_MIN_DIFFER:-0}" ]
+    echo "$(wc -l <<<"$sizes") sizes as the measured figures decide; $differ of them decided otherwise by the fallback figures, $shared by independent rails"
+    [ "$wrong" = 0 ] && [ "$differ" -ge "${STRATA_NETWORK_MIN_DIFFER:-0}" ] &&
+        [ "$shared" -ge "${STRATA_NETWORK_MIN_SHARE_DIFFER:-0}" ]
 }
 
 # cluster_network_runs_rhd OUT COUNT: every allreduce of COUNT floats on
@@ -168,8 +184,17 @@ cluster_network_configured() {
     local rc=$?; grep -v "coll:strata: " "$out"
     grep "cost model" "$out" | sort | uniq -c
     [ $rc -eq 0 ] &&
-        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: alpha 30.000 us (configured), bandwidth 0.5000 GB/s (configured)$" "$out")" = 4 ] &&
-        ! grep -q "measured\|cached\|round trips" "$out" || return 1
+        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: alpha 30.000 us (configured), bandwidth 0.5000 GB/s (configured), each further rail adds 0.000 (not measured: rails independent)$" "$out")" = 4 ] &&
+        ! grep -q "(measured\|cached\|round trips" "$out" || return 1
+    # The NICs the rails spread over, configured: one for both rails
+    strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
+        --mca coll_strata_allreduce_inter_latency_us 30 --mca coll_strata_allreduce_inter_bandwidth_gbs 0.5 \
+        --mca coll_strata_allreduce_inter_nics 1 \
+        --mca coll_strata_verbose 10 "$T/mpi/test_allreduce_basic" --max-count 8192 >"$out" 2>&1
+    rc=$?; grep -v "coll:strata: " "$out"
+    [ $rc -eq 0 ] &&
+        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: alpha 30.000 us (configured), bandwidth 0.5000 GB/s (configured), each further rail adds 1.000 (coll_strata_allreduce_inter_nics 1)$" "$out")" = 4 ] ||
+        { grep "cost model" "$out" | sort | uniq -c; return 1; }
     # A forced exchange reads no figures: nothing is measured for it
     strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
         --mca coll_strata_allreduce_inter_algorithm ring \
@@ -177,8 +202,8 @@ cluster_network_configured() {
     rc=$?; grep -v "coll:strata: " "$out"
     grep "cost model" "$out" | sort | uniq -c
     [ $rc -eq 0 ] &&
-        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: .*(fallback: not needed, coll_strata_allreduce_(inter_)algorithm forced)$" "$out")" = 4 ] &&
-        ! grep -q "(measured)\|cached\|round trips" "$out"
+        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: .*(fallback: not needed, coll_strata_allreduce_(inter_)algorithm forced), each further rail adds 0.000 (not measured: rails independent)$" "$out")" = 4 ] &&
+        ! grep -q "(measured\|cached\|round trips" "$out"
 }
 
 # Every collective on device buffers across nodes, through the README's

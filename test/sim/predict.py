@@ -10,8 +10,9 @@ For every network (a strata_sim parameter set), node count, ranks per node
 and size it runs the inter-node phase forced to ring, doubling and
 halving_doubling, and auto: the decision function with the cost model set to
 the network itself (strata_sim --decide-from-network: alpha = L + 2o, beta =
-G x rails per NIC), which is what a site gets by setting
-coll_strata_allreduce_inter_latency_us / _bandwidth_gbs to its network.
+G for one rail, the rails a path runs at once sharing the node's NICs), which
+is what a site gets by setting coll_strata_allreduce_inter_latency_us,
+_bandwidth_gbs and _nics to its network (or by their measurement).
 Writes into --out:
   predictions.csv   every prediction (strata_sim's columns, network and setting first)
   wins.md           per network and ranks per node: the fastest forced algorithm

@@ -13,14 +13,15 @@
  *              [--copy-bw B_PER_S] [--reduce-bw B_PER_S] [--mem-bw B_PER_S]
  *              [--segment BYTES] [--slots N] [--elem BYTES] [--small-max BYTES]
  *              [--node-small-max BYTES]
- *              [--decide-alpha S] [--decide-beta S_PER_BYTE] [--decide-from-network]
+ *              [--decide-alpha S] [--decide-beta S_PER_BYTE] [--decide-rail-share X]
+ *              [--decide-nics N] [--decide-from-network]
  *              [--header]
  *   strata_sim --self-check
  * LIST: comma-separated values (sizes take k/m/g suffixes); every
  * combination is predicted.  --alg: auto (the decision function with
  * --decide-alpha/--decide-beta, by default coll/strata's defaults 5 us and
  * 1.25 GB/s, or with --decide-from-network the simulated network's own
- * alpha = L + 2o and beta = G x rails per NIC), ring, doubling or
+ * alpha = L + 2o, beta = G and the rails sharing --nics NICs), ring, doubling or
  * halving_doubling (forced, through the same decision function).
  * --params reads `key = value` lines with the option names (without --);
  * options after it override it.
@@ -112,6 +113,8 @@ typedef struct strata_sim_params_t {
     int slots;
     /* the decision's cost model */
     double decide_alpha, decide_beta;
+    double decide_rail_share; /* each further rail's extra share (coll/strata's measured one) */
+    int decide_nics;          /* coll_strata_allreduce_inter_nics */
     int decide_from_network;
 } strata_sim_params_t;
 
@@ -371,6 +374,8 @@ static void strata_sim_decide(const strata_sim_params_t *p, int path, int inter_
         .alpha = p->decide_alpha,
         .beta = p->decide_beta,
         .gamma = 1.0 / 4e9, /* coll/strata's */
+        .nics = p->decide_nics,
+        .rail_share_extra = p->decide_rail_share,
     };
     mca_coll_strata_decision_input_t in = {
         .bytes = bytes,
@@ -382,12 +387,12 @@ static void strata_sim_decide(const strata_sim_params_t *p, int path, int inter_
     };
 
     if (p->decide_from_network) {
-        /* the rails a rail path would run share the nics */
-        int share = (k + p->nics - 1) / p->nics;
-
+        /* one rail's figures; the decision shares the nics among the rails
+         * a path runs at once, as the replay does */
         dp.alpha = p->L + 2 * p->o;
-        dp.beta = p->G * share;
+        dp.beta = p->G;
         dp.gamma = 1.0 / p->reduce_bw;
+        dp.nics = p->nics;
     }
     mca_coll_strata_decide(&dp, &in, d);
 }
@@ -558,6 +563,9 @@ static int strata_sim_set(strata_sim_params_t *p, strata_sim_lists_t *l, const c
     else if (!strcmp(key, "node-small-max")) p->node_small_max = strata_sim_parse_size(value);
     else if (!strcmp(key, "decide-alpha")) p->decide_alpha = strata_sim_parse_double(value);
     else if (!strcmp(key, "decide-beta")) p->decide_beta = strata_sim_parse_double(value);
+    else if (!strcmp(key, "decide-rail-share"))
+        p->decide_rail_share = strata_sim_parse_double(value);
+    else if (!strcmp(key, "decide-nics")) p->decide_nics = (int)strata_sim_parse_double(value);
     else return 0;
     return 1;
 }

@@ -336,6 +336,61 @@ static void test_partition(void)
     }
 }
 
+/* The rails of a node sharing its network: the share function, the extra
+ * share from measured betas, and the decision it moves. */
+static void test_rail_share(void)
+{
+    mca_coll_strata_decision_params_t p = defaults;
+    mca_coll_strata_decision_t d;
+
+    CHECK(mca_coll_strata_rail_share(&p, 1) == 1.0 && mca_coll_strata_rail_share(&p, 8) == 1.0,
+          "no extra share: independent rails\n");
+    p.rail_share_extra = 1.0;
+    CHECK(mca_coll_strata_rail_share(&p, 1) == 1.0 && mca_coll_strata_rail_share(&p, 4) == 4.0,
+          "a shared link: 4 rails, each a quarter\n");
+    p.rail_share_extra = 0.5;
+    CHECK(mca_coll_strata_rail_share(&p, 3) == 2.0, "half shared: 3 rails, 2x\n");
+    p.nics = 4;
+    CHECK(mca_coll_strata_rail_share(&p, 4) == 1.0 && mca_coll_strata_rail_share(&p, 8) == 2.0 &&
+              mca_coll_strata_rail_share(&p, 5) == 2.0,
+          "configured NICs win: ceil(rails / nics)\n");
+
+    CHECK(fabs(mca_coll_strata_network_rail_share_extra(8e-9, 16e-9, 2) - 1.0) < 1e-12 &&
+              fabs(mca_coll_strata_network_rail_share_extra(8e-9, 8e-9, 4)) < 1e-12 &&
+              fabs(mca_coll_strata_network_rail_share_extra(8e-9, 20e-9, 4) - 0.5) < 1e-12,
+          "extra share from betas: shared 1, own links 0, between 0.5\n");
+    CHECK(mca_coll_strata_network_rail_share_extra(8e-9, 64e-9, 2) == 1.0 &&
+              mca_coll_strata_network_rail_share_extra(8e-9, 4e-9, 2) == 0.0 &&
+              mca_coll_strata_network_rail_share_extra(8e-9, NAN, 2) == 0.0 &&
+              mca_coll_strata_network_rail_share_extra(0.0, 8e-9, 2) == 0.0 &&
+              mca_coll_strata_network_rail_share_extra(8e-9, 16e-9, 1) == 0.0,
+          "extra share clamped to [0, 1]; NaN, no beta or one rail: 0\n");
+
+    /* 1 Gbit/s, 20 us; 14000 B on 4 nodes x 2 runs the rail path, 7000 B a
+     * rail: doubling (2 alpha + 2 m beta) beats halving-doubling (4 alpha +
+     * 1.5 m beta) below about 9300 B a rail on its own link, and only
+     * below about 4800 B when the two rails share one (beta doubled). */
+    p = defaults;
+    p.alpha = 20e-6;
+    p.beta = 8e-9;
+    p.gamma = 1.0 / 4e9;
+    d = decide(&p, 14000, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.inter == MCA_COLL_STRATA_INTER_RD,
+          "7000 B a rail, own links: doubling\n");
+    p.rail_share_extra = 1.0;
+    d = decide(&p, 14000, 4, 2, 2);
+    CHECK(d.algorithm == MCA_COLL_STRATA_ALG_RAIL && d.inter == MCA_COLL_STRATA_INTER_RHD,
+          "7000 B a rail, one shared link: halving-doubling\n");
+    /* the leader path runs one rail: no sharing, whatever the figure */
+    p.algorithm = MCA_COLL_STRATA_ALG_LEADER;
+    d = decide(&p, 7000, 4, 2, 2);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "leader path, 7000 B: doubling, shared or not\n");
+    p.nics = 2;
+    p.algorithm = MCA_COLL_STRATA_ALG_AUTO;
+    d = decide(&p, 14000, 4, 2, 2);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "two NICs for two rails: doubling again\n");
+}
+
 /* The network figures from round trips, their clamps, and which figure
  * wins: configured, measured, fallback. */
 static void test_network(void)
@@ -402,6 +457,7 @@ int main(void)
     test_empty_topology();
     test_partition();
     test_network();
+    test_rail_share();
     printf("test_decision: %s: decision rules, overrides, device paths, network figures, "
            "partitions of 0..300 "
            "into 1..17\n",
