@@ -19,6 +19,8 @@
 
 /* ---- the hooks: call the driver, then tell UCX's memory type cache ---- */
 
+static void uct_strata_memhooks_scan_deferred(void);
+
 static void uct_strata_memhooks_dispatch(ucm_event_type_t type, CUdeviceptr ptr, size_t size,
                                          ucs_memory_type_t mem_type)
 {
@@ -26,6 +28,10 @@ static void uct_strata_memhooks_dispatch(ucm_event_type_t type, CUdeviceptr ptr,
 
     if ((ptr == 0) || (size == 0)) {
         return;
+    }
+    if (type == UCM_EVENT_MEM_TYPE_ALLOC) {
+        /* first, so that the allocation's own entry lands on top */
+        uct_strata_memhooks_scan_deferred();
     }
     event.mem_type.address  = (void *)ptr;
     event.mem_type.size     = size;
@@ -230,26 +236,66 @@ static ucs_status_t uct_strata_memhook_install(uct_strata_memhook_t *h)
  * thread stack guards) are left out: each entry makes every lookup of host
  * buffers in the cache a little slower.
  */
+static int uct_strata_memhooks_scan_match(void *addr, size_t length, int prot, const char *path,
+                                          ucm_event_t *event)
+{
+    int nvidia_map  = !strncmp(path, "/dev/nvidia", 11);
+    int reservation = !(prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) && (path[0] == '\0') &&
+                      (length >= UCT_STRATA_MEMHOOKS_MIN_RESERVATION);
+
+    event->mem_type.address  = addr;
+    event->mem_type.size     = length;
+    event->mem_type.mem_type = UCS_MEMORY_TYPE_UNKNOWN;
+    return nvidia_map || reservation;
+}
+
+/* The cache being made: its handler alone is told. */
 static int uct_strata_memhooks_scan_cb(void *arg, void *addr, size_t length, int prot,
                                        const char *path)
 {
     ucm_event_handler_t *handler = arg;
     ucm_event_t event;
-    int nvidia_map               = !strncmp(path, "/dev/nvidia", 11);
-    int reservation              = !(prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) &&
-                                   (path[0] == '\0') &&
-                                   (length >= UCT_STRATA_MEMHOOKS_MIN_RESERVATION);
 
-    if (!nvidia_map && !reservation) {
-        return 0;
+    if (uct_strata_memhooks_scan_match(addr, length, prot, path, &event)) {
+        ucm_event_enter();
+        handler->cb(UCM_EVENT_MEM_TYPE_ALLOC, &event, handler->arg);
+        ucm_event_leave();
     }
-    event.mem_type.address  = addr;
-    event.mem_type.size     = length;
-    event.mem_type.mem_type = UCS_MEMORY_TYPE_UNKNOWN;
-    ucm_event_enter();
-    handler->cb(UCM_EVENT_MEM_TYPE_ALLOC, &event, handler->arg);
-    ucm_event_leave();
     return 0;
+}
+
+/* A deferred scan, from inside a hook (ucm_event_enter()ed): every
+ * handler, as for the hooks' own events. */
+static int uct_strata_memhooks_scan_dispatch_cb(void *arg, void *addr, size_t length, int prot,
+                                                const char *path)
+{
+    ucm_event_t event;
+
+    if (uct_strata_memhooks_scan_match(addr, length, prot, path, &event)) {
+        ucm_event_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, &event);
+    }
+    return 0;
+}
+
+/* 1 while a memory type cache was made without the scan (no CUDA context
+ * then): the first device allocation the hooks see runs it. */
+static int uct_strata_memhooks_scan_pending;
+
+/*
+ * The scan was skipped because nothing could be allocated yet; now that a
+ * context allocates, run it: the driver's address reservations also hold
+ * memory no hook reports (a peer's allocation opened with
+ * cuIpcOpenMemHandle, for one), which UCP must ask the driver about rather
+ * than take for host memory.  Once; the cache is not empty from here on
+ * anyway.
+ */
+static void uct_strata_memhooks_scan_deferred(void)
+{
+    if (__atomic_load_n(&uct_strata_memhooks_scan_pending, __ATOMIC_ACQUIRE) &&
+        __atomic_exchange_n(&uct_strata_memhooks_scan_pending, 0, __ATOMIC_ACQ_REL)) {
+        ucs_debug("strata: the first device allocation: scanning /proc/self/maps now");
+        ucm_parse_proc_self_maps(uct_strata_memhooks_scan_dispatch_cb, NULL);
+    }
 }
 
 static ucs_status_t uct_strata_memhooks_installer_install(int events)
@@ -265,11 +311,12 @@ static ucs_status_t uct_strata_memhooks_installer_install(int events)
  * context exists (current on this thread, or a device's primary context,
  * the one the CUDA runtime uses).  Device memory needs a context, so a
  * process that has none yet - a host-only job on a GPU node, or one that
- * touches CUDA only after MPI_Init - has nothing for the scan to find, and
- * skipping it keeps UCX's memory type cache empty, which lets UCP send host
+ * touches CUDA only after MPI_Init - has nothing for the scan to find yet,
+ * and deferring it to the first device allocation keeps UCX's memory type
+ * cache empty for as long as the process has none, which lets UCP send host
  * buffers on its inline path.  In doubt (the driver cannot say), yes.
  * Not seen: a context made with cuCtxCreate on another thread and not
- * current on this one; UCX_STRATA_MEMTYPE_SCAN=yes covers that case.
+ * current on this one; UCX_STRATA_MEMTYPE_SCAN=on covers that case.
  */
 static int uct_strata_memhooks_context_exists(void)
 {
@@ -302,7 +349,8 @@ static void uct_strata_memhooks_installer_existing(ucm_event_handler_t *handler)
     }
     if ((uct_strata_memhooks_scan == UCS_CONFIG_AUTO) && !uct_strata_memhooks_context_exists()) {
         ucs_debug("strata: no CUDA context exists yet, so no device memory predates the "
-                  "allocation hooks: /proc/self/maps not scanned");
+                  "allocation hooks: /proc/self/maps not scanned until the first allocation");
+        __atomic_store_n(&uct_strata_memhooks_scan_pending, 1, __ATOMIC_RELEASE);
         return;
     }
     ucs_debug("strata: scanning /proc/self/maps for device memory allocated before the hooks");
