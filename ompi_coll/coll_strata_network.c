@@ -321,7 +321,8 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
     const mca_coll_strata_component_t *c = &mca_coll_strata_component;
     double figures[MCA_COLL_STRATA_NET_FIGURES] = {0};
     char rtts[160] = "", rails[128] = "";
-    const char *source;
+    const char *source, *rails_source;
+    bool measure_all, measure_rails;
     int rc;
 
     module->decision = c->decision;
@@ -341,25 +342,35 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
-        source = "cached: rank 0's";
-        if (0.0 == figures[MCA_COLL_STRATA_NET_VALID]) {
-            if (0 == module->topo.local_rank && module->topo.node_index < 2) {
+        source = rails_source = "cached: rank 0's";
+        /* Every rank decides alike: from the broadcast figures, the
+         * topology and an ALL_EQ parameter.  The rails are measured with
+         * the rest, or later if the figures came from a communicator with
+         * one rank on some node (no rails to time then). */
+        measure_all = (0.0 == figures[MCA_COLL_STRATA_NET_VALID]);
+        measure_rails = module->topo.ppn_min > 1 && 0 == c->decision.nics &&
+                        (measure_all || figures[MCA_COLL_STRATA_NET_RAILS] < 2.0);
+        if (measure_all || measure_rails) {
+            if (measure_all && 0 == module->topo.local_rank && module->topo.node_index < 2) {
                 mca_coll_strata_network_measure(module, figures);
             }
-            /* the same on every rank: the topology, and an ALL_EQ parameter */
-            if (module->topo.ppn_min > 1 && 0 == c->decision.nics) {
+            if (measure_rails) {
                 rc = mca_coll_strata_network_rails(module, comm, figures);
                 if (OMPI_SUCCESS != rc) {
                     return rc;
                 }
+                rails_source = "measured";
             }
             rc = MCA_COLL_STRATA_FALLBACK(module, bcast, comm, figures, MCA_COLL_STRATA_NET_FIGURES,
                                           MPI_DOUBLE, 0);
             if (OMPI_SUCCESS != rc) {
                 return rc;
             }
-            source = (0.0 != figures[MCA_COLL_STRATA_NET_VALID]) ? "measured"
-                                                                 : "fallback: not measured";
+            if (measure_all) {
+                source = rails_source = (0.0 != figures[MCA_COLL_STRATA_NET_VALID])
+                                            ? "measured"
+                                            : "fallback: not measured";
+            }
         }
         if (0.0 != figures[MCA_COLL_STRATA_NET_VALID]) {
             mca_coll_strata_network_cache_copy(mca_coll_strata_network_cache, figures);
@@ -367,8 +378,8 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
                                            &figures[MCA_COLL_STRATA_NET_ALPHA], &module->decision);
             if (figures[MCA_COLL_STRATA_NET_RAILS] > 1.0) {
                 module->decision.rail_share_extra = figures[MCA_COLL_STRATA_NET_RAIL_SHARE];
-                snprintf(rails, sizeof(rails), " (%s: %d rails at once, %.4f GB/s each)", source,
-                         (int)figures[MCA_COLL_STRATA_NET_RAILS],
+                snprintf(rails, sizeof(rails), " (%s: %d rails at once, %.4f GB/s each)",
+                         rails_source, (int)figures[MCA_COLL_STRATA_NET_RAILS],
                          1e-9 / figures[MCA_COLL_STRATA_NET_RAILS_BETA]);
             }
             snprintf(rtts, sizeof(rtts),

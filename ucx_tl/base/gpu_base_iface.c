@@ -686,6 +686,8 @@ UCS_CLASS_INIT_FUNC(uct_gpu_base_iface_t, uct_iface_ops_t *tl_ops,
     self->seq               = 0;
     self->fence_seq         = 0;
     self->in_dispatch       = 0;
+    self->progress_wanted   = 0;
+    self->idle_polls        = 0;
     self->config.max_poll   = config->max_poll;
     self->config.max_events = ops->max_events_enforced ?
                                   config->max_events :
@@ -759,6 +761,13 @@ UCS_CLASS_CLEANUP_FUNC(uct_gpu_base_iface_t)
     CUcontext restore = NULL;
     unsigned i;
 
+    /* Asleep, the callback may still sit in the worker's queue, only marked
+     * for removal (UCX 1.13's remove_safe leaves that to its proxy, after
+     * this interface is gone): putting it back and taking it out with the
+     * plain calls purges such entries first. */
+    if ((self->progress_wanted != 0) && (self->super.progress_flags == 0)) {
+        uct_base_iface_progress_enable(&self->super.super, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    }
     uct_base_iface_progress_disable(&self->super.super, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     /* Streams and events went with their context if the application
      * destroyed it (cudaDeviceReset before finalize): then only host memory
