@@ -320,8 +320,8 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
     out->algorithm = alg;
     out->nslices = (alg == MCA_COLL_STRATA_ALG_LEADER || in->ppn_min < 1) ? 1 : in->ppn_min;
     /* Replicated rails each carry the whole message, not a slice of it;
-     * both it and the rail path run a rail per local rank at once. */
+     * every path runs its nslices rails at once. */
     out->inter = mca_coll_strata_decide_inter(
-        params, in, (alg == MCA_COLL_STRATA_ALG_REPLICATED) ? 1 : out->nslices,
-        (alg == MCA_COLL_STRATA_ALG_LEADER || in->ppn_min < 1) ? 1 : in->ppn_min, &out->reason);
+        params, in, (alg == MCA_COLL_STRATA_ALG_REPLICATED) ? 1 : out->nslices, out->nslices,
+        &out->reason);
 }

@@ -152,6 +152,10 @@ double mca_coll_strata_rail_share(const mca_coll_strata_decision_params_t *param
  * 2, beta = (large_rtt - mid_rtt) / (large_bytes - mid_bytes), each clamped
  * to the range above (a NaN to its minimum).
  */
+void mca_coll_strata_network_from_round_trips(double small_rtt, double mid_rtt, size_t mid_bytes,
+                                              double large_rtt, size_t large_bytes, double *alpha,
+                                              double *beta);
+
 /*
  * The extra share per further rail (mca_coll_strata_decision_params_t's
  * rail_share_extra) from one rail's beta alone and the slowest of `rails`
@@ -159,10 +163,6 @@ double mca_coll_strata_rail_share(const mca_coll_strata_decision_params_t *param
  * (0 for a NaN or fewer than two rails).
  */
 double mca_coll_strata_network_rail_share_extra(double beta, double rails_beta, int rails);
-
-void mca_coll_strata_network_from_round_trips(double small_rtt, double mid_rtt, size_t mid_bytes,
-                                              double large_rtt, size_t large_bytes, double *alpha,
-                                              double *beta);
 
 /*
  * params->alpha and ->beta from the configured figures (microseconds, GB/s;

@@ -25,12 +25,13 @@ ucs_config_field_t uct_strata_md_config_table[] = {
      ucs_offsetof(uct_strata_md_config_t, memtype_hooks), UCS_CONFIG_TYPE_TERNARY},
 
     {"MEMTYPE_SCAN", "auto",
-     "When UCX's memory type cache is created, mark the ranges in /proc/self/maps that\n"
-     "may hold GPU memory allocated before the hooks were installed, so that UCP asks\n"
-     "the driver about buffers in them. 'auto': only if a CUDA context already exists\n"
-     "(current on the thread, or a device's primary context); with none, no GPU memory\n"
-     "can exist yet, and an empty cache keeps UCP on its fast path for host buffers.\n"
-     "'on': always (for contexts made with cuCtxCreate on another thread); 'off': never.",
+     "Mark the ranges in /proc/self/maps that may hold GPU memory the hooks do not see\n"
+     "(allocated before them, or a peer's opened by CUDA IPC), so that UCP asks the\n"
+     "driver about buffers in them. 'auto': when UCX's memory type cache is created if a\n"
+     "CUDA context exists by then (current on the thread, or a device's primary context),\n"
+     "else at the first GPU allocation: until then an empty cache keeps UCP on its fast\n"
+     "path for host buffers. 'on': when the cache is created (for contexts made with\n"
+     "cuCtxCreate on another thread); 'off': never.",
      ucs_offsetof(uct_strata_md_config_t, memtype_scan), UCS_CONFIG_TYPE_ON_OFF_AUTO},
 
     {"IPC_CACHE_SIZE", "1024",

@@ -22,8 +22,9 @@
  * outcome).  mode: UCS_NO -> do not install, disable the cache;
  * UCS_TRY -> install, or disable the cache with a warning; UCS_YES ->
  * install or fail.  scan: whether a memory type cache created later is told
- * of ranges that may hold older allocations (UCS_CONFIG_AUTO: if a CUDA
- * context exists by then).
+ * of ranges that may hold memory the hooks do not see (UCS_CONFIG_AUTO: at
+ * its creation if a CUDA context exists by then, else at the first device
+ * allocation a hook reports).
  */
 ucs_status_t uct_strata_memhooks_init(ucs_ternary_auto_value_t mode, ucs_on_off_auto_value_t scan);
 

@@ -166,6 +166,24 @@ def quartiles(x):
     return q[0], statistics.median(x), q[2]
 
 
+def quartile_cell(x, fmt="%.2f"):
+    """A table cell: the median, first and third quartile in brackets; - for none."""
+    if not x:
+        return "-"
+    q1, med, q3 = quartiles(x)
+    return ("%s (%s-%s)" % (fmt, fmt, fmt)) % (med, q1, q3)
+
+
+def reexec_in_cluster(script, argv, nodes, rate):
+    """Runs `script argv --inside-cluster` inside one namespace cluster of
+    `nodes` nodes (links shaped to `rate`, if given), brought up for all the
+    runs; cluster.sh tears it down on every exit path."""
+    cmd = [os.path.join(SRCDIR, "test", "cluster", "cluster.sh"), "run", "--nodes", str(nodes)]
+    if rate:
+        cmd += ["--rate", rate]
+    return subprocess.call(cmd + ["--", sys.executable, os.path.abspath(script), "--inside-cluster"] + argv)
+
+
 def git_commit():
     try:
         return subprocess.run(["git", "-C", SRCDIR, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
@@ -268,10 +286,7 @@ def write_outputs(args, configs, table, command_line, paired=None):
         lines.append("| size | " + " | ".join("%s / min(%s)" % (c, ", ".join(others)) for c in ours) + " |")
         lines.append("|---|" + "---|" * len(ours))
         for nbytes in sizes:
-            cells = []
-            for c in ours:
-                r = paired.get((c, nbytes))
-                cells.append("%.2f (%.2f-%.2f)" % (quartiles(r)[1], quartiles(r)[0], quartiles(r)[2]) if r else "-")
+            cells = [quartile_cell(paired.get((c, nbytes))) for c in ours]
             lines.append("| %s | %s |" % (human_size(nbytes), " | ".join(cells)))
     lines.append("")
     lines.append("![plot](plot.png)")
@@ -327,13 +342,7 @@ def main(argv):
     configs = [c for c in args.configs.split(",") if c]
     parse_size(args.min), parse_size(args.max)
     if args.nodes and not args.inside_cluster:
-        # Bring one cluster up for all the runs; cluster.sh tears it down on
-        # every exit path.
-        cmd = [os.path.join(SRCDIR, "test", "cluster", "cluster.sh"), "run", "--nodes", str(args.nodes)]
-        if args.rate:
-            cmd += ["--rate", args.rate]
-        cmd += ["--", sys.executable, os.path.abspath(__file__), "--inside-cluster"] + argv
-        return subprocess.call(cmd)
+        return reexec_in_cluster(__file__, argv, args.nodes, args.rate)
     records = run_rounds(args, configs)
     if not records:
         raise SystemExit("allreduce_bench: no results were printed")

@@ -62,6 +62,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from allreduce_bench import reexec_in_cluster  # noqa: E402
 
 OPS = ("sum", "prod", "max", "min", "land", "lor", "lxor", "band", "bor", "bxor")
 FLOAT_OPS = ("sum", "prod", "max", "min")
@@ -355,10 +357,7 @@ def main(argv):
     if args.before:
         args.before = os.path.abspath(args.before)
     if args.nodes and not args.inside_cluster:
-        # One cluster for all the runs; cluster.sh tears it down on every exit path.
-        cmd = [os.path.join(SRCDIR, "test", "cluster", "cluster.sh"), "run", "--nodes", str(args.nodes),
-               "--rate", args.rate, "--", sys.executable, os.path.abspath(__file__), "--inside-cluster"] + argv
-        return subprocess.call(cmd)
+        return reexec_in_cluster(__file__, argv, args.nodes, args.rate)
     if args.nodes:
         args.np = args.nodes * args.ppn
         argv = [a for a in argv if a != "--inside-cluster"]

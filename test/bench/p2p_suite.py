@@ -40,7 +40,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from allreduce_bench import git_commit, has_pngcairo, human_size, parse_size  # noqa: E402
+from allreduce_bench import git_commit, has_pngcairo, human_size, parse_size, quartile_cell  # noqa: E402
 
 VARIANTS = {
     "plain": {"tls": "self,sm", "strata": False, "kinds": "host-host"},
@@ -165,12 +165,6 @@ def paired_ratios(samples):
     return out
 
 
-def quartiles(x):
-    x = sorted(x)
-    q = statistics.quantiles(x, n=4) if len(x) >= 2 else [x[0]] * 3
-    return q[0], statistics.median(x), q[2]
-
-
 def value(table, key, idx):
     return table[key][idx] if key in table else None
 
@@ -217,11 +211,7 @@ def write_outputs(args, table, command_line, keep=None, paired=None):
                   "| size | " + " | ".join("%s/plain" % n for n in names) + " |",
                   "|---|" + "---|" * len(names)]
         for s in lat_sizes:
-            cells = []
-            for n in names:
-                r = paired.get((n, s))
-                cells.append("%.3f (%.3f-%.3f)" % (quartiles(r)[1], quartiles(r)[0], quartiles(r)[2])
-                             if r else "-")
+            cells = [quartile_cell(paired.get((n, s)), "%.3f") for n in names]
             lines.append("| %s | %s |" % (human_size(s), " | ".join(cells)))
         if "before" in names:
             lines += ["", "before: `%s`" % args.before_module]
