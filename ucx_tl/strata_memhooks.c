@@ -113,6 +113,32 @@ UCT_STRATA_ALLOC_HOOK(cuMemAllocFromPoolAsync_ptsz, UCS_MEMORY_TYPE_CUDA,
                       (dptr, size, pool, stream))
 UCT_STRATA_FREE_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream stream), (dptr, stream))
 
+/*
+ * A peer's allocation mapped by CUDA IPC is device memory no allocation hook
+ * sees, and it may be the only device memory the process has (the deferred
+ * scan has then not run): report the mapping itself, as an allocation, and
+ * its release.  Not made to sync memops: that attribute belongs to the
+ * exporter's allocation.
+ */
+static CUresult (*uct_strata_orig_cuIpcOpenMemHandle)(CUdeviceptr *, CUipcMemHandle, unsigned);
+
+static CUresult uct_strata_hook_cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHandle handle,
+                                                   unsigned flags)
+{
+    CUresult res;
+
+    ucm_event_enter();
+    res = uct_strata_orig_cuIpcOpenMemHandle(dptr, handle, flags);
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr,
+                                     uct_strata_memhooks_range(*dptr), UCS_MEMORY_TYPE_CUDA);
+    }
+    ucm_event_leave();
+    return res;
+}
+
+UCT_STRATA_FREE_HOOK(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr))
+
 /* The irregular ones. */
 static CUresult (*uct_strata_orig_cuMemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t,
                                                    unsigned);
@@ -165,29 +191,49 @@ static CUresult uct_strata_hook_cuMemUnmap(CUdeviceptr ptr, size_t size)
 
 /* ---- installing them ---- */
 
+/* What a hook's absence, or a failure to patch it, means for the cache. */
+typedef enum {
+    /* Absent: the driver is too old to hook.  Unpatchable: allocations (or
+     * frees) would go unseen, the cache cannot be trusted. */
+    UCT_STRATA_MEMHOOK_REQUIRED,
+    /* May be absent (older drivers); if present, as REQUIRED. */
+    UCT_STRATA_MEMHOOK_IF_PRESENT,
+    /* Reports memory the scan of the driver's address reservations also
+     * covers, once it has run (CUDA IPC mappings): without it a process
+     * whose only device memory is mapped from a peer before it allocates
+     * any needs UCX_STRATA_MEMTYPE_SCAN=on (if the driver reserved the
+     * range by ucp_init) or UCX_MEMTYPE_CACHE=n. */
+    UCT_STRATA_MEMHOOK_BEST_EFFORT
+} uct_strata_memhook_need_t;
+
 typedef struct uct_strata_memhook {
     const char *symbol;  /* the driver's versioned entry point */
     void *hook;
     void **orig;
-    int required;        /* a driver without it is too old to hook */
+    uct_strata_memhook_need_t need;
 } uct_strata_memhook_t;
 
-#define UCT_STRATA_MEMHOOK(_symbol, _func, _required) \
-    {_symbol, (void *)uct_strata_hook_##_func, (void **)&uct_strata_orig_##_func, _required}
+#define UCT_STRATA_MEMHOOK(_symbol, _func, _need) \
+    { \
+        _symbol, (void *)uct_strata_hook_##_func, (void **)&uct_strata_orig_##_func, \
+            UCT_STRATA_MEMHOOK_##_need \
+    }
 
 static uct_strata_memhook_t uct_strata_memhooks[] = {
-    UCT_STRATA_MEMHOOK("cuMemAlloc_v2", cuMemAlloc, 1),
-    UCT_STRATA_MEMHOOK("cuMemFree_v2", cuMemFree, 1),
-    UCT_STRATA_MEMHOOK("cuMemAllocPitch_v2", cuMemAllocPitch, 0),
-    UCT_STRATA_MEMHOOK("cuMemAllocManaged", cuMemAllocManaged, 0),
-    UCT_STRATA_MEMHOOK("cuMemAllocAsync", cuMemAllocAsync, 0),
-    UCT_STRATA_MEMHOOK("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, 0),
-    UCT_STRATA_MEMHOOK("cuMemFreeAsync", cuMemFreeAsync, 0),
-    UCT_STRATA_MEMHOOK("cuMemAllocAsync_ptsz", cuMemAllocAsync_ptsz, 0),
-    UCT_STRATA_MEMHOOK("cuMemAllocFromPoolAsync_ptsz", cuMemAllocFromPoolAsync_ptsz, 0),
-    UCT_STRATA_MEMHOOK("cuMemFreeAsync_ptsz", cuMemFreeAsync_ptsz, 0),
-    UCT_STRATA_MEMHOOK("cuMemMap", cuMemMap, 0),
-    UCT_STRATA_MEMHOOK("cuMemUnmap", cuMemUnmap, 0),
+    UCT_STRATA_MEMHOOK("cuMemAlloc_v2", cuMemAlloc, REQUIRED),
+    UCT_STRATA_MEMHOOK("cuMemFree_v2", cuMemFree, REQUIRED),
+    UCT_STRATA_MEMHOOK("cuMemAllocPitch_v2", cuMemAllocPitch, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuMemAllocManaged", cuMemAllocManaged, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuMemAllocAsync", cuMemAllocAsync, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuMemFreeAsync", cuMemFreeAsync, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuMemAllocAsync_ptsz", cuMemAllocAsync_ptsz, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuMemAllocFromPoolAsync_ptsz", cuMemAllocFromPoolAsync_ptsz, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuMemFreeAsync_ptsz", cuMemFreeAsync_ptsz, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuMemMap", cuMemMap, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuMemUnmap", cuMemUnmap, IF_PRESENT),
+    UCT_STRATA_MEMHOOK("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle, BEST_EFFORT),
+    UCT_STRATA_MEMHOOK("cuIpcCloseMemHandle", cuIpcCloseMemHandle, BEST_EFFORT),
 };
 
 static pthread_once_t uct_strata_memhooks_once = PTHREAD_ONCE_INIT;
@@ -209,12 +255,16 @@ static ucs_status_t uct_strata_memhook_install(uct_strata_memhook_t *h)
 
     if (entry == NULL) {
         ucs_debug("CUDA driver has no %s; not hooked", h->symbol);
-        return h->required ? UCS_ERR_UNSUPPORTED : UCS_OK;
+        return (h->need == UCT_STRATA_MEMHOOK_REQUIRED) ? UCS_ERR_UNSUPPORTED : UCS_OK;
     }
-    /* An entry point that exists but cannot be patched is a failure even if
-     * optional: its allocations (or frees) would go unseen by the cache. */
     status = ucm_bistro_patch(entry, h->hook, h->symbol, h->orig, NULL);
-    if (status != UCS_OK) {
+    if ((status != UCS_OK) && (h->need == UCT_STRATA_MEMHOOK_BEST_EFFORT)) {
+        ucs_diag("strata: cannot patch %s at %p (%s); left unhooked: what it maps is found by "
+                 "the scan of the driver's address ranges once the process allocates device "
+                 "memory",
+                 h->symbol, entry, ucs_status_string(status));
+        return UCS_OK;
+    } else if (status != UCS_OK) {
         ucs_diag("strata: cannot patch %s at %p: %s", h->symbol, entry,
                  ucs_status_string(status));
         return status;
@@ -278,7 +328,8 @@ static int uct_strata_memhooks_scan_dispatch_cb(void *arg, void *addr, size_t le
 }
 
 /* 1 while a memory type cache was made without the scan (no CUDA context
- * then): the first device allocation the hooks see runs it. */
+ * then): the first device allocation or CUDA IPC mapping the hooks see
+ * runs it. */
 static int uct_strata_memhooks_scan_pending;
 
 /*
@@ -293,7 +344,7 @@ static void uct_strata_memhooks_scan_deferred(void)
 {
     if (__atomic_load_n(&uct_strata_memhooks_scan_pending, __ATOMIC_ACQUIRE) &&
         __atomic_exchange_n(&uct_strata_memhooks_scan_pending, 0, __ATOMIC_ACQ_REL)) {
-        ucs_debug("strata: the first device allocation: scanning /proc/self/maps now");
+        ucs_debug("strata: the first device memory: scanning /proc/self/maps now");
         ucm_parse_proc_self_maps(uct_strata_memhooks_scan_dispatch_cb, NULL);
     }
 }

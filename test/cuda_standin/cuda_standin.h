@@ -161,7 +161,9 @@
     _x(cuMemCreate) \
     _x(cuMemRelease) \
     _x(cuMemMap) \
-    _x(cuMemUnmap)
+    _x(cuMemUnmap) \
+    _x(cuIpcOpenMemHandle) \
+    _x(cuIpcCloseMemHandle)
 
 #define CUDA_STANDIN_API_ID(_name) CUDA_STANDIN_API_ID_##_name
 #define CUDA_STANDIN_API_ENUM(_name) CUDA_STANDIN_API_ID(_name),

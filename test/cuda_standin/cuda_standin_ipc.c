@@ -201,7 +201,8 @@ static CUresult cuda_standin_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *
     return status;
 }
 
-CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+CUresult cuda_standin_patchable_cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                                   unsigned int Flags)
 {
     CUDA_STANDIN_CALL(cuIpcOpenMemHandle, CUDA_STANDIN_IN_CTX,
                       cuda_standin_ipc_open(pdptr, &handle, Flags));
@@ -222,7 +223,7 @@ static CUresult cuda_standin_ipc_close(CUdeviceptr dptr)
     return CUDA_SUCCESS;
 }
 
-CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
+CUresult cuda_standin_patchable_cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
     CUDA_STANDIN_CALL(cuIpcCloseMemHandle, CUDA_STANDIN_IN_CTX, cuda_standin_ipc_close(dptr));
 }

@@ -3,7 +3,7 @@
  * and the CUDA driver API), so it proves what an application sees of the
  * transports UCX picked (gpu_copy, gpu_ipc, or UCX's own):
  *
- *   test_ucp_device [--alloc cumemalloc|vmm|async|host] [--test LIST]
+ *   test_ucp_device [--alloc cumemalloc|vmm|async|ipc|host] [--test LIST]
  *                   [--sizes LIST] [--iters N] [--timeout S] [--print-info]
  *                   [--expect-tls LIST] [--memtype-hint] [--mem-map-detect]
  *                   [--early-alloc] [--late-cuda] [--stale-size N] [--stale-rounds N]
@@ -53,6 +53,13 @@
  * --timeout seconds (default 20): a hang prints "hang" and exits 1.  Rank r
  * uses device r % count (--same-device: device 0 for both).  Exit 77:
  * no CUDA device, or the device lacks what --alloc needs.
+ *
+ * --alloc ipc: every device buffer of a rank is a peer's allocation opened
+ * with cuIpcOpenMemHandle, as coll/strata hands its peers' buffers to the
+ * pml: a third process (the owner, started by rank 0 and serving both ranks
+ * over socketpairs) allocates with cuMemAlloc and exports, so the ranks
+ * themselves allocate no device memory at all (with --late-cuda, nothing
+ * but an IPC mapping can tell UCX that device memory exists).
  *
  * --early-alloc allocates the device buffers of the tag test before
  * ucp_init; --late-cuda makes no CUDA context at all until UCP is set up and
@@ -116,12 +123,18 @@
 
 enum { T_TAG = 1, T_RMA = 2, T_STALE = 4, T_BADRKEY = 8, T_KILL = 16, T_MEMSET = 32 };
 typedef enum {
-    ALLOC_CUMEMALLOC, ALLOC_VMM, ALLOC_ASYNC, ALLOC_CUDAMALLOC, ALLOC_CUDAMALLOCASYNC, ALLOC_HOST
+    ALLOC_CUMEMALLOC,
+    ALLOC_VMM,
+    ALLOC_ASYNC,
+    ALLOC_CUDAMALLOC,
+    ALLOC_CUDAMALLOCASYNC,
+    ALLOC_IPC,
+    ALLOC_HOST
 } alloc_mode_t;
 typedef enum { MEM_HOST, MEM_DEVICE } mem_kind_t;
 
-static const char *alloc_names[] = {"cumemalloc", "vmm", "async", "cudamalloc", "cudamallocasync",
-                                    "host"};
+static const char *alloc_names[] = {"cumemalloc",      "vmm", "async", "cudamalloc",
+                                    "cudamallocasync", "ipc", "host"};
 
 static struct {
     alloc_mode_t alloc;
@@ -141,11 +154,13 @@ typedef struct test_buf {
     size_t len;
     size_t vmm_size;           /* VMM: mapped size, rounded to the granularity */
     CUmemGenericAllocationHandle vmm_handle;
+    uint64_t owner_ptr; /* --alloc ipc: the allocation in the owner */
 } test_buf_t;
 
 static struct {
     int rank, sock;
-    pid_t child;
+    int owner; /* --alloc ipc: socket to the owner */
+    pid_t child, owner_pid;
     CUdevice dev;
     CUcontext ctx;
     CUstream stream;
@@ -161,7 +176,7 @@ static struct {
     uint8_t *stage;
     size_t stage_len;
     test_buf_t pool[2];                /* --early-alloc: device buffers made before ucp_init */
-} g = {.sock = -1};
+} g = {.sock = -1, .owner = -1};
 
 /* ---- failing, watchdog ----------------------------------------------------- */
 
@@ -309,6 +324,118 @@ static void vmm_alloc(test_buf_t *b)
     b->ptr = (void *)(uintptr_t)d;
 }
 
+/* ---- --alloc ipc: device memory a third process owns ----------------------- */
+
+enum { OWNER_ALLOC = 1, OWNER_FREE = 2 };
+typedef struct {
+    uint64_t op, dev, arg; /* arg: the size to allocate, or the allocation to free */
+} owner_req_t;
+typedef struct {
+    uint64_t res; /* CUresult */
+    uint64_t ptr;
+    CUipcMemHandle handle;
+} owner_rep_t;
+
+/* 0, or -1 when the other end closed (or failed) first. */
+static int fd_io(int fd, void *buf, size_t n, int out)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = out ? write(fd, p, n) : read(fd, p, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static CUresult owner_serve(const owner_req_t *req, owner_rep_t *rep)
+{
+    static CUcontext ctx[64];
+    CUdevice dev;
+    CUdeviceptr d;
+    CUresult res;
+
+    if (req->dev >= 64) return CUDA_ERROR_INVALID_DEVICE;
+    if (ctx[req->dev] == NULL) {
+        if ((res = cuDeviceGet(&dev, (int)req->dev)) != CUDA_SUCCESS ||
+            (res = cuDevicePrimaryCtxRetain(&ctx[req->dev], dev)) != CUDA_SUCCESS) {
+            return res;
+        }
+    }
+    if ((res = cuCtxSetCurrent(ctx[req->dev])) != CUDA_SUCCESS) return res;
+    if (req->op == OWNER_FREE) return cuMemFree((CUdeviceptr)req->arg);
+    if ((res = cuMemAlloc(&d, (size_t)req->arg)) != CUDA_SUCCESS) return res;
+    if ((res = cuIpcGetMemHandle(&rep->handle, d)) != CUDA_SUCCESS) {
+        cuMemFree(d);
+        return res;
+    }
+    rep->ptr = (uint64_t)d;
+    return CUDA_SUCCESS;
+}
+
+/* The owner: allocates and frees for both ranks until both have gone. */
+static int owner_run(int fd0, int fd1)
+{
+    struct pollfd pfd[2] = {{.fd = fd0, .events = POLLIN}, {.fd = fd1, .events = POLLIN}};
+    CUresult init = cuInit(0);
+    owner_req_t req;
+    owner_rep_t rep;
+
+    while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
+        if (poll(pfd, 2, -1) < 0 && errno != EINTR) return 1;
+        for (int i = 0; i < 2; i++) {
+            if (pfd[i].fd < 0 || pfd[i].revents == 0) continue;
+            memset(&rep, 0, sizeof(rep));
+            if (fd_io(pfd[i].fd, &req, sizeof(req), 0) != 0) {
+                close(pfd[i].fd);
+                pfd[i].fd = -1;
+                continue;
+            }
+            rep.res = init != CUDA_SUCCESS ? init : owner_serve(&req, &rep);
+            if (fd_io(pfd[i].fd, &rep, sizeof(rep), 1) != 0) {
+                close(pfd[i].fd);
+                pfd[i].fd = -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void owner_call(uint64_t op, uint64_t arg, owner_rep_t *rep, const char *what)
+{
+    owner_req_t req = {.op = op, .dev = (uint64_t)g.dev, .arg = arg};
+    const char *name = "?";
+
+    if (fd_io(g.owner, &req, sizeof(req), 1) != 0 || fd_io(g.owner, rep, sizeof(*rep), 0) != 0) {
+        die("the owner of the device memory went away (%s)", what);
+    }
+    if (rep->res != CUDA_SUCCESS) {
+        cuGetErrorName((CUresult)rep->res, &name);
+        die("the owner's %s failed: %s", what, name);
+    }
+}
+
+static void ipc_alloc(test_buf_t *b)
+{
+    owner_rep_t rep;
+    CUdeviceptr d;
+
+    owner_call(OWNER_ALLOC, b->len, &rep, "cuMemAlloc + cuIpcGetMemHandle");
+    CU_CHECK(cuIpcOpenMemHandle(&d, rep.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    b->ptr = (void *)(uintptr_t)d;
+    b->owner_ptr = rep.ptr;
+}
+
+static void ipc_free(test_buf_t *b)
+{
+    owner_rep_t rep;
+
+    CU_CHECK(cuIpcCloseMemHandle((CUdeviceptr)(uintptr_t)b->ptr));
+    owner_call(OWNER_FREE, b->owner_ptr, &rep, "cuMemFree");
+}
+
 static void buf_alloc(test_buf_t *b, mem_kind_t kind, size_t len)
 {
     CUdeviceptr d;
@@ -325,6 +452,7 @@ static void buf_alloc(test_buf_t *b, mem_kind_t kind, size_t len)
     case ALLOC_VMM:
         vmm_alloc(b);
         return;
+    case ALLOC_IPC: ipc_alloc(b); return;
     case ALLOC_ASYNC:
         CU_CHECK(cuMemAllocAsync(&d, b->len, g.stream));
         CU_CHECK(cuStreamSynchronize(g.stream));
@@ -358,6 +486,8 @@ static void buf_free(test_buf_t *b)
         CU_CHECK(cuMemUnmap(d, b->vmm_size));
         CU_CHECK(cuMemRelease(b->vmm_handle));
         CU_CHECK(cuMemAddressFree(d, b->vmm_size));
+    } else if (opt.alloc == ALLOC_IPC) {
+        ipc_free(b);
     } else if (opt.alloc == ALLOC_ASYNC) {
         CU_CHECK(cuMemFreeAsync(d, g.stream));
         CU_CHECK(cuStreamSynchronize(g.stream));
@@ -1548,7 +1678,7 @@ static void usage(void)
 {
     fprintf(
         stderr,
-        "usage: test_ucp_device [--alloc cumemalloc|vmm|async|host]\n"
+        "usage: test_ucp_device [--alloc cumemalloc|vmm|async|ipc|host]\n"
         "       [--test tag,rma,stale,badrkey,memset,kill|all]\n"
         "       [--sizes LIST] [--iters N] [--timeout S] [--print-info] [--expect-tls gpu_ipc,...]\n"
         "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--late-cuda] [--stale-size N]\n"
@@ -1594,6 +1724,9 @@ static void parse_options(int argc, char **argv)
     }
     if (opt.num_sizes == 0 || opt.iters < 1 || opt.timeout < 2) usage();
     if (opt.late_cuda && (opt.early_alloc || opt.tests == T_KILL)) usage();
+    /* The owner serves whole buffers; the other tests reallocate or map in
+     * ways an IPC mapping cannot be (re-exported, freed by the rank). */
+    if (opt.alloc == ALLOC_IPC && (opt.early_alloc || (opt.tests & ~T_TAG))) usage();
 }
 
 static int run_rank(void)
@@ -1643,19 +1776,63 @@ static int run_rank(void)
     return 0;
 }
 
+/* Rank 0 starts the owner (--alloc ipc) the way it starts rank 1, as a
+ * program of its own: fd0 stays its end for rank 0, fd1 for rank 1. */
+static void owner_start(int sv[2], char **argv, int *fd0, int *fd1)
+{
+    int o0[2], o1[2];
+    char fds[32];
+
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, o0) != 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM, 0, o1) != 0) {
+        perror("socketpair");
+        exit(1);
+    }
+    fflush(NULL);
+    g.owner_pid = fork();
+    if (g.owner_pid < 0) {
+        perror("fork");
+        exit(1);
+    }
+    if (g.owner_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(sv[0]);
+        close(sv[1]);
+        close(o0[0]);
+        close(o1[0]);
+        snprintf(fds, sizeof(fds), "%d,%d", o0[1], o1[1]);
+        setenv("STEST_UCP_OWNER_FDS", fds, 1);
+        execv("/proc/self/exe", argv);
+        perror("execv /proc/self/exe");
+        _exit(1);
+    }
+    close(o0[1]);
+    close(o1[1]);
+    *fd0 = o0[0];
+    *fd1 = o1[0];
+}
+
 int main(int argc, char **argv)
 {
-    int sv[2], rc, st;
+    int sv[2], rc, st, owner1 = -1;
 
     parse_options(argc, argv);
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGALRM, watchdog_fire);
     signal(SIGPIPE, SIG_IGN); /* a dead peer is reported by peer_gone() */
+    if (getenv("STEST_UCP_OWNER_FDS") != NULL) {
+        int fd0, fd1;
+        if (sscanf(getenv("STEST_UCP_OWNER_FDS"), "%d,%d", &fd0, &fd1) != 2) _exit(1);
+        if (getppid() == 1) _exit(1);
+        _exit(owner_run(fd0, fd1));
+    }
     if (getenv("STEST_UCP_RANK1_FD") != NULL) {
         /* rank 1, started afresh by rank 0 (below) */
         g.rank = 1;
         g.sock = atoi(getenv("STEST_UCP_RANK1_FD"));
         unsetenv("STEST_UCP_RANK1_FD");
+        if (getenv("STEST_UCP_OWNER_FD") != NULL) g.owner = atoi(getenv("STEST_UCP_OWNER_FD"));
+        unsetenv("STEST_UCP_OWNER_FD");
         if (getppid() == 1) _exit(1);
         rc = run_rank();
         fflush(NULL);
@@ -1665,6 +1842,7 @@ int main(int argc, char **argv)
         perror("socketpair");
         return 1;
     }
+    if (opt.alloc == ALLOC_IPC) owner_start(sv, argv, &g.owner, &owner1);
     fflush(NULL);
     g.child = fork();
     if (g.child < 0) {
@@ -1683,14 +1861,24 @@ int main(int argc, char **argv)
         close(sv[0]);
         snprintf(fd, sizeof(fd), "%d", sv[1]);
         setenv("STEST_UCP_RANK1_FD", fd, 1);
+        if (owner1 >= 0) {
+            close(g.owner);
+            snprintf(fd, sizeof(fd), "%d", owner1);
+            setenv("STEST_UCP_OWNER_FD", fd, 1);
+        }
         execv("/proc/self/exe", argv);
         perror("execv /proc/self/exe");
         _exit(1);
     }
     g.rank = 0;
     close(sv[1]);
+    if (owner1 >= 0) close(owner1);
     g.sock = sv[0];
     rc = run_rank();
+    if (g.owner >= 0) {
+        close(g.owner); /* the owner ends once both ranks closed theirs */
+        waitpid(g.owner_pid, &st, 0);
+    }
     if (waitpid(g.child, &st, 0) == g.child) {
         if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != rc)) {
             printf("rank 0: FAIL: rank 1 ended with %s %d\n", WIFSIGNALED(st) ? "signal" : "status",

@@ -214,7 +214,9 @@ ucx_memtype_hooks_installed() {
     UCX_LOG_LEVEL=debug ucp_tag cumemalloc --sizes 4096 >"$STRATA_TEST_TMP/out" 2>&1 || { tail "$STRATA_TEST_TMP/out"; return 1; }
     grep -o "hooked CUDA driver entry point [A-Za-z_0-9]*" "$STRATA_TEST_TMP/out" | sort -u
     grep -q "strata: CUDA allocation hooks installed" "$STRATA_TEST_TMP/out" || return 1
-    if grep -q "cannot patch\|cannot hook" "$STRATA_TEST_TMP/out"; then grep "cannot" "$STRATA_TEST_TMP/out"; return 1; fi
+    # best-effort hooks (CUDA IPC) may stay unhooked on a real driver: shown, not failed
+    grep "left unhooked" "$STRATA_TEST_TMP/out"
+    if grep "cannot patch\|cannot hook" "$STRATA_TEST_TMP/out" | grep -v "left unhooked"; then return 1; fi
     [ "$(grep -o "hooked CUDA driver entry point [A-Za-z_0-9]*" "$STRATA_TEST_TMP/out" | sort -u | wc -l)" -ge 9 ]
 }
 
@@ -233,10 +235,8 @@ ucx_ucp_early_alloc() {
 # first device allocation (UCX's memory type cache stays empty for host
 # traffic until then), and the device buffers allocated later are found by
 # the hooks; with UCX_STRATA_MEMTYPE_SCAN=on the scan runs at once.  (What
-# the deferred scan is for, memory the hooks never see such as a peer's
-# allocation opened by CUDA IPC, is exercised by the cluster layer's device
-# collectives over pml/ucx: without it UCX sends such a buffer as host
-# memory, and TCP fails on it.)
+# the deferred scan is for, memory the hooks may not see, is exercised by the
+# cluster layer's device collectives over pml/ucx and ucx_ucp_ipc_opened.)
 ucx_ucp_late_cuda() {
     local out="$STRATA_TEST_TMP/out" scan
     for scan in auto on; do
@@ -247,13 +247,29 @@ ucx_ucp_late_cuda() {
         if [ $scan = auto ]; then
             [ "$(grep -c "no CUDA context exists yet.*not scanned until the first allocation" "$out")" -eq 2 ] ||
                 { echo "FAIL: a process without a CUDA context was scanned"; return 1; }
-            [ "$(grep -c "strata: the first device allocation: scanning /proc/self/maps now" "$out")" -eq 2 ] ||
+            [ "$(grep -c "strata: the first device memory: scanning /proc/self/maps now" "$out")" -eq 2 ] ||
                 { echo "FAIL: the deferred scan did not run at the first device allocation"; return 1; }
         else
             [ "$(grep -c "strata: scanning /proc/self/maps" "$out")" -eq 2 ] ||
                 { echo "FAIL: UCX_STRATA_MEMTYPE_SCAN=on did not scan"; return 1; }
         fi
     done
+}
+# A process whose only device memory is a peer's allocation opened with CUDA
+# IPC (coll/strata hands such buffers to the pml): a third process owns every
+# device buffer.  With no CUDA context at ucp_init nothing but the IPC
+# mapping can tell UCX that device memory exists: without the hook on
+# cuIpcOpenMemHandle UCX takes the mapping for host memory (shared memory
+# copies from it and crashes).  Then with a context at ucp_init (the scan
+# runs at once).
+ucx_ucp_ipc_opened() {
+    local out="$STRATA_TEST_TMP/out"
+    UCX_LOG_LEVEL=debug ucp_tag ipc --late-cuda >"$out" 2>&1 ||
+        { grep -v " UCX  " "$out" | tail -20; return 1; }
+    grep -v " UCX  " "$out" | grep -v ": ok$"
+    [ "$(grep -c "strata: the first device memory: scanning /proc/self/maps now" "$out")" -eq 2 ] ||
+        { echo "FAIL: opening a CUDA IPC handle did not run the deferred scan"; return 1; }
+    ucp_tag ipc
 }
 # Hooks off: the memory type cache is disabled and every buffer is asked about.
 ucx_ucp_memtype_hooks_off()  { UCX_STRATA_MEMTYPE_HOOKS=n ucp_tag cumemalloc --sizes 0,7,65537,4194304; }
@@ -533,6 +549,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_memtype_hooks_installed 120 ucx_memtype_hooks_installed
     strata_test ucx_ucp_early_alloc 120 ucx_ucp_early_alloc
     strata_test ucx_ucp_late_cuda 300 ucx_ucp_late_cuda
+    strata_test ucx_ucp_ipc_opened 300 ucx_ucp_ipc_opened
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
     strata_test ucx_ucp_stale_hooks_off 180 ucx_ucp_stale_hooks_off
     strata_test ucx_ucp_memset_sync 120 ucx_ucp_memset_sync
