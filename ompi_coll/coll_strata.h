@@ -71,6 +71,8 @@ typedef struct mca_coll_strata_component_t {
      * 0: measured at set-up, module->decision) */
     double inter_latency_us;
     double inter_bandwidth_gbs;
+    double inter_overhead_us; /* decision.overhead; 0: measured with alpha */
+    size_t inter_eager_max;   /* decision.eager_max; 0: from the pml */
     /* bytes of one pipeline chunk (the whole vector moves chunk by chunk) */
     size_t segment_size;
     /* chunks in flight per communicator (shared-memory slots) */

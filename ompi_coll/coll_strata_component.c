@@ -147,6 +147,29 @@ static void mca_coll_strata_register_decision(void)
         "measured); a positive value is used as it is, without measuring",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.inter_bandwidth_gbs);
+    mca_coll_strata_component.inter_overhead_us = 0.0;
+    (void)mca_base_component_var_register(
+        &mca_coll_strata_component.super.collm_version, "allreduce_inter_overhead_us",
+        "The cost model's CPU time of one message between nodes for the rank sending it, and "
+        "again for the one receiving it, in microseconds (part of "
+        "allreduce_inter_latency_us; verbs about 0.3, TCP several): exchanges overlap in the "
+        "pipeline, their overheads do not, so it decides for fewer, larger messages on long "
+        "messages. 0 (the default): measured with allreduce_inter_latency_us (the sender's "
+        "time per message of a burst of small ones; none assumed where it cannot be measured "
+        "or latency and bandwidth are both configured); a positive value is used as it is",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &mca_coll_strata_component.inter_overhead_us);
+    mca_coll_strata_component.inter_eager_max = 0;
+    (void)mca_base_component_var_register(
+        &mca_coll_strata_component.super.collm_version, "allreduce_inter_eager_max",
+        "The cost model's largest message the pml sends between nodes without a rendezvous "
+        "(bytes; a larger one costs one more round trip): it keeps the exchanges whose "
+        "messages are whole shares (doubling) from looking cheaper than they run. 0 (the "
+        "default): with pml/ob1 the smallest eager limit of its BTLs between nodes, less "
+        "64 bytes of headers; with another pml none known (every message eager: set it, e.g. "
+        "to UCX's rendezvous threshold)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &mca_coll_strata_component.inter_eager_max);
     mca_coll_strata_component.decision.nics = 0;
     (void)mca_base_component_var_register(
         &mca_coll_strata_component.super.collm_version, "allreduce_inter_nics",
@@ -388,6 +411,7 @@ static void mca_coll_strata_component_check(void)
     mca_coll_strata_component_bound_figure("allreduce_inter_latency_us", &c->inter_latency_us);
     mca_coll_strata_component_bound_figure("allreduce_inter_bandwidth_gbs",
                                            &c->inter_bandwidth_gbs);
+    mca_coll_strata_component_bound_figure("allreduce_inter_overhead_us", &c->inter_overhead_us);
     mca_coll_strata_component_bound_int("allreduce_inter_nics", &c->decision.nics, 0, 1024);
     c->decision.rail_share_extra = 0.0;
     /* folds run memory-bound on one core: about 4 GB/s */
@@ -395,6 +419,7 @@ static void mca_coll_strata_component_check(void)
     /* configured or fallback figures; a module replaces those to be
      * measured (mca_coll_strata_network_setup) */
     mca_coll_strata_network_params(c->inter_latency_us, c->inter_bandwidth_gbs, NULL, &c->decision);
+    c->decision.overhead = c->inter_overhead_us * 1e-6;
 }
 
 /*

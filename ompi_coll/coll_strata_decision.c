@@ -36,11 +36,15 @@
  * nodes and the bytes per rail: recursive doubling for small shares (log2 N
  * messages), halving-doubling for medium ones, the ring for large ones
  * where N is not a power of two.  A message of several chunks keeps up to
- * `slots` exchanges in flight per rail, so there the latencies count once
- * per `slots` chunks and the bytes in full.  The rail's own allreduce (coll) runs only
- * when forced, and never on device data.
+ * `slots` exchanges in flight per rail: after the first chunk's, each
+ * further chunk's exchange costs the most of its CPU (overhead per message,
+ * folds), its link's bytes one way, and a `slots`th of a whole exchange.
+ * The rail's own allreduce (coll) runs only when forced, and never on
+ * device data.
  */
 #include "coll_strata_decision.h"
+
+#include <string.h>
 
 const mca_coll_strata_name_t mca_coll_strata_alg_table[] = {
     {MCA_COLL_STRATA_ALG_AUTO, "auto"},
@@ -125,56 +129,107 @@ bool mca_coll_strata_decide_device_direct(int device_net, bool pml_carries, bool
  * plus the folds, gamma per byte: ring (n-1)/n m, rd log2 p m (each step
  * folds the whole share), rhd (p-1)/p m, and the fold-in m more.
  */
-/* The cost's latency part (messages x alpha) and bandwidth part (bytes per
- * member x beta, and the bytes it folds in x gamma). */
-static void mca_coll_strata_inter_cost_parts(const mca_coll_strata_decision_params_t *params,
-                                             mca_coll_strata_inter_t inter, int n, size_t bytes,
-                                             double *lat, double *bw)
+/* What one member does in an exchange of m bytes among n: the messages it
+ * sends (one per step, each received from its partner at the same time),
+ * of which rendezvous ones (above eager_max), the bytes it sends in the
+ * order its steps run (the fold's in and out are two steps), the most bytes
+ * its link carries in one direction, and the bytes it folds in. */
+typedef struct {
+    double msgs, rndv_msgs, bytes, link_bytes, fold_bytes;
+} mca_coll_strata_inter_load_t;
+
+/* 1 when a message of `bytes` goes rendezvous */
+static double mca_coll_strata_rndv(double bytes, size_t eager_max)
 {
-    double a = params->alpha, b = params->beta, m = (double)bytes, g = params->gamma;
+    return (eager_max > 0 && bytes > (double)eager_max) ? 1.0 : 0.0;
+}
+
+static void mca_coll_strata_inter_load(mca_coll_strata_inter_t inter, int n, size_t bytes,
+                                       size_t eager_max, mca_coll_strata_inter_load_t *load)
+{
+    double m = (double)bytes;
     int l = mca_coll_strata_log2_floor(n), p = 1 << l, fold = (n > p) ? 2 : 0;
 
-    *lat = *bw = 0.0;
+    memset(load, 0, sizeof(*load));
     if (n < 2) {
         return;
     }
     switch (inter) {
     case MCA_COLL_STRATA_INTER_RD:
-        /* every step folds the whole share */
-        *lat = (l + fold) * a;
-        *bw = (l + fold) * m * b + (l + fold / 2) * m * g;
+        /* every step sends and folds the whole share */
+        load->msgs = l + fold;
+        load->rndv_msgs = load->msgs * mca_coll_strata_rndv(m, eager_max);
+        load->bytes = (l + fold) * m;
+        load->link_bytes = (l + fold / 2) * m;
+        load->fold_bytes = (l + fold / 2) * m;
         break;
     case MCA_COLL_STRATA_INTER_RHD:
-        *lat = (2.0 * l + fold) * a;
-        *bw = (2.0 * (p - 1) / p + fold) * m * b + ((double)(p - 1) / p + fold / 2) * m * g;
+        /* step k of the halving (and of the doubling) sends m / 2^k; the
+         * fold the whole share */
+        load->msgs = 2.0 * l + fold;
+        load->rndv_msgs = fold * mca_coll_strata_rndv(m, eager_max);
+        for (int k = 1; k <= l; ++k) {
+            load->rndv_msgs += 2.0 * mca_coll_strata_rndv(m / (1 << k), eager_max);
+        }
+        load->bytes = (2.0 * (p - 1) / p + fold) * m;
+        load->link_bytes = (2.0 * (p - 1) / p + fold / 2) * m;
+        load->fold_bytes = ((double)(p - 1) / p + fold / 2) * m;
         break;
     default:
-        *lat = 2.0 * (n - 1) * a;
-        *bw = 2.0 * (n - 1) / n * m * b + (double)(n - 1) / n * m * g;
+        load->msgs = 2.0 * (n - 1);
+        load->rndv_msgs = load->msgs * mca_coll_strata_rndv(m / n, eager_max);
+        load->bytes = 2.0 * (n - 1) / n * m;
+        load->link_bytes = load->bytes;
+        load->fold_bytes = (double)(n - 1) / n * m;
         break;
     }
+}
+
+/* A rendezvous message is three: the request, the answer, the data. */
+static double mca_coll_strata_inter_msgs(const mca_coll_strata_inter_load_t *load)
+{
+    return load->msgs + 2.0 * load->rndv_msgs;
 }
 
 double mca_coll_strata_inter_cost(const mca_coll_strata_decision_params_t *params,
                                   mca_coll_strata_inter_t inter, int n, size_t bytes)
 {
-    double lat, bw;
+    mca_coll_strata_inter_load_t load;
 
-    mca_coll_strata_inter_cost_parts(params, inter, n, bytes, &lat, &bw);
-    return lat + bw;
+    mca_coll_strata_inter_load(inter, n, bytes, params->eager_max, &load);
+    return mca_coll_strata_inter_msgs(&load) * params->alpha + load.bytes * params->beta +
+           load.fold_bytes * params->gamma;
 }
 
-/* A message of several chunks keeps up to `slots` exchanges in flight on a
- * rail: the link carries every byte, while the latencies of the exchanges
- * in flight overlap, `slots` at a time.  One chunk pays both in full. */
+static double mca_coll_strata_max(double a, double b)
+{
+    return (a > b) ? a : b;
+}
+
+/*
+ * A message of several chunks keeps up to `slots` exchanges in flight on a
+ * rail.  The first chunk's exchange costs it in full; each further chunk
+ * follows after the longest of what bounds how fast they can follow one
+ * another: the member's CPU (overhead per message sent and received, and
+ * its folds), its link (the bytes of one direction), and the slots (up to
+ * `slots` whole exchanges at once).
+ */
 static double mca_coll_strata_inter_cost_pipelined(const mca_coll_strata_decision_params_t *params,
                                                    mca_coll_strata_inter_t inter, int n,
-                                                   size_t share, int slots)
+                                                   size_t share, int slots, size_t chunks)
 {
-    double lat, bw;
+    mca_coll_strata_inter_load_t load;
+    double one = mca_coll_strata_inter_cost(params, inter, n, share), next;
 
-    mca_coll_strata_inter_cost_parts(params, inter, n, share, &lat, &bw);
-    return lat / ((slots > 1) ? slots : 1) + bw;
+    if (chunks <= 1) {
+        return one;
+    }
+    mca_coll_strata_inter_load(inter, n, share, params->eager_max, &load);
+    next = one / ((slots > 1) ? slots : 1);
+    next = mca_coll_strata_max(next, 2.0 * mca_coll_strata_inter_msgs(&load) * params->overhead +
+                                         load.fold_bytes * params->gamma);
+    next = mca_coll_strata_max(next, load.link_bytes * params->beta);
+    return one + (double)(chunks - 1) * next;
 }
 
 /* value within [min, max]; a NaN becomes min */
@@ -216,6 +271,12 @@ void mca_coll_strata_network_params(double latency_us, double bandwidth_gbs, con
                                          : 1.0 / (MCA_COLL_STRATA_NET_BANDWIDTH_GBS_FALLBACK * 1e9);
 }
 
+double mca_coll_strata_network_overhead(double per_msg, double alpha)
+{
+    /* a message's overhead is part of its latency */
+    return mca_coll_strata_network_clamp(per_msg, 0.0, alpha);
+}
+
 double mca_coll_strata_rail_share(const mca_coll_strata_decision_params_t *params, int rails)
 {
     if (rails <= 1) {
@@ -239,6 +300,7 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
     bool chunked = in->chunk_bytes > 0 && in->chunk_bytes < in->bytes;
     size_t chunk = chunked ? in->chunk_bytes : in->bytes;
     size_t per_rail = chunk / (size_t)((nslices > 0) ? nslices : 1);
+    size_t chunks = chunked ? (in->bytes + chunk - 1) / chunk : 1;
     mca_coll_strata_inter_t best = MCA_COLL_STRATA_INTER_RING;
     mca_coll_strata_decision_params_t shared = *params;
     double best_cost = 0.0;
@@ -261,7 +323,7 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
     shared.beta *= mca_coll_strata_rail_share(params, rails);
     for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); ++i) {
         double cost = mca_coll_strata_inter_cost_pipelined(&shared, candidates[i], in->nnodes,
-                                                           per_rail, chunked ? in->slots : 1);
+                                                           per_rail, in->slots, chunks);
 
         if (0 == i || cost < best_cost) {
             best = candidates[i];

@@ -109,6 +109,10 @@ typedef struct mca_coll_strata_decision_params_t {
     double alpha;
     double beta;  /* of one rail alone */
     double gamma; /* seconds per byte a member folds in (its reductions) */
+    double overhead; /* seconds of a member's CPU per message it sends or receives */
+    /* the largest message the pml sends eagerly (0: every one); a larger one
+     * first takes a request and an answer, one more round trip */
+    size_t eager_max;
     /* How a node's rails share its network (mca_coll_strata_rail_share):
      * nics > 0 (coll_strata_allreduce_inter_nics), the rails spread over
      * that many NICs; otherwise each rail more running at once adds
@@ -163,6 +167,11 @@ void mca_coll_strata_network_from_round_trips(double small_rtt, double mid_rtt, 
  * (0 for a NaN or fewer than two rails).
  */
 double mca_coll_strata_network_rail_share_extra(double beta, double rails_beta, int rails);
+
+/* The cost model's overhead from the measured time per message of a burst
+ * of small sends: within [0, alpha] (a message's overhead is part of its
+ * latency; a NaN becomes 0). */
+double mca_coll_strata_network_overhead(double per_msg, double alpha);
 
 /*
  * params->alpha and ->beta from the configured figures (microseconds, GB/s;

@@ -11,7 +11,9 @@
 #include <time.h>
 
 #include "ompi/constants.h"
+#include "ompi/mca/pml/base/base.h"
 #include "ompi/mca/pml/pml.h"
+#include "opal/mca/btl/base/base.h"
 
 /*
  * The network figures of the cost model (coll_strata_allreduce_inter_*; 0
@@ -48,6 +50,8 @@ enum {
     MCA_COLL_STRATA_NET_RAILS_BETA,
     MCA_COLL_STRATA_NET_RAILS,
     MCA_COLL_STRATA_NET_RAIL_SHARE,
+    /* the sender's CPU time per small message, in a burst */
+    MCA_COLL_STRATA_NET_OVERHEAD,
     MCA_COLL_STRATA_NET_FIGURES
 };
 
@@ -129,6 +133,42 @@ static int mca_coll_strata_network_time(struct ompi_communicator_t *rail, bool t
     return rc;
 }
 
+/* The timer's time per message of a burst of small sends (eager: each
+ * returns once the pml holds its bytes), the shortest of 4 bursts after
+ * one untimed: the CPU a message costs its sender, which no overlap of
+ * exchanges hides (the cost model's overhead).  The peer's one reply ends
+ * each burst, so that bursts do not pile up in its queue. */
+#define MCA_COLL_STRATA_NET_BURST 32
+static int mca_coll_strata_network_time_burst(struct ompi_communicator_t *rail, bool timer,
+                                              char *buf, double *per_msg)
+{
+    int rc = OMPI_SUCCESS;
+
+    for (int i = 0; i < 5 && OMPI_SUCCESS == rc; ++i) {
+        double start = mca_coll_strata_network_now(), t = 0.0;
+
+        for (int j = 0; j < MCA_COLL_STRATA_NET_BURST && OMPI_SUCCESS == rc; ++j) {
+            rc = timer
+                     ? MCA_PML_CALL(send(buf, MCA_COLL_STRATA_NET_SMALL, MPI_BYTE, 1,
+                                         MCA_COLL_STRATA_NET_TAG, MCA_PML_BASE_SEND_STANDARD, rail))
+                     : MCA_PML_CALL(recv(buf, MCA_COLL_STRATA_NET_SMALL, MPI_BYTE, 0,
+                                         MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
+        }
+        t = (mca_coll_strata_network_now() - start) / MCA_COLL_STRATA_NET_BURST;
+        if (OMPI_SUCCESS == rc) {
+            rc = timer ? MCA_PML_CALL(recv(buf, MCA_COLL_STRATA_NET_SMALL, MPI_BYTE, 1,
+                                           MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE))
+                       : MCA_PML_CALL(send(buf, MCA_COLL_STRATA_NET_SMALL, MPI_BYTE, 0,
+                                           MCA_COLL_STRATA_NET_TAG, MCA_PML_BASE_SEND_STANDARD,
+                                           rail));
+        }
+        if (i > 0) {
+            *per_msg = (1 == i || t < *per_msg) ? t : *per_msg;
+        }
+    }
+    return rc;
+}
+
 /* The two large sizes in turn, so that each starts from the state the
  * other left (a drained token bucket, a window just used). */
 static int mca_coll_strata_network_time_large(struct ompi_communicator_t *rail, bool timer,
@@ -194,11 +234,15 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
     char small[MCA_COLL_STRATA_NET_SMALL] = {0};
     char *large = calloc(1, MCA_COLL_STRATA_NET_LARGE);
     double start = mca_coll_strata_network_now(), small_rtt = 0.0, mid_rtt = 0.0, large_rtt = 0.0;
+    double overhead = 0.0;
     int mine = (NULL != large), theirs = 0, rc;
 
     rc = mca_coll_strata_network_agree(rail, timer, mine, &theirs);
     if (OMPI_SUCCESS == rc && mine && theirs) {
         rc = mca_coll_strata_network_time(rail, timer, small, sizeof(small), 8, 32, &small_rtt);
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_strata_network_time_burst(rail, timer, small, &overhead);
+        }
         if (OMPI_SUCCESS == rc) {
             rc = mca_coll_strata_network_time_large(rail, timer, large, &mid_rtt, &large_rtt);
         }
@@ -206,6 +250,8 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
             mca_coll_strata_network_from_round_trips(
                 small_rtt, mid_rtt, MCA_COLL_STRATA_NET_MID, large_rtt, MCA_COLL_STRATA_NET_LARGE,
                 &figures[MCA_COLL_STRATA_NET_ALPHA], &figures[MCA_COLL_STRATA_NET_BETA]);
+            figures[MCA_COLL_STRATA_NET_OVERHEAD] =
+                mca_coll_strata_network_overhead(overhead, figures[MCA_COLL_STRATA_NET_ALPHA]);
             figures[MCA_COLL_STRATA_NET_SMALL_RTT] = small_rtt;
             figures[MCA_COLL_STRATA_NET_MID_RTT] = mid_rtt;
             figures[MCA_COLL_STRATA_NET_LARGE_RTT] = large_rtt;
@@ -298,6 +344,50 @@ static int mca_coll_strata_network_rails(mca_coll_strata_module_t *module,
     return rc;
 }
 
+/* A pml header's room in a BTL's eager limit (ob1's match header and the
+ * BTL's own, with room to spare): a message this close to the limit is
+ * counted as rendezvous. */
+#define MCA_COLL_STRATA_NET_EAGER_HEADERS 64
+
+/*
+ * The largest message the pml sends eagerly between nodes, for the cost
+ * model's rendezvous round trips (decision.eager_max, 0: every one):
+ * configured (coll_strata_allreduce_inter_eager_max), else with pml/ob1 the
+ * smallest eager limit of its BTLs between nodes (not self or shared
+ * memory), else none known.  The same on every rank: parameters of scope
+ * ALL_EQ and the BTLs a job's processes all open alike.
+ */
+static size_t mca_coll_strata_network_eager_max(char *source, size_t len)
+{
+    const mca_coll_strata_component_t *c = &mca_coll_strata_component;
+    const char *pml = mca_pml_base_selected_component.pmlm_version.mca_component_name;
+    mca_btl_base_selected_module_t *sm;
+    size_t eager = 0;
+
+    if (c->inter_eager_max > 0) {
+        snprintf(source, len, "configured");
+        return c->inter_eager_max;
+    }
+    snprintf(source, len, "pml %.32s: not known, all eager", pml);
+    if (0 != strcmp(pml, "ob1")) {
+        return 0;
+    }
+    OPAL_LIST_FOREACH(sm, &mca_btl_base_modules_initialized, mca_btl_base_selected_module_t) {
+        const char *name = sm->btl_component->btl_version.mca_component_name;
+        size_t limit = sm->btl_module->btl_eager_limit;
+
+        if (0 == strcmp(name, "self") || 0 == strcmp(name, "vader") || 0 == strcmp(name, "sm") ||
+            0 == strcmp(name, "smcuda") || limit <= MCA_COLL_STRATA_NET_EAGER_HEADERS) {
+            continue;
+        }
+        if (0 == eager || limit - MCA_COLL_STRATA_NET_EAGER_HEADERS < eager) {
+            eager = limit - MCA_COLL_STRATA_NET_EAGER_HEADERS;
+            snprintf(source, len, "pml ob1, btl %.32s", name);
+        }
+    }
+    return eager;
+}
+
 /* Whether any decision can read the network figures: not when strata always
  * hands allreduce on, or when the inter-node exchange is forced (`coll`
  * still needs them: the native path then picks among strata's own). */
@@ -320,12 +410,14 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
 {
     const mca_coll_strata_component_t *c = &mca_coll_strata_component;
     double figures[MCA_COLL_STRATA_NET_FIGURES] = {0};
-    char rtts[160] = "", rails[128] = "";
-    const char *source, *rails_source;
+    char rtts[160] = "", rails[128] = "", eager_source[128];
+    const char *source, *rails_source, *overhead_source = "none assumed";
     bool measure_all, measure_rails;
     int rc;
 
     module->decision = c->decision;
+    module->decision.eager_max = mca_coll_strata_network_eager_max(eager_source,
+                                                                   sizeof(eager_source));
     if (c->inter_latency_us > 0.0 && c->inter_bandwidth_gbs > 0.0) {
         source = "configured";
     } else if (module->topo.nnodes < 2) {
@@ -376,6 +468,10 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
             mca_coll_strata_network_cache_copy(mca_coll_strata_network_cache, figures);
             mca_coll_strata_network_params(c->inter_latency_us, c->inter_bandwidth_gbs,
                                            &figures[MCA_COLL_STRATA_NET_ALPHA], &module->decision);
+            if (!(c->inter_overhead_us > 0.0)) {
+                module->decision.overhead = figures[MCA_COLL_STRATA_NET_OVERHEAD];
+                overhead_source = source;
+            }
             if (figures[MCA_COLL_STRATA_NET_RAILS] > 1.0) {
                 module->decision.rail_share_extra = figures[MCA_COLL_STRATA_NET_RAIL_SHARE];
                 snprintf(rails, sizeof(rails), " (%s: %d rails at once, %.4f GB/s each)",
@@ -397,13 +493,15 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
     } else if ('\0' == rails[0]) {
         snprintf(rails, sizeof(rails), " (not measured: rails independent)");
     }
-    MCA_COLL_STRATA_VERBOSE(10,
-                            "%s: cost model: alpha %.3f us (%s), bandwidth %.4f GB/s (%s), each "
-                            "further rail adds %.3f%s%s",
-                            comm->c_name, module->decision.alpha * 1e6,
-                            (c->inter_latency_us > 0.0) ? "configured" : source,
-                            1e-9 / module->decision.beta,
-                            (c->inter_bandwidth_gbs > 0.0) ? "configured" : source,
-                            mca_coll_strata_rail_share(&module->decision, 2) - 1.0, rails, rtts);
+    MCA_COLL_STRATA_VERBOSE(
+        10,
+        "%s: cost model: alpha %.3f us (%s), bandwidth %.4f GB/s (%s), "
+        "overhead %.3f us per message (%s), eager up to %zu B (%s), each further rail adds "
+        "%.3f%s%s",
+        comm->c_name, module->decision.alpha * 1e6,
+        (c->inter_latency_us > 0.0) ? "configured" : source, 1e-9 / module->decision.beta,
+        (c->inter_bandwidth_gbs > 0.0) ? "configured" : source, module->decision.overhead * 1e6,
+        (c->inter_overhead_us > 0.0) ? "configured" : overhead_source, module->decision.eager_max,
+        eager_source, mca_coll_strata_rail_share(&module->decision, 2) - 1.0, rails, rtts);
     return OMPI_SUCCESS;
 }

@@ -90,12 +90,16 @@ cluster_network_measured() {
     grep "cost model" "$out" | sort | uniq -c
     [ $rc -eq 0 ] || return 1
     world=$(grep "coll:strata: MPI_COMM_WORLD: cost model: " "$out" | sed 's/.*coll:strata: //' | sort | uniq -c)
-    [ "$(wc -l <<<"$world")" = 1 ] && grep -q "^ *8 MPI_COMM_WORLD: cost model: alpha [0-9.]* us (measured), bandwidth [0-9.]* GB/s (measured), each further rail adds [0-9.]* (measured: 2 rails at once, [0-9.]* GB/s each); round trips" <<<"$world" ||
+    [ "$(wc -l <<<"$world")" = 1 ] && grep -q "^ *8 MPI_COMM_WORLD: cost model: alpha [0-9.]* us (measured), bandwidth [0-9.]* GB/s (measured), overhead [0-9.]* us per message (measured), eager up to [0-9]* B (pml ob1, btl tcp), each further rail adds [0-9.]* (measured: 2 rails at once, [0-9.]* GB/s each); round trips" <<<"$world" ||
         { echo "not one line with measured figures from each of the 8 ranks"; return 1; }
     bw=$(sed 's/.*bandwidth \([0-9.]*\) GB\/s.*/\1/' <<<"$world")
     awk -v bw="$bw" 'BEGIN { if (bw < 0.0625 || bw > 0.25) { print "measured " bw " GB/s, not within a factor 2 of 0.125"; exit 1 } }' || return 1
     share=$(sed 's/.*each further rail adds \([0-9.]*\).*/\1/' <<<"$world")
     awk -v s="$share" 'BEGIN { if (s < 0.5) { print "each further rail adds " s ": the two rails of a node did not share its link"; exit 1 } }' || return 1
+    # a TCP send's CPU time: some microseconds, never more than the latency
+    awk -v o="$(sed 's/.*overhead \([0-9.]*\) us.*/\1/' <<<"$world")" \
+        -v a="$(sed 's/.*alpha \([0-9.]*\) us.*/\1/' <<<"$world")" \
+        'BEGIN { if (!(o > 0.1 && o <= a)) { print "overhead " o " us: not within (0.1, alpha " a "]"; exit 1 } }' || return 1
     # the split's 7 ranks: rank 0's cached figures, the same numbers
     [ "$(grep -c "cost model: .*(cached: rank 0's)" "$out")" = 7 ] &&
         [ "$(grep "cost model: " "$out" | sed 's/.*cost model: //; s/ (measured)//g; s/ (cached: rank 0.s)//g; s/(measured: /(/; s/(cached: rank 0.s: /(/' | sort -u | wc -l)" = 1 ] ||
@@ -128,11 +132,13 @@ cluster_network_measured() {
 # alpha, which a busy 2-core machine moves between about 14 and 31 us); so
 # are those where independent rails (no share) would, for the record.
 cluster_network_decisions_match() {
-    local line alpha beta share sizes list alpha_s beta_s want fallback noshare got bytes differ=0 shared=0 wrong=0
+    local line alpha beta share over eager sizes list alpha_s beta_s over_s want fallback noshare got bytes differ=0 shared=0 wrong=0
     line=$(grep -m1 "coll:strata: MPI_COMM_WORLD: cost model: " "$1")
     alpha=$(sed 's/.*alpha \([0-9.]*\) us.*/\1/' <<<"$line")
     beta=$(sed 's/.*bandwidth \([0-9.]*\) GB\/s.*/\1/' <<<"$line")
     share=$(sed 's/.*each further rail adds \([0-9.]*\).*/\1/' <<<"$line")
+    over=$(sed 's/.*overhead \([0-9.]*\) us.*/\1/' <<<"$line")
+    eager=$(sed 's/.*eager up to \([0-9]*\) B.*/\1/' <<<"$line")
     # "bytes inter" of every call, from count x the type's size
     sizes=$(grep "allreduce MPI_COMM_WORLD count=[0-9]* MPI_[A-Z_]* MPI_[A-Z]* host->host: [a-z]*, .*inter-node" "$1" |
         sed 's/.*count=\([0-9]*\) \(MPI_[A-Z_]*\) .*inter-node \([a-z_]*\),.*/\1 \2 \3/' |
@@ -141,9 +147,10 @@ cluster_network_decisions_match() {
     list=$(cut -d' ' -f1 <<<"$sizes" | paste -sd,)
     alpha_s=$(awk -v a="$alpha" 'BEGIN { print a * 1e-6 }')
     beta_s=$(awk -v b="$beta" 'BEGIN { print 1e-9 / b }')
-    want=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-beta "$beta_s" --decide-rail-share "$share")
-    fallback=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-rail-share "$share")
-    noshare=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-beta "$beta_s")
+    over_s=$(awk -v o="$over" 'BEGIN { print o * 1e-6 }')
+    want=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-beta "$beta_s" --decide-rail-share "$share" --decide-overhead "$over_s" --decide-eager-max "$eager")
+    fallback=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-rail-share "$share" --decide-overhead "$over_s" --decide-eager-max "$eager")
+    noshare=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-beta "$beta_s" --decide-overhead "$over_s" --decide-eager-max "$eager")
     while read -r bytes got; do
         local w f n
         w=$(awk -v b="$bytes" '$1 == b { print $2 }' <<<"$want")
@@ -152,7 +159,7 @@ cluster_network_decisions_match() {
         [ "$w" = "$f" ] || differ=$((differ + 1))
         [ "$w" = "$n" ] || shared=$((shared + 1))
         if [ "$got" != "$w" ]; then
-            echo "$bytes B: ran $got, the decision code picks $w with alpha $alpha us, $beta GB/s, rail share $share"
+            echo "$bytes B: ran $got, the decision code picks $w with alpha $alpha us, $beta GB/s, overhead $over us, eager up to $eager B, rail share $share"
             wrong=$((wrong + 1))
         fi
     done <<<"$sizes"
@@ -188,16 +195,17 @@ cluster_network_configured() {
     local rc=$?; grep -v "coll:strata: " "$out"
     grep "cost model" "$out" | sort | uniq -c
     [ $rc -eq 0 ] &&
-        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: alpha 30.000 us (configured), bandwidth 0.5000 GB/s (configured), each further rail adds 0.000 (not measured: rails independent)$" "$out")" = 4 ] &&
+        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: alpha 30.000 us (configured), bandwidth 0.5000 GB/s (configured), overhead 0.000 us per message (none assumed), eager up to [0-9]* B (pml ob1, btl tcp), each further rail adds 0.000 (not measured: rails independent)$" "$out")" = 4 ] &&
         ! grep -q "(measured\|cached\|round trips" "$out" || return 1
     # The NICs the rails spread over, configured: one for both rails
     strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
         --mca coll_strata_allreduce_inter_latency_us 30 --mca coll_strata_allreduce_inter_bandwidth_gbs 0.5 \
-        --mca coll_strata_allreduce_inter_nics 1 \
+        --mca coll_strata_allreduce_inter_nics 1 --mca coll_strata_allreduce_inter_overhead_us 3 \
+        --mca coll_strata_allreduce_inter_eager_max 4096 \
         --mca coll_strata_verbose 10 "$T/mpi/test_allreduce_basic" --max-count 8192 >"$out" 2>&1
     rc=$?; grep -v "coll:strata: " "$out"
     [ $rc -eq 0 ] &&
-        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: alpha 30.000 us (configured), bandwidth 0.5000 GB/s (configured), each further rail adds 1.000 (coll_strata_allreduce_inter_nics 1)$" "$out")" = 4 ] ||
+        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: alpha 30.000 us (configured), bandwidth 0.5000 GB/s (configured), overhead 3.000 us per message (configured), eager up to 4096 B (configured), each further rail adds 1.000 (coll_strata_allreduce_inter_nics 1)$" "$out")" = 4 ] ||
         { grep "cost model" "$out" | sort | uniq -c; return 1; }
     # A forced exchange reads no figures: nothing is measured for it
     strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
@@ -206,7 +214,7 @@ cluster_network_configured() {
     rc=$?; grep -v "coll:strata: " "$out"
     grep "cost model" "$out" | sort | uniq -c
     [ $rc -eq 0 ] &&
-        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: .*(fallback: not needed, coll_strata_allreduce_(inter_)algorithm forced), each further rail adds 0.000 (not measured: rails independent)$" "$out")" = 4 ] &&
+        [ "$(grep -c "coll:strata: MPI_COMM_WORLD: cost model: .*(fallback: not needed, coll_strata_allreduce_(inter_)algorithm forced), overhead 0.000 us per message (none assumed), eager up to [0-9]* B (pml ob1, btl tcp), each further rail adds 0.000 (not measured: rails independent)$" "$out")" = 4 ] &&
         ! grep -q "(measured\|cached\|round trips" "$out"
 }
 

@@ -13,15 +13,19 @@
  *              [--copy-bw B_PER_S] [--reduce-bw B_PER_S] [--mem-bw B_PER_S]
  *              [--segment BYTES] [--slots N] [--elem BYTES] [--small-max BYTES]
  *              [--node-small-max BYTES]
- *              [--decide-alpha S] [--decide-beta S_PER_BYTE] [--decide-rail-share X]
+ *              [--decide-alpha S] [--decide-beta S_PER_BYTE] [--decide-overhead S]
+ *              [--decide-eager-max BYTES]
+ *              [--decide-rail-share X]
  *              [--decide-nics N] [--decide-from-network]
  *              [--header]
  *   strata_sim --self-check
  * LIST: comma-separated values (sizes take k/m/g suffixes); every
  * combination is predicted.  --alg: auto (the decision function with
- * --decide-alpha/--decide-beta, by default coll/strata's defaults 5 us and
- * 1.25 GB/s, or with --decide-from-network the simulated network's own
- * alpha = L + 2o, beta = G and the rails sharing --nics NICs), ring, doubling or
+ * --decide-alpha/--decide-beta/--decide-overhead/--decide-eager-max, by
+ * default coll/strata's defaults 5 us, 1.25 GB/s, none and all eager, or with
+ * --decide-from-network the simulated network's own alpha = L + 2o, beta = G,
+ * overhead o, eager limit --rndv and the rails sharing --nics NICs), ring,
+ * doubling or
  * halving_doubling (forced, through the same decision function).
  * --params reads `key = value` lines with the option names (without --);
  * options after it override it.
@@ -113,6 +117,8 @@ typedef struct strata_sim_params_t {
     int slots;
     /* the decision's cost model */
     double decide_alpha, decide_beta;
+    double decide_overhead;   /* per message sent or received (coll/strata's measured one) */
+    size_t decide_eager_max;  /* the pml's largest eager message (0: all eager) */
     double decide_rail_share; /* each further rail's extra share (coll/strata's measured one) */
     int decide_nics;          /* coll_strata_allreduce_inter_nics */
     int decide_from_network;
@@ -376,6 +382,8 @@ static void strata_sim_decide(const strata_sim_params_t *p, int path, int inter_
         .gamma = 1.0 / 4e9, /* coll/strata's */
         .nics = p->decide_nics,
         .rail_share_extra = p->decide_rail_share,
+        .overhead = p->decide_overhead,
+        .eager_max = p->decide_eager_max,
     };
     mca_coll_strata_decision_input_t in = {
         .bytes = bytes,
@@ -392,6 +400,8 @@ static void strata_sim_decide(const strata_sim_params_t *p, int path, int inter_
         dp.alpha = p->L + 2 * p->o;
         dp.beta = p->G;
         dp.gamma = 1.0 / p->reduce_bw;
+        dp.overhead = p->o;
+        dp.eager_max = p->rndv;
         dp.nics = p->nics;
     }
     mca_coll_strata_decide(&dp, &in, d);
@@ -563,6 +573,8 @@ static int strata_sim_set(strata_sim_params_t *p, strata_sim_lists_t *l, const c
     else if (!strcmp(key, "node-small-max")) p->node_small_max = strata_sim_parse_size(value);
     else if (!strcmp(key, "decide-alpha")) p->decide_alpha = strata_sim_parse_double(value);
     else if (!strcmp(key, "decide-beta")) p->decide_beta = strata_sim_parse_double(value);
+    else if (!strcmp(key, "decide-overhead")) p->decide_overhead = strata_sim_parse_double(value);
+    else if (!strcmp(key, "decide-eager-max")) p->decide_eager_max = strata_sim_parse_size(value);
     else if (!strcmp(key, "decide-rail-share"))
         p->decide_rail_share = strata_sim_parse_double(value);
     else if (!strcmp(key, "decide-nics")) p->decide_nics = (int)strata_sim_parse_double(value);

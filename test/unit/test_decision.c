@@ -391,6 +391,59 @@ static void test_rail_share(void)
     CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "two NICs for two rails: doubling again\n");
 }
 
+/* A message of many chunks: each further chunk's exchange costs the most
+ * of the member's CPU (overhead per message sent and received, folds), its
+ * link's bytes one way, and a slots-th of a whole exchange.  On 6 nodes x 4
+ * at 100 GbE (7 us, 12.5 GB/s, one NIC), 2 MiB in 128 KiB chunks, 32 KiB a
+ * rail and chunk: the ring's 10 messages a chunk are cheapest while they
+ * overlap freely, halving-doubling's 6 (with the fold) once each costs
+ * 1 us of CPU on each side, doubling's 4 (but 4 whole shares) at 3 us. */
+static void test_pipelined(void)
+{
+    mca_coll_strata_decision_params_t p = defaults;
+    mca_coll_strata_decision_input_t in = {.bytes = 2 << 20,
+                                           .nnodes = 6,
+                                           .ppn_min = 4,
+                                           .ppn_max = 4,
+                                           .chunk_bytes = 128 << 10,
+                                           .slots = 4};
+    mca_coll_strata_decision_t d;
+
+    p.alpha = 7e-6;
+    p.beta = 8e-11;
+    p.gamma = 1.0 / 4e9;
+    p.nics = 1;
+    mca_coll_strata_decide(&p, &in, &d);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RING, "no overhead: the ring, got %s\n",
+          mca_coll_strata_inter_name(d.inter));
+    p.overhead = 1e-6;
+    mca_coll_strata_decide(&p, &in, &d);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RHD, "1 us a message: halving-doubling, got %s\n",
+          mca_coll_strata_inter_name(d.inter));
+    p.overhead = 3e-6;
+    mca_coll_strata_decide(&p, &in, &d);
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "3 us a message: doubling, got %s\n",
+          mca_coll_strata_inter_name(d.inter));
+    /* one chunk pays its exchange in full (overhead is inside alpha), for
+     * every size: the overhead does not move the decision */
+    for (in.bytes = 1024; in.bytes <= (128 << 10); in.bytes += 1024) {
+        mca_coll_strata_decision_t d0;
+
+        p.overhead = 0.0;
+        mca_coll_strata_decide(&p, &in, &d0);
+        p.overhead = 3e-6;
+        mca_coll_strata_decide(&p, &in, &d);
+        CHECK(d.inter == d0.inter, "one chunk of %zu B: %s with overhead, %s without\n", in.bytes,
+              mca_coll_strata_inter_name(d.inter), mca_coll_strata_inter_name(d0.inter));
+    }
+
+    CHECK(mca_coll_strata_network_overhead(2e-6, 10e-6) == 2e-6 &&
+              mca_coll_strata_network_overhead(20e-6, 10e-6) == 10e-6 &&
+              mca_coll_strata_network_overhead(-1.0, 10e-6) == 0.0 &&
+              mca_coll_strata_network_overhead(NAN, 10e-6) == 0.0,
+          "measured overhead within [0, alpha]; NaN 0\n");
+}
+
 /* The network figures from round trips, their clamps, and which figure
  * wins: configured, measured, fallback. */
 static void test_network(void)
@@ -458,6 +511,7 @@ int main(void)
     test_partition();
     test_network();
     test_rail_share();
+    test_pipelined();
     printf("test_decision: %s: decision rules, overrides, device paths, network figures, "
            "partitions of 0..300 "
            "into 1..17\n",
