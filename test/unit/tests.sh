@@ -18,7 +18,8 @@ unit_ompi_info_lists_coll() {
     out=$(env "OMPI_MCA_$STRATA_OMPI_PATH_VAR=$STRATA_OMPI_COMPONENT_PATH" ompi_info --param coll strata --level 9)
     echo "$out"
     for p in priority verbose allreduce_algorithm allreduce_inter_algorithm allreduce_small_max allreduce_node_small_max \
-             allreduce_inter_latency_us allreduce_inter_bandwidth_gbs segment_size shm_slots shm_dir; do
+             allreduce_inter_latency_us allreduce_inter_bandwidth_gbs allreduce_inter_overhead_us \
+             allreduce_inter_eager_max allreduce_inter_nics segment_size shm_slots shm_dir; do
         grep -q "parameter \"coll_strata_$p\"" <<<"$out" || { echo "coll_strata_$p not listed"; return 1; }
     done
     # Open MPI 4.1 prints an enumeration as 0:"auto", 1:"fallback", ...;
