@@ -29,9 +29,9 @@ ucs_config_field_t uct_strata_md_config_table[] = {
      "(allocated before them, or a peer's opened by CUDA IPC), so that UCP asks the\n"
      "driver about buffers in them. 'auto': when UCX's memory type cache is created if a\n"
      "CUDA context exists by then (current on the thread, or a device's primary context),\n"
-     "else at the first GPU allocation: until then an empty cache keeps UCP on its fast\n"
-     "path for host buffers. 'on': when the cache is created (for contexts made with\n"
-     "cuCtxCreate on another thread); 'off': never.",
+     "else at the first GPU allocation or CUDA IPC mapping: until then an empty cache\n"
+     "keeps UCP on its fast path for host buffers. 'on': when the cache is created (for\n"
+     "contexts made with cuCtxCreate on another thread); 'off': never.",
      ucs_offsetof(uct_strata_md_config_t, memtype_scan), UCS_CONFIG_TYPE_ON_OFF_AUTO},
 
     {"IPC_CACHE_SIZE", "1024",

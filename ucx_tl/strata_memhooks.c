@@ -137,7 +137,24 @@ static CUresult uct_strata_hook_cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHa
     return res;
 }
 
-UCT_STRATA_FREE_HOOK(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr))
+/* The driver counts the opens of one handle in a context (each returns the
+ * same pointer) and unmaps at the last close: released only then. */
+static CUresult (*uct_strata_orig_cuIpcCloseMemHandle)(CUdeviceptr);
+
+static CUresult uct_strata_hook_cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+    size_t size;
+    CUresult res;
+
+    ucm_event_enter();
+    size = uct_strata_memhooks_range(dptr);
+    res  = uct_strata_orig_cuIpcCloseMemHandle(dptr);
+    if ((res == CUDA_SUCCESS) && (uct_strata_memhooks_range(dptr) == 0)) {
+        uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_FREE, dptr, size, UCS_MEMORY_TYPE_CUDA);
+    }
+    ucm_event_leave();
+    return res;
+}
 
 /* The irregular ones. */
 static CUresult (*uct_strata_orig_cuMemAllocPitch)(CUdeviceptr *, size_t *, size_t, size_t,
@@ -211,12 +228,19 @@ typedef struct uct_strata_memhook {
     void *hook;
     void **orig;
     uct_strata_memhook_need_t need;
+    void **after; /* a hook that must be in place first (its orig), or NULL */
 } uct_strata_memhook_t;
 
+/* _func is pasted, never expanded: cuda.h maps cuMemAlloc to cuMemAlloc_v2 */
+#define UCT_STRATA_MEMHOOK_AFTER(_symbol, _func, _need, _after) \
+    { \
+        _symbol, (void *)uct_strata_hook_##_func, (void **)&uct_strata_orig_##_func, \
+            UCT_STRATA_MEMHOOK_##_need, _after \
+    }
 #define UCT_STRATA_MEMHOOK(_symbol, _func, _need) \
     { \
         _symbol, (void *)uct_strata_hook_##_func, (void **)&uct_strata_orig_##_func, \
-            UCT_STRATA_MEMHOOK_##_need \
+            UCT_STRATA_MEMHOOK_##_need, NULL \
     }
 
 static uct_strata_memhook_t uct_strata_memhooks[] = {
@@ -232,8 +256,11 @@ static uct_strata_memhook_t uct_strata_memhooks[] = {
     UCT_STRATA_MEMHOOK("cuMemFreeAsync_ptsz", cuMemFreeAsync_ptsz, IF_PRESENT),
     UCT_STRATA_MEMHOOK("cuMemMap", cuMemMap, IF_PRESENT),
     UCT_STRATA_MEMHOOK("cuMemUnmap", cuMemUnmap, IF_PRESENT),
-    UCT_STRATA_MEMHOOK("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle, BEST_EFFORT),
+    /* the close first: a mapping reported without its release would stay
+     * device memory in the cache after it is gone */
     UCT_STRATA_MEMHOOK("cuIpcCloseMemHandle", cuIpcCloseMemHandle, BEST_EFFORT),
+    UCT_STRATA_MEMHOOK_AFTER("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle, BEST_EFFORT,
+                             (void **)&uct_strata_orig_cuIpcCloseMemHandle),
 };
 
 static pthread_once_t uct_strata_memhooks_once = PTHREAD_ONCE_INIT;
@@ -256,6 +283,10 @@ static ucs_status_t uct_strata_memhook_install(uct_strata_memhook_t *h)
     if (entry == NULL) {
         ucs_debug("CUDA driver has no %s; not hooked", h->symbol);
         return (h->need == UCT_STRATA_MEMHOOK_REQUIRED) ? UCS_ERR_UNSUPPORTED : UCS_OK;
+    }
+    if ((h->after != NULL) && (*h->after == NULL)) {
+        ucs_diag("strata: %s left unhooked: the hook it pairs with is not in place", h->symbol);
+        return UCS_OK;
     }
     status = ucm_bistro_patch(entry, h->hook, h->symbol, h->orig, NULL);
     if ((status != UCS_OK) && (h->need == UCT_STRATA_MEMHOOK_BEST_EFFORT)) {

@@ -311,6 +311,7 @@ typedef struct cuda_standin_map {
     unsigned char access[CUDA_STANDIN_MAX_DEVICES]; /* VMM: CUmemAccess_flags per device */
     pid_t ipc_pid;                                  /* IPC: the exporter ... */
     unsigned long long ipc_buffer_id;               /* ... and its buffer id */
+    int ipc_refs;                                   /* IPC: opens not closed yet */
 } cuda_standin_map_t;
 
 /* Reserves the device range (once per process; kept across fork). */

@@ -144,6 +144,7 @@ static CUresult cuda_standin_ipc_map(const cuda_standin_ipc_handle_t *h, int fd,
     map->buffer_id     = cuda_standin_next_id();
     map->ipc_pid       = h->pid;
     map->ipc_buffer_id = h->buffer_id;
+    map->ipc_refs      = 1;
     status             = cuda_standin_backing_map(fd, h->fd_size, &map->alias);
     if (status != CUDA_SUCCESS) {
         goto err_destroy;
@@ -173,6 +174,7 @@ static CUresult cuda_standin_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *
                                       unsigned int flags)
 {
     cuda_standin_ipc_handle_t h;
+    cuda_standin_map_t *open;
     CUresult status;
     int fd = -1;
 
@@ -187,10 +189,20 @@ static CUresult cuda_standin_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *
     if (h.pid == (int32_t)cuda_standin_pid()) {
         return cuda_standin_error(CUDA_ERROR_INVALID_CONTEXT, "handle exported by this process");
     }
-    /* Like the driver: one open per handle and process; callers must cache. */
-    if (cuda_standin_ipc_find_open(&h) != NULL) {
-        return cuda_standin_error(CUDA_ERROR_ALREADY_MAPPED, "pid %d buffer 0x%llx is open",
-                                  (int)h.pid, (unsigned long long)h.buffer_id);
+    /* Like the driver (cuda.h): a handle open already in this context
+     * gains a reference and gives the same pointer; the last close unmaps.
+     * (Drivers before CUDA 11 refused it with CUDA_ERROR_ALREADY_MAPPED.) */
+    open = cuda_standin_ipc_find_open(&h);
+    if ((open != NULL) && (open->ctx == cuda_standin_ctx_current())) {
+        ++open->ipc_refs;
+        *pdptr = (CUdeviceptr)open->base;
+        cuda_standin_note("pid %d buffer 0x%llx open again: %d references", (int)h.pid,
+                          (unsigned long long)h.buffer_id, open->ipc_refs);
+        return CUDA_SUCCESS;
+    } else if (open != NULL) {
+        return cuda_standin_error(CUDA_ERROR_ALREADY_MAPPED,
+                                  "pid %d buffer 0x%llx is open in another context", (int)h.pid,
+                                  (unsigned long long)h.buffer_id);
     }
     status = cuda_standin_ipc_open_fd(&h, &fd);
     if (status != CUDA_SUCCESS) {
@@ -215,6 +227,10 @@ static CUresult cuda_standin_ipc_close(CUdeviceptr dptr)
     if ((map == NULL) || (map->kind != CUDA_STANDIN_MAP_IPC) || (map->base != (uintptr_t)dptr)) {
         return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "0x%llx is not an open IPC mapping",
                                   (unsigned long long)dptr);
+    }
+    if (--map->ipc_refs > 0) {
+        cuda_standin_note("buffer id 0x%llx: %d references left", map->buffer_id, map->ipc_refs);
+        return CUDA_SUCCESS;
     }
     /* Queued work on the mapping runs before it goes away. */
     (void)cuda_standin_stream_finish_all();

@@ -24,9 +24,11 @@ bt_ucs_status_t ucm_bistro_patch(void *func_ptr, void *hook, const char *symbol,
 bt_ucs_status_t ucm_bistro_restore(ucm_bistro_restore_point_t *rp);
 
 static const char *const bt_patchable[] = {
-    "cuMemAlloc_v2", "cuMemAllocPitch_v2",      "cuMemFree_v2",   "cuMemAllocManaged",
-    "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemCreate",
-    "cuMemRelease",  "cuMemMap",                "cuMemUnmap"};
+    "cuMemAlloc_v2",      "cuMemAllocPitch_v2", "cuMemFree_v2",
+    "cuMemAllocManaged",  "cuMemAllocAsync",    "cuMemAllocFromPoolAsync",
+    "cuMemFreeAsync",     "cuMemCreate",        "cuMemRelease",
+    "cuMemMap",           "cuMemUnmap",         "cuIpcOpenMemHandle_v2",
+    "cuIpcCloseMemHandle"};
 
 /* push %rbp; mov %rsp,%rbp; pop %rbp, three times: see cuda_standin_entry.c */
 static const unsigned char bt_prologue[15] = {0x55, 0x48, 0x89, 0xe5, 0x5d, 0x55, 0x48, 0x89,

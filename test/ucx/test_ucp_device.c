@@ -55,7 +55,8 @@
  * no CUDA device, or the device lacks what --alloc needs.
  *
  * --alloc ipc: every device buffer of a rank is a peer's allocation opened
- * with cuIpcOpenMemHandle, as coll/strata hands its peers' buffers to the
+ * with cuIpcOpenMemHandle (twice, and closed once: the driver counts opens),
+ * as coll/strata hands its peers' buffers to the
  * pml: a third process (the owner, started by rank 0 and serving both ranks
  * over socketpairs) allocates with cuMemAlloc and exports, so the ranks
  * themselves allocate no device memory at all (with --late-cuda, nothing
@@ -422,8 +423,23 @@ static void ipc_alloc(test_buf_t *b)
     owner_rep_t rep;
     CUdeviceptr d;
 
+    CUdeviceptr again;
+    CUresult res;
+
     owner_call(OWNER_ALLOC, b->len, &rep, "cuMemAlloc + cuIpcGetMemHandle");
     CU_CHECK(cuIpcOpenMemHandle(&d, rep.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    /* Opened twice and closed once, as two users of one mapping do (the
+     * driver counts the opens): the mapping must stay device memory to UCX
+     * after the first close.  Drivers before CUDA 11 refuse the second. */
+    res = cuIpcOpenMemHandle(&again, rep.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (res == CUDA_SUCCESS) {
+        if (again != d)
+            die("the handle opened again at 0x%llx, not 0x%llx", (unsigned long long)again,
+                (unsigned long long)d);
+        CU_CHECK(cuIpcCloseMemHandle(again));
+    } else if (res != CUDA_ERROR_ALREADY_MAPPED) {
+        CU_CHECK(res);
+    }
     b->ptr = (void *)(uintptr_t)d;
     b->owner_ptr = rep.ptr;
 }

@@ -67,7 +67,8 @@ static ucs_status_t fake_map(void *arg, const uct_gpu_ipc_key_t *key, uint64_t *
     if (drv->live == FAKE_MAX_MAPPINGS) {
         FAIL("more than %d live mappings", FAKE_MAX_MAPPINGS);
     }
-    /* The driver refuses to open a legacy handle that is open already. */
+    /* The cache maps each allocation once (drivers before CUDA 11 refuse to
+     * open a legacy handle that is open already). */
     for (i = 0; i < drv->live; ++i) {
         if ((drv->buffer_id[i] == key->buffer_id) && (drv->owner[i] == fake_owner(key))) {
             FAIL("pid %u buffer id %llu mapped twice", key->owner_pid,

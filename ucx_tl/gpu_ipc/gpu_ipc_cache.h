@@ -2,8 +2,9 @@
  * The cache of peer allocations mapped into this process by gpu_ipc.
  *
  * Mapping a peer's allocation (cuIpcOpenMemHandle, or importing a VMM
- * handle) costs far more than a copy of a few kilobytes, and the driver
- * refuses to open the same legacy handle twice in one process, so every
+ * handle) costs far more than a copy of a few kilobytes, and drivers before
+ * CUDA 11 refuse to open the same legacy handle twice in one process (newer
+ * ones count the opens and return the same pointer), so every
  * allocation is mapped once, shared by all the rkeys that point into it,
  * and kept mapped after the last of them is released, for the next message.
  *
