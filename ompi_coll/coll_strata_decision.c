@@ -129,13 +129,14 @@ bool mca_coll_strata_decide_device_direct(int device_net, bool pml_carries, bool
  * plus the folds, gamma per byte: ring (n-1)/n m, rd log2 p m (each step
  * folds the whole share), rhd (p-1)/p m, and the fold-in m more.
  */
-/* What one member does in an exchange of m bytes among n: the messages it
- * sends (one per step, each received from its partner at the same time),
- * of which rendezvous ones (above eager_max), the bytes it sends in the
- * order its steps run (the fold's in and out are two steps), the most bytes
- * its link carries in one direction, and the bytes it folds in. */
+/* What one member does in an exchange of m bytes among n: its steps (each
+ * sends a message and receives its partner's, but the fold's two: one way
+ * each), the messages it sends and receives (its CPU's), those of its
+ * messages that go rendezvous (above eager_max), the bytes it sends in the
+ * order its steps run, the most bytes its link carries in one direction,
+ * and the bytes it folds in. */
 typedef struct {
-    double msgs, rndv_msgs, bytes, link_bytes, fold_bytes;
+    double msgs, cpu_msgs, rndv_msgs, bytes, link_bytes, fold_bytes;
 } mca_coll_strata_inter_load_t;
 
 /* 1 when a message of `bytes` goes rendezvous */
@@ -183,9 +184,11 @@ static void mca_coll_strata_inter_load(mca_coll_strata_inter_t inter, int n, siz
         load->fold_bytes = (double)(n - 1) / n * m;
         break;
     }
+    load->cpu_msgs = 2.0 * (load->msgs - fold) + fold;
 }
 
-/* A rendezvous message is three: the request, the answer, the data. */
+/* A rendezvous message is three on the wire: the request, the answer, the
+ * data; and two more for the CPU of each end. */
 static double mca_coll_strata_inter_msgs(const mca_coll_strata_inter_load_t *load)
 {
     return load->msgs + 2.0 * load->rndv_msgs;
@@ -226,7 +229,7 @@ static double mca_coll_strata_inter_cost_pipelined(const mca_coll_strata_decisio
     }
     mca_coll_strata_inter_load(inter, n, share, params->eager_max, &load);
     next = one / ((slots > 1) ? slots : 1);
-    next = mca_coll_strata_max(next, 2.0 * mca_coll_strata_inter_msgs(&load) * params->overhead +
+    next = mca_coll_strata_max(next, (load.cpu_msgs + 2.0 * load.rndv_msgs) * params->overhead +
                                          load.fold_bytes * params->gamma);
     next = mca_coll_strata_max(next, load.link_bytes * params->beta);
     return one + (double)(chunks - 1) * next;

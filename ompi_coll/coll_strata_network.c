@@ -354,8 +354,9 @@ static int mca_coll_strata_network_rails(mca_coll_strata_module_t *module,
  * model's rendezvous round trips (decision.eager_max, 0: every one):
  * configured (coll_strata_allreduce_inter_eager_max), else with pml/ob1 the
  * smallest eager limit of its BTLs between nodes (not self or shared
- * memory), else none known.  The same on every rank: parameters of scope
- * ALL_EQ and the BTLs a job's processes all open alike.
+ * memory), else none known.  Each rank's own: BTLs size theirs from the
+ * hardware they find (btl/uct from its interface, btl/openib from its
+ * device), so mca_coll_strata_network_setup agrees on the smallest.
  */
 static size_t mca_coll_strata_network_eager_max(char *source, size_t len)
 {
@@ -418,6 +419,18 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
     module->decision = c->decision;
     module->decision.eager_max = mca_coll_strata_network_eager_max(eager_source,
                                                                    sizeof(eager_source));
+    if (module->topo.nnodes >= 2 && mca_coll_strata_network_needed(&c->decision)) {
+        /* every rank decides alike only with the same limit: the smallest
+         * (0, none known, if any rank knows none) */
+        uint64_t eager = module->decision.eager_max;
+
+        rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, MPI_IN_PLACE, &eager, 1,
+                                      MPI_UINT64_T, MPI_MIN);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        module->decision.eager_max = (size_t)eager;
+    }
     if (c->inter_latency_us > 0.0 && c->inter_bandwidth_gbs > 0.0) {
         source = "configured";
     } else if (module->topo.nnodes < 2) {
@@ -469,7 +482,9 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
             mca_coll_strata_network_params(c->inter_latency_us, c->inter_bandwidth_gbs,
                                            &figures[MCA_COLL_STRATA_NET_ALPHA], &module->decision);
             if (!(c->inter_overhead_us > 0.0)) {
-                module->decision.overhead = figures[MCA_COLL_STRATA_NET_OVERHEAD];
+                /* within the alpha in use, which may be configured */
+                module->decision.overhead = mca_coll_strata_network_overhead(
+                    figures[MCA_COLL_STRATA_NET_OVERHEAD], module->decision.alpha);
                 overhead_source = source;
             }
             if (figures[MCA_COLL_STRATA_NET_RAILS] > 1.0) {

@@ -395,9 +395,10 @@ static void test_rail_share(void)
  * of the member's CPU (overhead per message sent and received, folds), its
  * link's bytes one way, and a slots-th of a whole exchange.  On 6 nodes x 4
  * at 100 GbE (7 us, 12.5 GB/s, one NIC), 2 MiB in 128 KiB chunks, 32 KiB a
- * rail and chunk: the ring's 10 messages a chunk are cheapest while they
- * overlap freely, halving-doubling's 6 (with the fold) once each costs
- * 1 us of CPU on each side, doubling's 4 (but 4 whole shares) at 3 us. */
+ * rail and chunk: the ring's 10 steps a chunk (20 messages sent and
+ * received) are cheapest while they overlap freely, halving-doubling's 6
+ * (10 messages with the fold's two) once each message costs 2 us of CPU,
+ * doubling's 4 (6 messages, but 4 whole shares) at 3.5 us. */
 static void test_pipelined(void)
 {
     mca_coll_strata_decision_params_t p = defaults;
@@ -416,13 +417,13 @@ static void test_pipelined(void)
     mca_coll_strata_decide(&p, &in, &d);
     CHECK(d.inter == MCA_COLL_STRATA_INTER_RING, "no overhead: the ring, got %s\n",
           mca_coll_strata_inter_name(d.inter));
-    p.overhead = 1e-6;
+    p.overhead = 2e-6;
     mca_coll_strata_decide(&p, &in, &d);
-    CHECK(d.inter == MCA_COLL_STRATA_INTER_RHD, "1 us a message: halving-doubling, got %s\n",
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RHD, "2 us a message: halving-doubling, got %s\n",
           mca_coll_strata_inter_name(d.inter));
-    p.overhead = 3e-6;
+    p.overhead = 3.5e-6;
     mca_coll_strata_decide(&p, &in, &d);
-    CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "3 us a message: doubling, got %s\n",
+    CHECK(d.inter == MCA_COLL_STRATA_INTER_RD, "3.5 us a message: doubling, got %s\n",
           mca_coll_strata_inter_name(d.inter));
     /* one chunk pays its exchange in full (overhead is inside alpha), for
      * every size: the overhead does not move the decision */
