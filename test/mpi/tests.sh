@@ -287,6 +287,22 @@ mpi_strata_bad_sizes() {
     [ $rc -eq 0 ] && grep -q "coll:strata: coll_strata_\(segment_size\|shm_slots\) = .* is outside its range" "$STRATA_TEST_LOG.out"
 }
 
+# The cost model's figures out of range (negative, NaN, huge): a message
+# naming each parameter, 0 (measured) used instead, right answers.
+mpi_strata_bad_figures() {
+    local p n=0
+    strata_mpirun_local 3 $(strata_coll_mca strata) --mca coll_strata_allreduce_inter_latency_us -1 \
+        --mca coll_strata_allreduce_inter_bandwidth_gbs nan --mca coll_strata_allreduce_inter_overhead_us 1e9 \
+        "$T/mpi/test_allreduce_basic" --max-count 4096 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] || return 1
+    for p in latency_us bandwidth_gbs overhead_us; do
+        grep -q "coll:strata: coll_strata_allreduce_inter_$p = .* is outside \[0, 1e6\]; using 0 (measured)" \
+            "$STRATA_TEST_LOG.out" && n=$((n + 1))
+    done
+    [ $n = 3 ] || { echo "not every bad figure was named"; return 1; }
+}
+
 # Every algorithm, forced, gives right answers (the decision never matters
 # for correctness).
 mpi_strata_forced() {
@@ -665,6 +681,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_strata_segment_2e62 120 mpi_strata_bad_sizes 4611686018427387904 4
     strata_test mpi_strata_segment_2e64_1 120 mpi_strata_bad_sizes 18446744073709551615 4
     strata_test mpi_strata_shm_slots_0 120 mpi_strata_bad_sizes 131072 0
+    strata_test mpi_strata_bad_figures 120 mpi_strata_bad_figures
     if command -v valgrind >/dev/null; then
         strata_test mpi_strata_valgrind 600 mpi_strata_valgrind
     else
