@@ -80,6 +80,17 @@ static void mca_coll_strata_register_size(const char *name, const char *help, si
                                           OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL, storage);
 }
 
+/* A figure of the inter-node cost model: 0 asks for a measurement, and
+ * every rank must decide from the same one. */
+static void mca_coll_strata_register_figure(const char *name, const char *help, double *storage)
+{
+    mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
+
+    *storage = 0.0;
+    (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0,
+                                          OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
+}
+
 /* Algorithm choice and thresholds: the inputs of coll_strata_decision.c. */
 static void mca_coll_strata_register_decision(void)
 {
@@ -128,28 +139,23 @@ static void mca_coll_strata_register_decision(void)
 
     /* 0 (the defaults): measured once per process, at the set-up of the
      * first communicator spanning nodes (coll_strata_network.c) */
-    mca_coll_strata_component.inter_latency_us = 0.0;
-    (void)mca_base_component_var_register(
-        &mca_coll_strata_component.super.collm_version, "allreduce_inter_latency_us",
+    mca_coll_strata_register_figure(
+        "allreduce_inter_latency_us",
         "The cost model's time of one message between nodes, in microseconds (alpha; "
         "NDR InfiniBand about 1-2, 100 GbE about 5-10, a 1 Gbit/s network tens). 0 (the "
         "default): measured over the pml between the leaders of the first two nodes when the "
         "first communicator spanning nodes sets up, then kept for the process (5 where it "
         "cannot be measured); a positive value is used as it is, without measuring",
-        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.inter_latency_us);
-    mca_coll_strata_component.inter_bandwidth_gbs = 0.0;
-    (void)mca_base_component_var_register(
-        &mca_coll_strata_component.super.collm_version, "allreduce_inter_bandwidth_gbs",
+    mca_coll_strata_register_figure(
+        "allreduce_inter_bandwidth_gbs",
         "The cost model's bandwidth of one rail between nodes, in GB/s (1/beta; 100 GbE "
         "about 12, NDR 400 about 50, 1 Gbit/s about 0.12). 0 (the default): measured like "
         "allreduce_inter_latency_us, from 256 KiB and 1 MiB messages (1.25 where it cannot be "
         "measured); a positive value is used as it is, without measuring",
-        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.inter_bandwidth_gbs);
-    mca_coll_strata_component.inter_overhead_us = 0.0;
-    (void)mca_base_component_var_register(
-        &mca_coll_strata_component.super.collm_version, "allreduce_inter_overhead_us",
+    mca_coll_strata_register_figure(
+        "allreduce_inter_overhead_us",
         "The cost model's CPU time of one message between nodes for the rank sending it, and "
         "again for the one receiving it, in microseconds (part of "
         "allreduce_inter_latency_us; verbs about 0.3, TCP several): exchanges overlap in the "
@@ -157,7 +163,6 @@ static void mca_coll_strata_register_decision(void)
         "messages. 0 (the default): measured with allreduce_inter_latency_us (the sender's "
         "time per message of a burst of small ones; none assumed where it cannot be measured "
         "or latency and bandwidth are both configured); a positive value is used as it is",
-        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &mca_coll_strata_component.inter_overhead_us);
     mca_coll_strata_component.inter_eager_max = 0;
     (void)mca_base_component_var_register(

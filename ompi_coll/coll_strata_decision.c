@@ -194,14 +194,21 @@ static double mca_coll_strata_inter_msgs(const mca_coll_strata_inter_load_t *loa
     return load->msgs + 2.0 * load->rndv_msgs;
 }
 
+/* One exchange, alone: its steps' latencies, bytes and folds in turn. */
+static double mca_coll_strata_inter_cost_of(const mca_coll_strata_decision_params_t *params,
+                                            const mca_coll_strata_inter_load_t *load)
+{
+    return mca_coll_strata_inter_msgs(load) * params->alpha + load->bytes * params->beta +
+           load->fold_bytes * params->gamma;
+}
+
 double mca_coll_strata_inter_cost(const mca_coll_strata_decision_params_t *params,
                                   mca_coll_strata_inter_t inter, int n, size_t bytes)
 {
     mca_coll_strata_inter_load_t load;
 
     mca_coll_strata_inter_load(inter, n, bytes, params->eager_max, &load);
-    return mca_coll_strata_inter_msgs(&load) * params->alpha + load.bytes * params->beta +
-           load.fold_bytes * params->gamma;
+    return mca_coll_strata_inter_cost_of(params, &load);
 }
 
 static double mca_coll_strata_max(double a, double b)
@@ -222,12 +229,13 @@ static double mca_coll_strata_inter_cost_pipelined(const mca_coll_strata_decisio
                                                    size_t share, int slots, size_t chunks)
 {
     mca_coll_strata_inter_load_t load;
-    double one = mca_coll_strata_inter_cost(params, inter, n, share), next;
+    double one, next;
 
+    mca_coll_strata_inter_load(inter, n, share, params->eager_max, &load);
+    one = mca_coll_strata_inter_cost_of(params, &load);
     if (chunks <= 1) {
         return one;
     }
-    mca_coll_strata_inter_load(inter, n, share, params->eager_max, &load);
     next = one / ((slots > 1) ? slots : 1);
     next = mca_coll_strata_max(next, (load.cpu_msgs + 2.0 * load.rndv_msgs) * params->overhead +
                                          load.fold_bytes * params->gamma);

@@ -231,17 +231,17 @@ typedef struct uct_strata_memhook {
     void **after; /* a hook that must be in place first (its orig), or NULL */
 } uct_strata_memhook_t;
 
-/* _func is pasted, never expanded: cuda.h maps cuMemAlloc to cuMemAlloc_v2 */
+/* _func is pasted here, never passed on unpasted: cuda.h would expand
+ * cuMemAlloc to cuMemAlloc_v2 on the way */
+#define UCT_STRATA_MEMHOOK_ENTRY(_symbol, _hook, _orig, _need, _after) \
+    { \
+        _symbol, (void *)_hook, (void **)&_orig, UCT_STRATA_MEMHOOK_##_need, _after \
+    }
 #define UCT_STRATA_MEMHOOK_AFTER(_symbol, _func, _need, _after) \
-    { \
-        _symbol, (void *)uct_strata_hook_##_func, (void **)&uct_strata_orig_##_func, \
-            UCT_STRATA_MEMHOOK_##_need, _after \
-    }
+    UCT_STRATA_MEMHOOK_ENTRY(_symbol, uct_strata_hook_##_func, uct_strata_orig_##_func, _need, \
+                             _after)
 #define UCT_STRATA_MEMHOOK(_symbol, _func, _need) \
-    { \
-        _symbol, (void *)uct_strata_hook_##_func, (void **)&uct_strata_orig_##_func, \
-            UCT_STRATA_MEMHOOK_##_need, NULL \
-    }
+    UCT_STRATA_MEMHOOK_ENTRY(_symbol, uct_strata_hook_##_func, uct_strata_orig_##_func, _need, NULL)
 
 static uct_strata_memhook_t uct_strata_memhooks[] = {
     UCT_STRATA_MEMHOOK("cuMemAlloc_v2", cuMemAlloc, REQUIRED),

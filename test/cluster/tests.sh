@@ -148,9 +148,10 @@ cluster_network_decisions_match() {
     alpha_s=$(awk -v a="$alpha" 'BEGIN { print a * 1e-6 }')
     beta_s=$(awk -v b="$beta" 'BEGIN { print 1e-9 / b }')
     over_s=$(awk -v o="$over" 'BEGIN { print o * 1e-6 }')
-    want=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-beta "$beta_s" --decide-rail-share "$share" --decide-overhead "$over_s" --decide-eager-max "$eager")
-    fallback=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-rail-share "$share" --decide-overhead "$over_s" --decide-eager-max "$eager")
-    noshare=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-beta "$beta_s" --decide-overhead "$over_s" --decide-eager-max "$eager")
+    local common=(--decide-overhead "$over_s" --decide-eager-max "$eager")
+    want=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-beta "$beta_s" --decide-rail-share "$share" "${common[@]}")
+    fallback=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-rail-share "$share" "${common[@]}")
+    noshare=$(cluster_network_sim_decide "$list" "$alpha_s" --decide-beta "$beta_s" "${common[@]}")
     while read -r bytes got; do
         local w f n
         w=$(awk -v b="$bytes" '$1 == b { print $2 }' <<<"$want")

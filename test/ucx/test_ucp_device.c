@@ -645,14 +645,7 @@ static void progress(void)
 
 static void sock_write(const void *buf, size_t n)
 {
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t r = write(g.sock, p, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) peer_gone();
-        p += r;
-        n -= (size_t)r;
-    }
+    if (fd_io(g.sock, (void *)buf, n, 1) != 0) peer_gone();
 }
 
 /* Reads exactly n bytes, progressing the UCP worker while waiting: the peer
