@@ -37,17 +37,22 @@ here).
 
 Outputs in --out, keyed by (collective, operation, bytes):
   results.csv  variant,collective,op,bytes,us_per_call
+  rounds.csv   round,variant,collective,op,bytes,us_per_call: each round's
+               figures, from which the paired ratios come
   results.md   a row per collective, operation and size: each variant's time
                and the ratios strata / tuned, strata / han,
                strata / min(tuned, han) (the issue's target: <= 1.00; a row
                above it is marked, and listed under the table) and
                strata / strata-before (the change's cost; 1.00 = none), those
-               whose variants ran
+               whose variants ran, and with tuned and han the median and
+               quartiles over rounds of each round's own strata / min(tuned,
+               han) (paired: the runs of a round follow each other)
   plot.png     strata over its base (min(tuned, han) when both ran, else
                strata-before, else tuned or han) per size, one line per
                collective; with several operations the worst operation's
                ratio, and plot-<collective>.png per reducing collective, one
-               line per operation
+               line per operation; over several rounds against min(tuned,
+               han) also a line per collective of the paired medians
 """
 
 import argparse
@@ -150,17 +155,47 @@ def run_rounds(args, variants):
             for line in proc.stdout.splitlines():
                 if line.startswith("RESULT,"):
                     _, label, coll, op, nbytes, us = line.split(",")
-                    records.append((label, coll, op, int(nbytes), float(us)))
+                    records.append((rnd, label, coll, op, int(nbytes), float(us)))
     return records
 
 
 def aggregate(records):
     """{(variant, collective, op, bytes): best us per call over rounds}"""
     table = {}
-    for v, c, o, b, us in records:
+    for _, v, c, o, b, us in records:
         key = (v, c, o, b)
         table[key] = min(us, table.get(key, us))
     return table
+
+
+def per_round(records):
+    """[{(variant, collective, op, bytes): us per call}] a table per round"""
+    rounds = {}
+    for rnd, v, c, o, b, us in records:
+        rounds.setdefault(rnd, {})[(v, c, o, b)] = us
+    return [rounds[r] for r in sorted(rounds)]
+
+
+def quartiles(xs):
+    """(first quartile, median, third quartile) of XS, linearly interpolated"""
+    xs = sorted(xs)
+
+    def q(f):
+        i = f * (len(xs) - 1)
+        lo = int(math.floor(i))
+        hi = min(lo + 1, len(xs) - 1)
+        return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
+    return q(0.25), q(0.5), q(0.75)
+
+
+def paired(rounds, c, o, b, bases):
+    """(q1, median, q3) over rounds of each round's own strata / min(BASES):
+    the runs of one round follow each other, so a machine that changes speed
+    between rounds moves both sides of a round's ratio (None when no round
+    has them all)"""
+    rs = [ratio(t, c, o, b, bases) for t in rounds]
+    rs = [r for r in rs if r is not None]
+    return quartiles(rs) if rs else None
 
 
 def git_commit(srcdir=SRCDIR):
@@ -228,7 +263,7 @@ def fmt(x):
     return "-" if x is None else "%.2f" % x
 
 
-def write_outputs(args, variants, table, command):
+def write_outputs(args, variants, table, rounds, command):
     os.makedirs(args.out, exist_ok=True)
     keys = row_keys(args, table)
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
@@ -236,9 +271,17 @@ def write_outputs(args, variants, table, command):
         w.writerow(["variant", "collective", "op", "bytes", "us_per_call"])
         for (v, c, o, b), us in sorted(table.items()):
             w.writerow([v, c, o, b, "%.4f" % us])
+    with open(os.path.join(args.out, "rounds.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["round", "variant", "collective", "op", "bytes", "us_per_call"])
+        for rnd, t in enumerate(rounds):
+            for (v, c, o, b), us in sorted(t.items()):
+                w.writerow([rnd + 1, v, c, o, b, "%.4f" % us])
     rcols = ratio_columns(variants)
     target = ("tuned", "han") if "tuned" in variants and "han" in variants else None
     head = ["collective", "op", "bytes"] + ["%s us" % v for v in variants] + [h for h, _ in rcols]
+    if target and len(rounds) > 1:
+        head.append("paired per round: median (quartiles)")
     rows, over = [], []
     for c, o, sizes in keys:
         for b in sizes:
@@ -251,6 +294,9 @@ def write_outputs(args, variants, table, command):
                     over.append("%s %s %d B: %.2f" % (c, o, b, r))
                 else:
                     row.append(fmt(r))
+            if target and len(rounds) > 1:
+                pr = paired(rounds, c, o, b, target)
+                row.append("-" if pr is None else "%.2f (%.2f-%.2f)" % (pr[1], pr[0], pr[2]))
             rows.append("| " + " | ".join(row) + " |")
     lines = [
         "# Small host collectives: per-call time with coll/strata on",
@@ -271,14 +317,16 @@ def write_outputs(args, variants, table, command):
          if "strata-before" in variants else []) + [
         "- figure: best over %d rounds (variants alternating) of the best of %d repeats of %d "
         "back-to-back calls (slowest rank's mean per call)" % (args.rounds, args.repeats, args.iters),
-    ]
+    ] + (["- paired per round: each round's own strata / min(tuned, han) (its runs follow "
+          "each other, so a machine that changes speed between rounds moves both sides); "
+          "median and quartiles over the rounds"] if target and len(rounds) > 1 else [])
     if target:
         lines.append("- strata above min(tuned, han) (ratio > 1.00, marked **(!)**): %d of %d rows%s" % (
             len(over), len(rows), (": " + "; ".join(over[:20]) +
                                     ("; and %d more" % (len(over) - 20) if len(over) > 20 else ""))
             if over else ""))
     lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + rows
-    plots = write_plot(args, variants, keys, table)
+    plots = write_plot(args, variants, keys, table, rounds)
     lines += [""] + ["![%s](%s)" % (p[:-4], p) for p in plots] + [""]
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines))
@@ -314,10 +362,12 @@ def gnuplot(args, name, title, series):
         raise SystemExit("coll_overhead: gnuplot failed: %s" % proc.stderr)
 
 
-def write_plot(args, variants, keys, table):
+def write_plot(args, variants, keys, table, rounds):
     """plot.png (a line per collective, the worst operation's ratio when there
-    are several) and with several operations plot-<coll>.png per reducing
-    collective (a line per operation); returns the file names."""
+    are several, and over several rounds against min(tuned, han) a second
+    line per collective of the paired per-round medians) and with several
+    operations plot-<coll>.png per reducing collective (a line per
+    operation); returns the file names."""
     base, bases = plot_base(variants)
     if base is None:
         return []
@@ -331,7 +381,16 @@ def write_plot(args, variants, keys, table):
             rs = [r for r in rs if r is not None]
             if rs:
                 pts.append((b, max(rs)))
-        series.append((c, pts))
+        with_paired = bases == ("tuned", "han") and len(rounds) > 1
+        series.append(("%s, best of rounds" % c if with_paired else c, pts))
+        if with_paired:
+            pts = []
+            for b in sorted({b for k in keys if k[0] == c for b in k[2]}):
+                prs = [paired(rounds, c, o, b, bases) for kc, o, _ in keys if kc == c]
+                prs = [pr[1] for pr in prs if pr is not None]
+                if prs:
+                    pts.append((b, max(prs)))
+            series.append(("%s, paired per-round median" % c, pts))
     several = len(args.ops) > 1
     names = ["plot.png"]
     gnuplot(args, "plot.png", what + (", worst of %d ops" % len(args.ops) if several else ""), series)
@@ -361,10 +420,11 @@ def main(argv):
     if args.nodes:
         args.np = args.nodes * args.ppn
         argv = [a for a in argv if a != "--inside-cluster"]
-    table = aggregate(run_rounds(args, args.variants))
+    records = run_rounds(args, args.variants)
+    table = aggregate(records)
     if not table:
         raise SystemExit("coll_overhead: no results were printed")
-    write_outputs(args, args.variants, table,
+    write_outputs(args, args.variants, table, per_round(records),
                   "test/bench/coll_overhead.py " + " ".join(shlex.quote(a) for a in argv))
     with open(os.path.join(args.out, "results.md")) as f:
         print(f.read())

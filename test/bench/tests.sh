@@ -74,7 +74,8 @@ bench_p2p_suite() {
 # The per-call cost driver: this build against itself as "before" (the
 # figures mean nothing here), every variant and collective in the table; then
 # every operation defined on float in one mpirun per variant, with a plot per
-# reducing collective and the strata / min(tuned, han) column.
+# reducing collective, the strata / min(tuned, han) column and, over two
+# rounds, its paired per-round median.
 bench_coll_overhead() {
     local out="$STRATA_TEST_TMP/overhead"
     python3 "$STRATA_SRCDIR/test/bench/coll_overhead.py" --builddir "$STRATA_BUILDDIR" \
@@ -84,12 +85,18 @@ bench_coll_overhead() {
     [ "$(grep -c '^\(tuned\|han\|strata-before\|strata\),' "$out/results.csv")" -eq 96 ] || return 1
     out="$STRATA_TEST_TMP/overhead-ops"
     python3 "$STRATA_SRCDIR/test/bench/coll_overhead.py" --builddir "$STRATA_BUILDDIR" --np 3 \
-        --min 1 --max 8 --iters 20 --repeats 1 --rounds 1 --colls allreduce,reduce,bcast \
+        --min 1 --max 8 --iters 20 --repeats 1 --rounds 2 --colls allreduce,reduce,bcast \
         --type float --op all --out "$out" || return 1
     local p; for p in plot plot-allreduce plot-reduce; do
         [ -s "$out/$p.png" ] || { echo "no $p.png"; return 1; }
     done
     grep -q 'strata / min(tuned, han)' "$out/results.md" || return 1
+    # two rounds: each row's paired per-round ratio, median (quartiles)
+    grep -q '| paired per round: median (quartiles) |$' "$out/results.md" || return 1
+    [ "$(grep -c ' [0-9.]* ([0-9.]*-[0-9.]*) |$' "$out/results.md")" -eq 18 ] || return 1
+    # ... from each round's own figures, kept in rounds.csv
+    [ "$(grep -c '^[12],\(tuned\|han\|strata\),' "$out/rounds.csv")" -eq 108 ] || return 1
+    grep -q 'paired per-round median' "$out/plot.dat" || return 1
     # (2 reducing collectives x 4 ops + bcast) x 2 sizes (4, 8 B) x 3 variants
     [ "$(grep -c '^\(tuned\|han\|strata\),' "$out/results.csv")" -eq 54 ]
 }
