@@ -338,6 +338,7 @@ MCA_STRATA_OMPI_COMPONENT_EXPORT extern mca_coll_strata_component_t mca_coll_str
 #define MCA_COLL_STRATA_TEST_FAIL_NODES    0x1u /* the topology's node exchange */
 #define MCA_COLL_STRATA_TEST_FAIL_PIPELINE 0x2u /* the pipeline's allocations */
 #define MCA_COLL_STRATA_TEST_FAIL_INTER    0x4u /* the next inter-node phase */
+#define MCA_COLL_STRATA_TEST_FAIL_LEADERS  0x8u /* the node leaders' exchange */
 bool mca_coll_strata_test_fail_now(unsigned step);
 
 static inline bool mca_coll_strata_test_fail(unsigned step)
@@ -368,15 +369,19 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
                                   struct ompi_communicator_t *comm);
 
 /* coll_strata_topo.c: nodes, rails and sub-communicators.  Errors leave a
- * message in `why`; release undoes a partial set-up too. */
+ * message in `why`; release undoes a partial set-up too.  topo.node_comm is
+ * set afterwards, failed or not, exactly when the node split was agreed
+ * across comm (then every rank of the node has it). */
 int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
                                struct ompi_communicator_t *comm, char *why, size_t why_len);
 void mca_coll_strata_topo_release(mca_coll_strata_topo_t *topo);
 
-/* coll_strata_shm.c */
-int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm,
-                               struct ompi_communicator_t *node_comm, size_t slot_bytes,
-                               int nslots, const char *dir, char *why, size_t why_len);
+/* coll_strata_shm.c: collective over node_comm; a rank that is not
+ * `willing` (its own set-up already failed) still takes part and makes the
+ * attach fail on every local rank. */
+int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm, struct ompi_communicator_t *node_comm,
+                               bool willing, size_t slot_bytes, int nslots, const char *dir,
+                               char *why, size_t why_len);
 void mca_coll_strata_shm_detach(mca_coll_strata_shm_t *shm);
 void mca_coll_strata_shm_cleanup_stale(const char *dir);
 
@@ -419,8 +424,9 @@ mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *mo
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module);
 
 /* coll_strata_pipeline.c: the pipeline's resources (shared-memory slots,
- * one exchange and its scratch per slot), made once per communicator */
-int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why,
+ * one exchange and its scratch per slot), made once per communicator;
+ * collective over the node (see mca_coll_strata_shm_attach for `willing`) */
+int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, bool willing, char *why,
                                    size_t why_len);
 void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module);
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,

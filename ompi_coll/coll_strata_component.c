@@ -314,8 +314,9 @@ static int mca_coll_strata_component_register(void)
     (void)mca_base_component_var_register(
         c, "test_fail",
         "For Strata's own tests only: steps this process fails on purpose, comma-separated: "
-        "nodes (the topology's node exchange), pipeline (the pipeline's allocations), inter "
-        "(its next inter-node phase, once). Set for one rank to check that the others return "
+        "nodes (the topology's node split and allocation), leaders (the exchange of node "
+        "leaders, after the node split was agreed), pipeline (the pipeline's allocations), "
+        "inter (its next inter-node phase, once). Set for one rank to check that the others return "
         "an error instead of hanging",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.test_fail);
@@ -329,6 +330,7 @@ static void mca_coll_strata_component_parse_test_fail(void)
         const char *name;
         unsigned bit;
     } steps[] = {{"nodes", MCA_COLL_STRATA_TEST_FAIL_NODES},
+                 {"leaders", MCA_COLL_STRATA_TEST_FAIL_LEADERS},
                  {"pipeline", MCA_COLL_STRATA_TEST_FAIL_PIPELINE},
                  {"inter", MCA_COLL_STRATA_TEST_FAIL_INTER}};
     const char *list = mca_coll_strata_component.test_fail;
@@ -354,6 +356,7 @@ bool mca_coll_strata_test_fail_now(unsigned step)
     }
     opal_output(0, "coll:strata: coll_strata_test_fail: failing %s on purpose",
                 (MCA_COLL_STRATA_TEST_FAIL_NODES == step)      ? "the node exchange"
+                : (MCA_COLL_STRATA_TEST_FAIL_LEADERS == step)  ? "the node leaders' exchange"
                 : (MCA_COLL_STRATA_TEST_FAIL_PIPELINE == step) ? "the pipeline's allocations"
                                                                : "an inter-node phase");
     return true;

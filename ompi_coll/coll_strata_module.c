@@ -143,9 +143,14 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
 
     module->setup = MCA_COLL_STRATA_SETUP_BUSY;
     rc = mca_coll_strata_topo_setup(module, comm, why, sizeof(why));
-    if (OMPI_SUCCESS == rc) {
-        /* Collective over the node only, so every node must reach it. */
-        rc = mca_coll_strata_pipeline_setup(module, why, sizeof(why));
+    /* Collective over the node: every rank that has a node communicator
+     * (every rank of the node does, once the split is agreed) takes part,
+     * also one whose later topology steps failed: it declines there, or its
+     * node peers would wait for it in the segment's set-up. */
+    if (NULL != module->topo.node_comm) {
+        int node_rc = mca_coll_strata_pipeline_setup(module, OMPI_SUCCESS == rc, why, sizeof(why));
+
+        rc = (OMPI_SUCCESS == rc) ? node_rc : rc;
     }
 
     /* One agreement for two facts: whether every rank is set up, and whether

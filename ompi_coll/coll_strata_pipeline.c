@@ -442,15 +442,16 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
 /* Shared-memory slots, and per slot an exchange and its scratch, sized by
  * coll_strata_segment_size and coll_strata_shm_slots (within their ranges:
  * the component bounds them when it opens). */
-int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, char *why, size_t why_len)
+int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, bool willing, char *why,
+                                   size_t why_len)
 {
     mca_coll_strata_component_t *c = &mca_coll_strata_component;
     size_t slot_bytes = (c->segment_size + 63) & ~(size_t)63;
     int nslots = c->shm_slots;
     int rc;
 
-    rc = mca_coll_strata_shm_attach(&module->shm, module->topo.node_comm, slot_bytes, nslots,
-                                    c->shm_dir, why, why_len);
+    rc = mca_coll_strata_shm_attach(&module->shm, module->topo.node_comm, willing, slot_bytes,
+                                    nslots, c->shm_dir, why, why_len);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }

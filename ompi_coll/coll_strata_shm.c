@@ -368,14 +368,16 @@ static void mca_coll_strata_shm_unlink(const mca_coll_strata_shm_announce_t *ann
  * Collective over node_comm.  Returns OMPI_SUCCESS on every local rank or an
  * error on every local rank (with `why` filled where the failure happened).
  * Every local rank takes part in the broadcast and then the agreement,
- * whatever failed before: a rank that skipped the agreement would leave the
- * others waiting in it.
+ * whatever failed before (also one that is not `willing`): a rank that
+ * skipped the agreement would leave the others waiting in it.  Nothing here
+ * allocates before the agreement, so nothing can fail on one rank alone.
  */
-int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm,
-                               struct ompi_communicator_t *node_comm, size_t slot_bytes,
-                               int nslots, const char *dir, char *why, size_t why_len)
+int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm, struct ompi_communicator_t *node_comm,
+                               bool willing, size_t slot_bytes, int nslots, const char *dir,
+                               char *why, size_t why_len)
 {
-    mca_coll_strata_shm_announce_t *announce;
+    mca_coll_strata_shm_announce_t announce_buf = {.status = OMPI_ERROR};
+    mca_coll_strata_shm_announce_t *announce = &announce_buf;
     int rank = ompi_comm_rank(node_comm);
     int ok, all_ok, rc, bcast_rc;
 
@@ -391,12 +393,7 @@ int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm,
         return OMPI_ERR_BAD_PARAM;
     }
 
-    announce = calloc(1, sizeof(*announce));
-    if (NULL == announce) {
-        snprintf(why, why_len, "out of memory");
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    if (0 == rank) {
+    if (0 == rank && willing) {
         announce->status = mca_coll_strata_shm_create(shm, dir, announce, why, why_len);
     }
     bcast_rc = node_comm->c_coll->coll_bcast(announce, sizeof(*announce), MPI_BYTE, 0,
@@ -407,12 +404,12 @@ int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm,
         }
         ok = 0;
     } else {
-        if (0 != rank && OMPI_SUCCESS == announce->status) {
+        if (0 != rank && willing && OMPI_SUCCESS == announce->status) {
             announce->status = mca_coll_strata_shm_open(shm, announce, why, why_len);
         }
         /* A rank that merely learns of another's failure leaves `why` empty:
          * only the rank that hit the problem reports it. */
-        ok = (OMPI_SUCCESS == announce->status) ? 1 : 0;
+        ok = (willing && OMPI_SUCCESS == announce->status) ? 1 : 0;
     }
 
     /* Everyone mapped it (or someone failed): unlink, and agree on the outcome. */
@@ -433,7 +430,6 @@ int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm,
                                 node_comm->c_name, shm->size, nslots, slot_bytes);
     }
 
-    free(announce);
     if (OMPI_SUCCESS != rc) {
         mca_coll_strata_shm_detach(shm);
     }

@@ -92,6 +92,12 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
         if ('\0' == why[0]) {
             snprintf(why, why_len, "another rank could not split by node or allocate");
         }
+        /* not every rank of the node may have it: none takes part in the
+         * node's set-up */
+        if (NULL != topo->node_comm) {
+            ompi_comm_free(&topo->node_comm);
+            topo->node_comm = NULL;
+        }
         rc = OMPI_ERROR;
         goto out;
     }
@@ -106,6 +112,9 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
                                    MPI_INT);
     if (OMPI_SUCCESS == rc && OMPI_SUCCESS != rc2) {
         rc = rc2;
+    }
+    if (OMPI_SUCCESS == rc && mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_LEADERS)) {
+        rc = OMPI_ERROR;
     }
     if (OMPI_SUCCESS == rc) {
         mca_coll_strata_topo_count(topo, leaders, size, leader);

@@ -14,9 +14,10 @@ mpi_allreduce() {
 # With strata switched on, every allreduce passes through it (its own
 # algorithms, or the saved module below it); verbosity 20 says which per call.
 # One rank fails a step of strata's set-up on purpose (coll_strata_test_fail
-# for rank 1 only: STEP nodes or pipeline): every rank reaches the same
-# collectives, warns and falls back; no hang, right results, later calls
-# right (test_allreduce_fault).
+# for rank 1 only: STEP nodes, leaders or pipeline): every rank reaches the
+# same collectives, warns and falls back; no hang, right results, later calls
+# right (test_allreduce_fault).  leaders fails after the node split was
+# agreed, so rank 1's node peers are already bound for the segment's set-up.
 mpi_allreduce_setup_fault() {
     strata_mpirun_local 3 $(strata_coll_mca strata) \
         bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail='"$1"'; exec "$@"' _ \
@@ -666,6 +667,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_allreduce_ops_strata_large 300 mpi_allreduce_ops strata 4 --large --only-comm world
     strata_test mpi_allreduce_setup_fault_nodes 120 mpi_allreduce_setup_fault nodes
     strata_test mpi_allreduce_setup_fault_pipeline 120 mpi_allreduce_setup_fault pipeline
+    strata_test mpi_allreduce_setup_fault_leaders 120 mpi_allreduce_setup_fault leaders
     strata_test mpi_strata_in_call_path 120 mpi_strata_in_call_path
     strata_test mpi_strata_bad_arguments 120 mpi_strata_bad_arguments
     strata_test mpi_strata_version_refused 120 mpi_strata_version_refused
