@@ -422,6 +422,12 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
                                       struct ompi_communicator_t *comm, int ordinal);
 mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *module);
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module);
+/* The pipeline on device buffers through the node area, in the primary
+ * context of the device the area was set up on (after a successful set-up). */
+int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
+                                          void *rbuf, size_t count, struct ompi_datatype_t *dtype,
+                                          struct ompi_op_t *op,
+                                          const mca_coll_strata_decision_t *decision);
 
 /* coll_strata_pipeline.c: the pipeline's resources (shared-memory slots,
  * one exchange and its scratch per slot), made once per communicator;

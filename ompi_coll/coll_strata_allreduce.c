@@ -18,7 +18,6 @@
 
 #include <string.h>
 
-#include <common/strata_cuda.h>
 #include <common/kernels/strata_reduce.h>
 
 #include "ompi/constants.h"
@@ -197,7 +196,6 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
     mca_coll_strata_decision_t decision;
     int mine, all, ordinal = -1, rc;
     size_t size;
-    CUcontext saved;
 
     *ran = false;
     ompi_datatype_type_size(dtype, &size);
@@ -240,13 +238,8 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
                             mca_coll_strata_allreduce_network(module, &decision),
                             module->topo.nnodes, decision.reason);
     *ran = true;
-    if (0 != strata_cuda_ctx_push(module->device_ordinal, &saved)) {
-        return MPI_ERR_OTHER;
-    }
-    rc = mca_coll_strata_pipeline_allreduce(module, sbuf, rbuf, (size_t)count, dtype, op,
-                                            &decision, mca_coll_strata_node_device(module));
-    strata_cuda_ctx_pop(saved);
-    return rc;
+    return mca_coll_strata_node_device_allreduce(module, sbuf, rbuf, (size_t)count, dtype, op,
+                                                 &decision);
 }
 
 int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,

@@ -452,6 +452,23 @@ void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)
     module->node_device = NULL;
 }
 
+int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
+                                          void *rbuf, size_t count, struct ompi_datatype_t *dtype,
+                                          struct ompi_op_t *op,
+                                          const mca_coll_strata_decision_t *decision)
+{
+    CUcontext saved;
+    int rc;
+
+    if (0 != strata_cuda_ctx_push(module->device_ordinal, &saved)) {
+        return MPI_ERR_OTHER;
+    }
+    rc = mca_coll_strata_pipeline_allreduce(module, sbuf, rbuf, count, dtype, op, decision,
+                                            mca_coll_strata_node_device(module));
+    strata_cuda_ctx_pop(saved);
+    return rc;
+}
+
 #else /* no CUDA headers: no device path */
 
 bool mca_coll_strata_node_device_reduces(struct ompi_op_t *op, struct ompi_datatype_t *dtype)
@@ -472,6 +489,14 @@ mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *mo
 
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)
 {
+}
+
+int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
+                                          void *rbuf, size_t count, struct ompi_datatype_t *dtype,
+                                          struct ompi_op_t *op,
+                                          const mca_coll_strata_decision_t *decision)
+{
+    return OMPI_ERR_NOT_SUPPORTED; /* never set up */
 }
 
 #endif

@@ -118,7 +118,8 @@ build_cuda_explicit_missing() {
 }
 
 build_no_cuda_builds_without_gpu_parts() {
-    # Without CUDA headers the Open MPI components are still built; the UCX
+    # Without CUDA headers the Open MPI components are still built (and
+    # compile: no source outside the CUDA-only ones may need cuda.h); the UCX
     # transports (GPU transports) are not, and the summary says why.
     local dir="$STRATA_TEST_TMP"
     CUDA_HOME=/nonexistent configure_in "$dir/build" >"$dir/out" 2>&1 \
@@ -127,7 +128,11 @@ build_no_cuda_builds_without_gpu_parts() {
     grep -q "CUDA *: no (no cuda.h in /nonexistent/include) - building without GPU parts" "$dir/out" \
         && grep -q "UCX *: no (the UCX transports need CUDA headers" "$dir/out" \
         && grep -q "mca_coll_strata.so" "$dir/out" \
-        && ! grep -q "libuct_strata.so *->" "$dir/out"
+        && ! grep -q "libuct_strata.so *->" "$dir/out" || return 1
+    make -C "$dir/build" -j"$(nproc)" >"$dir/make.log" 2>&1 \
+        || { grep -B2 -A6 -m3 'error' "$dir/make.log"; echo "make without CUDA failed"; return 1; }
+    ls "$dir/build/components/ompi/mca_coll_strata.so" "$dir/build/components/ompi/mca_hook_strata.so" \
+        && ! ls "$dir/build/components/ucx/libuct_strata.so" 2>/dev/null
 }
 
 # A non-root user's install: a prefix, with the component directories under
@@ -194,7 +199,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ] && [ "$STRATA_HAVE_UCX" = yes ]; then
     strata_test build_ucx_src_wrong_version 120 build_ucx_src_wrong_version
     strata_test build_ucx_src_missing 120 build_ucx_src_missing
     strata_test build_cuda_explicit_missing 120 build_cuda_explicit_missing
-    strata_test build_no_cuda_builds_without_gpu_parts 120 build_no_cuda_builds_without_gpu_parts
+    strata_test build_no_cuda_builds_without_gpu_parts 600 build_no_cuda_builds_without_gpu_parts
     strata_test build_prefix_install 300 build_prefix_install
     strata_test build_default_install_dirs 120 build_default_install_dirs
 else
