@@ -351,6 +351,14 @@ static inline bool mca_coll_strata_test_fail(unsigned step)
  * coll/han's priority */
 void mca_coll_strata_component_set_priority(void);
 
+/* coll_strata_component.c: the settings that shape an allreduce's schedule
+ * (paths, thresholds, chunks), which every rank of a communicator must
+ * share: ranks that decided from different ones would run different
+ * exchanges and wait for each other.  Fills up to `max` names (without the
+ * coll_strata_ prefix) and values (all >= 0); returns how many. */
+#define MCA_COLL_STRATA_SHARED_SETTINGS_MAX 16
+int mca_coll_strata_component_shared_settings(const char **names, long *values, int max);
+
 /* coll_strata_module.c */
 int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *comm,

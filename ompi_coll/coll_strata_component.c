@@ -430,6 +430,33 @@ static void mca_coll_strata_component_check(void)
     c->decision.overhead = c->inter_overhead_us * 1e-6;
 }
 
+int mca_coll_strata_component_shared_settings(const char **names, long *values, int max)
+{
+    const mca_coll_strata_component_t *c = &mca_coll_strata_component;
+    const struct {
+        const char *name;
+        size_t value;
+    } settings[] = {
+        {"allreduce_algorithm", (size_t)c->decision.algorithm},
+        {"allreduce_inter_algorithm", (size_t)c->decision.inter_algorithm},
+        {"allreduce_small_max", c->decision.small_max},
+        {"allreduce_node_small_max", c->decision.node_small_max},
+        {"allreduce_inter_nics", (size_t)c->decision.nics},
+        {"segment_size", c->segment_size},
+        {"shm_slots", (size_t)c->shm_slots},
+        {"allreduce_device_algorithm", (size_t)c->device_algorithm},
+        {"allreduce_device_native_min", c->device_native_min},
+    };
+    int n;
+
+    for (n = 0; n < max && n < (int)(sizeof(settings) / sizeof(settings[0])); ++n) {
+        names[n] = settings[n].name;
+        /* a size beyond LONG_MAX is as good as LONG_MAX */
+        values[n] = (settings[n].value > (size_t)LONG_MAX) ? LONG_MAX : (long)settings[n].value;
+    }
+    return n;
+}
+
 /*
  * The priority comm_query answers (coll_strata_priority's help states the
  * rule): a switched-on strata that sat below coll/han would see han take

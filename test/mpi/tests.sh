@@ -27,6 +27,20 @@ mpi_allreduce_setup_fault() {
         [ "$(grep -c "allreduce on this communicator falls back" "$STRATA_TEST_LOG.out")" -ge 1 ]
 }
 
+# One rank has another value of a setting that shapes the allreduce's
+# schedule than the others (as a node's own openmpi-mca-params.conf can
+# give): the set-up compares them, rank 0 names the setting, every rank
+# falls back; no hang, right results (test_allreduce_fault).  SETTING=VALUE
+# for rank 1.
+mpi_strata_settings_differ() {
+    strata_mpirun_local 3 $(strata_coll_mca strata) \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_'"$1"'; exec "$@"' _ \
+        "$T/mpi/test_allreduce_fault" --expect ok --timeout 60 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        [ "$(grep -c "warning: MPI_COMM_WORLD: coll_strata_${1%%=*} differs between ranks" "$STRATA_TEST_LOG.out")" -eq 1 ]
+}
+
 # mpi_allreduce_ops COLL NP [ARGS]: every op x datatype, user ops, derived
 # types, communicators (test_allreduce_ops.c)
 mpi_allreduce_ops() {
@@ -668,6 +682,8 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_allreduce_setup_fault_nodes 120 mpi_allreduce_setup_fault nodes
     strata_test mpi_allreduce_setup_fault_pipeline 120 mpi_allreduce_setup_fault pipeline
     strata_test mpi_allreduce_setup_fault_leaders 120 mpi_allreduce_setup_fault leaders
+    strata_test mpi_strata_settings_differ_algorithm 120 mpi_strata_settings_differ allreduce_algorithm=replicated
+    strata_test mpi_strata_settings_differ_segment 120 mpi_strata_settings_differ segment_size=65536
     strata_test mpi_strata_in_call_path 120 mpi_strata_in_call_path
     strata_test mpi_strata_bad_arguments 120 mpi_strata_bad_arguments
     strata_test mpi_strata_version_refused 120 mpi_strata_version_refused
