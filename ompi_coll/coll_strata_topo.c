@@ -93,11 +93,8 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
             snprintf(why, why_len, "another rank could not split by node or allocate");
         }
         /* not every rank of the node may have it: none takes part in the
-         * node's set-up */
-        if (NULL != topo->node_comm) {
-            ompi_comm_free(&topo->node_comm);
-            topo->node_comm = NULL;
-        }
+         * node's set-up (no rail exists yet: this frees node_comm only) */
+        mca_coll_strata_topo_release(topo);
         rc = OMPI_ERROR;
         goto out;
     }

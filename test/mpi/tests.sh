@@ -11,6 +11,17 @@ mpi_allreduce() {
     strata_mpirun_local "$2" $(strata_coll_mca "$1") "$T/mpi/test_allreduce_basic"
 }
 
+# strata_rank1_setting SETTING=VALUE: test_allreduce_fault on 3 ranks with
+# coll_strata_SETTING=VALUE for rank 1 only (expects right results from
+# every rank, no hang); its output in $STRATA_TEST_LOG.out and shown.
+strata_rank1_setting() {
+    strata_mpirun_local 3 $(strata_coll_mca strata) \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_'"$1"'; exec "$@"' _ \
+        "$T/mpi/test_allreduce_fault" --expect ok --timeout 60 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    return $rc
+}
+
 # With strata switched on, every allreduce passes through it (its own
 # algorithms, or the saved module below it); verbosity 20 says which per call.
 # One rank fails a step of strata's set-up on purpose (coll_strata_test_fail
@@ -19,11 +30,8 @@ mpi_allreduce() {
 # right (test_allreduce_fault).  leaders fails after the node split was
 # agreed, so rank 1's node peers are already bound for the segment's set-up.
 mpi_allreduce_setup_fault() {
-    strata_mpirun_local 3 $(strata_coll_mca strata) \
-        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail='"$1"'; exec "$@"' _ \
-        "$T/mpi/test_allreduce_fault" --expect ok --timeout 60 >"$STRATA_TEST_LOG.out" 2>&1
-    local rc=$?; cat "$STRATA_TEST_LOG.out"
-    [ $rc -eq 0 ] && grep -q "coll:strata: coll_strata_test_fail: failing" "$STRATA_TEST_LOG.out" &&
+    strata_rank1_setting "test_fail=$1" &&
+        grep -q "coll:strata: coll_strata_test_fail: failing" "$STRATA_TEST_LOG.out" &&
         [ "$(grep -c "allreduce on this communicator falls back" "$STRATA_TEST_LOG.out")" -ge 1 ]
 }
 
@@ -33,11 +41,7 @@ mpi_allreduce_setup_fault() {
 # falls back; no hang, right results (test_allreduce_fault).  SETTING=VALUE
 # for rank 1.
 mpi_strata_settings_differ() {
-    strata_mpirun_local 3 $(strata_coll_mca strata) \
-        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_'"$1"'; exec "$@"' _ \
-        "$T/mpi/test_allreduce_fault" --expect ok --timeout 60 >"$STRATA_TEST_LOG.out" 2>&1
-    local rc=$?; cat "$STRATA_TEST_LOG.out"
-    [ $rc -eq 0 ] &&
+    strata_rank1_setting "$1" &&
         [ "$(grep -c "warning: MPI_COMM_WORLD: coll_strata_${1%%=*} differs between ranks" "$STRATA_TEST_LOG.out")" -eq 1 ]
 }
 
