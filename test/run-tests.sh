@@ -9,6 +9,11 @@
 #          tree), or gpu (make check-gpu: the device tests on a real GPU)
 #   -k PATTERN   run only the tests whose name contains PATTERN
 #   --list       print the test names instead of running them
+#   STRATA_TEST_DEADLINE  (epoch seconds) a budget for the whole run: each
+#                test's limit is cut to what is left, and a test that would
+#                get less than STRATA_TEST_MIN_S (default 10) is skipped with
+#                a line saying so (the staged GPU run, test/gpu/device-run.sh)
+#   STRATA_TEST_MAX_S  no test's limit above this many seconds
 # Logs: DIR/test/out/<test>.log; a failing test's log tail is printed.
 set -uo pipefail
 set -m
@@ -42,6 +47,15 @@ strata_test() {
     [ -n "$pattern" ] && [[ "$name" != *"$pattern"* ]] && return 0
     if [ $list = yes ]; then echo "$name"; return 0; fi
     local log="$STRATA_TEST_OUT/$name.log" start end rc
+    if [ -n "${STRATA_TEST_DEADLINE:-}" ]; then
+        local left=$((STRATA_TEST_DEADLINE - $(date +%s)))
+        if [ "$left" -lt "${STRATA_TEST_MIN_S:-10}" ]; then
+            strata_skip "$name" "the run's time budget is spent (${left} s left)"
+            return 0
+        fi
+        [ "$left" -lt "$limit" ] && limit=$left
+    fi
+    [ -n "${STRATA_TEST_MAX_S:-}" ] && [ "$STRATA_TEST_MAX_S" -lt "$limit" ] && limit=$STRATA_TEST_MAX_S
     start=$(date +%s.%N)
     # A test runs in its own process group (job control is on), so that the
     # watchdog's signal reaches all of it: mpirun, its daemons, and a

@@ -219,13 +219,14 @@ def write_outputs(args, configs, table, command_line, paired=None):
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["config", "bytes", "median_us", "min_us", "max_us", "tx_bytes_per_node_per_call",
-                    "rx_bytes_per_node_per_call", "rounds"])
+                    "rx_bytes_per_node_per_call", "rounds", "hbm_limit_us"])
         for config in configs:
             for nbytes in sizes:
                 e = table.get((config, nbytes))
                 if e:
                     w.writerow([config, nbytes, "%.3f" % e["median_us"], "%.3f" % e["min_us"], "%.3f" % e["max_us"],
-                                int(e["tx"]), int(e["rx"]), e["rounds"]])
+                                int(e["tx"]), int(e["rx"]), e["rounds"],
+                                "%.3f" % limits[nbytes] if nbytes in limits else ""])
 
     base = configs[0]
     lines = []

@@ -7,6 +7,9 @@
 #   tree.sh make DIR [OPTION]   debootstrap a minimal trixie into DIR (if not
 #                               there yet) and run config/setup-deps.sh in it
 #                               (OPTIONs go to setup-deps.sh)
+#   tree.sh bare DIR            debootstrap a minimal trixie with Python and
+#                               nothing of Strata's dependencies (a bare
+#                               machine: the GPU run's rehearsal)
 #   tree.sh run  DIR -- CMD...  run CMD inside DIR, as root, in the source
 #                               tree's own path
 #   tree.sh check DIR           is DIR a usable tree? (exit 0 if so)
@@ -20,6 +23,9 @@
 #
 #   STRATA_DEBIAN_MIRROR  the Debian archive (default http://deb.debian.org/debian)
 #   STRATA_CUDA_HOME      CUDA toolkit to show inside (default /usr/local/cuda)
+#   STRATA_TREE_SRC=none  `run` shows the tree nothing of the host's source
+#                         tree and starts CMD in / (a machine that has only
+#                         what was copied into it: test/gpu/rehearse.sh)
 set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
@@ -62,8 +68,10 @@ inside() {
         mount --bind "$real" "$dir$real"
         [ "$real" = "$CUDA_HOME" ] || ln -sfn "$real" "$dir$CUDA_HOME"
     fi
-    mkdir -p "$dir$SRCDIR"
-    mount --bind "$SRCDIR" "$dir$SRCDIR"
+    if [ "${STRATA_TREE_SRC:-}" != none ]; then
+        mkdir -p "$dir$SRCDIR"
+        mount --bind "$SRCDIR" "$dir$SRCDIR"
+    fi
     cp -L /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
     cd /
     exec chroot "$dir" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" \
@@ -82,6 +90,7 @@ cmd_run() {
     "$SRCDIR"/*) PWD_AT_START=$PWD ;;
     *) PWD_AT_START=$SRCDIR ;;
     esac
+    [ "${STRATA_TREE_SRC:-}" = none ] && PWD_AT_START=/
     export PWD_AT_START
     # unshare waits for the command; its mount namespace, and every mount in
     # it, ends with the command's last process.  The pid and network
@@ -89,23 +98,29 @@ cmd_run() {
     exec unshare --mount --propagation private -- "$SELF" __inside "$dir" "$@"
 }
 
+# debootstrap DIR [DEBOOTSTRAP OPTION...]: a minimal trixie in DIR, unless
+# one is there.
+debootstrap_tree() {
+    local dir=$1; shift
+    tree_ok "$dir" && return 0
+    say "debootstrap --variant=minbase $* trixie $dir ($MIRROR)"
+    mkdir -p "$dir"
+    local log="$dir.debootstrap.log"
+    # In a mount namespace of its own too: the proc and sys it mounts in
+    # the target go away with it, even when it is killed.
+    unshare --mount --propagation private -- \
+        debootstrap --variant=minbase "$@" trixie "$dir" "$MIRROR" >"$log" 2>&1 \
+        || { tail -n 20 "$log" >&2; die "debootstrap failed (log: $log)"; }
+}
+
 cmd_make() {
     local dir=$1; shift
-    if ! tree_ok "$dir"; then
-        say "debootstrap --variant=minbase trixie $dir ($MIRROR)"
-        mkdir -p "$dir"
-        local log="$dir.debootstrap.log"
-        # In a mount namespace of its own too: the proc and sys it mounts in
-        # the target go away with it, even when it is killed.
-        unshare --mount --propagation private -- \
-            debootstrap --variant=minbase trixie "$dir" "$MIRROR" >"$log" 2>&1 \
-            || { tail -n 20 "$log" >&2; die "debootstrap failed (log: $log)"; }
-    fi
+    debootstrap_tree "$dir"
     say "installing Strata's dependencies inside (config/setup-deps.sh)"
     cmd_run "$dir" -- "$SRCDIR/config/setup-deps.sh" --quiet "$@"
 }
 
-[ $# -ge 2 ] || { sed -n '2,21p' "$SELF" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,27p' "$SELF" | sed 's/^# \{0,1\}//'; exit 2; }
 cmd=$1 dir=$2; shift 2
 case "$cmd" in
 __inside) inside "$dir" "$@" ;;
@@ -114,7 +129,8 @@ need_root
 dir=$(readlink -m "$dir")
 case "$cmd" in
 make) cmd_make "$dir" "$@" ;;
+bare) debootstrap_tree "$dir" --include=python3 ;;
 run) cmd_run "$dir" "$@" ;;
 check) tree_ok "$dir" ;;
-*) die "unknown command '$cmd' (make, run, check)" ;;
+*) die "unknown command '$cmd' (make, bare, run, check)" ;;
 esac

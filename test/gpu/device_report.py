@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Writes the staged GPU run's results (test/gpu/device-run.sh) from its work
+folder into $OUT: summary.md (machine, stages, steps, key figures) and
+results.csv (every measurement, one value a row).  Called after every step,
+so what a run stopped at any point has done is in $OUT.
+
+  device_report.py --work DIR --out DIR --budget S --elapsed S
+
+The work folder holds machine.txt, stages.tsv (stage, title, budget),
+steps.tsv (stage, step, status, seconds, note), logs/STEP.log and
+bench/NAME/results.csv (allreduce_bench.py's or p2p_suite.py's).
+"""
+
+import argparse
+import csv
+import os
+import re
+
+# Sizes the summary quotes from the allreduce benchmarks.
+QUOTED_SIZES = (64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30)
+
+
+def human(n):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return "%d %s" % (n >> shift, unit)
+    return "%d B" % n
+
+
+def read_tsv(path, width):
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                rows.append((parts + [""] * width)[:width])
+    return rows
+
+
+def read_log(work, name):
+    path = os.path.join(work, "logs", name + ".log")
+    if not os.path.exists(path):
+        return ""
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def bench_rows(work):
+    """Every measurement of bench/*/results.csv as (source, series, kind,
+    bytes, metric, value)."""
+    rows = []
+    bench = os.path.join(work, "bench")
+    if not os.path.isdir(bench):
+        return rows
+    for source in sorted(os.listdir(bench)):
+        path = os.path.join(bench, source, "results.csv")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                if "config" in r:  # allreduce_bench.py
+                    buffer = "host" if "-host-" in source else "device"
+                    for metric in ("median_us", "min_us", "max_us", "hbm_limit_us"):
+                        if r.get(metric):
+                            rows.append((source, r["config"], buffer, int(r["bytes"]), metric, r[metric]))
+                elif "variant" in r:  # p2p_suite.py
+                    kind = "%s/%s" % (r["kind"], r["mode"])
+                    for metric in ("lat_us", "bw_MBps"):
+                        if r.get(metric) and float(r[metric]) > 0:
+                            rows.append((source, r["variant"], kind, int(r["bytes"]), metric, r[metric]))
+    return rows
+
+
+def allreduce_figures(rows):
+    """Per native-npK benchmark: staged and native medians and the HBM limit
+    at the quoted sizes."""
+    lines = []
+    sources = sorted({r[0] for r in rows if r[0].startswith("native-")})
+    for source in sources:
+        t = {(r[1], r[3], r[4]): float(r[5]) for r in rows if r[0] == source}
+        sizes = sorted({r[3] for r in rows if r[0] == source})
+        quoted = [n for n in sizes if n in QUOTED_SIZES] or sizes[-1:]
+        lines.append("")
+        lines.append("%s: device MPI_Allreduce (float sum), median us; limit/native is the fraction of "
+                     "the HBM limit native reaches" % source)
+        lines.append("")
+        lines.append("| size | staged | native | native / staged | HBM limit | limit / native |")
+        lines.append("|---|---|---|---|---|---|")
+        for n in quoted:
+            s = t.get(("strata-staged", n, "median_us"))
+            v = t.get(("strata-native", n, "median_us"))
+            lim = t.get(("strata-native", n, "hbm_limit_us")) or t.get(("strata-staged", n, "hbm_limit_us"))
+            cells = [human(n), "%.1f" % s if s else "-", "%.1f" % v if v else "-",
+                     "%.2f" % (v / s) if s and v else "-", "%.1f" % lim if lim else "-",
+                     "%.2f" % (lim / v) if lim and v else "-"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def p2p_figures(rows):
+    lines = []
+    t = {(r[1], r[2], r[3], r[4]): float(r[5]) for r in rows if r[0] == "p2p"}
+    if not t:
+        return lines
+
+    def pick(variant, kind, metric, largest):
+        sizes = sorted(n for (v, k, n, m) in t if v == variant and k == kind and m == metric)
+        if not sizes:
+            return None, None
+        n = sizes[-1] if largest else sizes[0]
+        return n, t[(variant, kind, n, metric)]
+
+    lines.append("")
+    lines.append("p2p through pml/ucx, 2 ranks on one GPU:")
+    lines.append("")
+    n, plain = pick("plain", "host-host/lat", "lat_us", False)
+    _, strata = pick("strata", "host-host/lat", "lat_us", False)
+    if plain and strata:
+        lines.append("- host-host latency at %s: plain %.2f us, Strata loaded %.2f us (%.2fx)"
+                     % (human(n), plain, strata, strata / plain))
+    n, dd = pick("strata", "device-device/lat", "lat_us", False)
+    if dd:
+        lines.append("- device-device latency at %s: %.2f us" % (human(n), dd))
+    n, ipc = pick("strata", "device-device/bw", "bw_MBps", True)
+    _, staged = pick("staged", "device-device/bw", "bw_MBps", True)
+    _, memcpy = pick("memcpy", "memcpy-dtod/bw", "bw_MBps", True)
+    if ipc:
+        text = "- device-device bandwidth at %s: gpu_ipc %.0f MB/s" % (human(n), ipc)
+        if staged:
+            text += ", staged %.0f MB/s (gpu_ipc / staged %.2f)" % (staged, ipc / staged)
+        if memcpy:
+            text += ", cuMemcpyDtoD %.0f MB/s (gpu_ipc / memcpy %.2f)" % (memcpy, ipc / memcpy)
+        lines.append(text)
+    n, hd = pick("strata", "host-device/bw", "bw_MBps", True)
+    if hd:
+        lines.append("- host-device bandwidth at %s: %.0f MB/s" % (human(n), hd))
+    return lines
+
+
+def step_facts(work, steps):
+    """One line per smoke and client step worth quoting from its log."""
+    facts = []
+    done = {s[1] for s in steps}
+    if "strata_info" in done:
+        m = re.findall(r"^Result: .*$", read_log(work, "strata_info"), re.M)
+        if m:
+            facts.append("- strata_info: %s" % m[-1])
+    if "ucx_info" in done:
+        tls = re.findall(r"Transport: (gpu_\w+)", read_log(work, "ucx_info"))
+        facts.append("- ucx_info -d: %s" % (", ".join(sorted(set(tls))) or "no Strata transport"))
+    if "tests" in done:
+        log = read_log(work, "tests")
+        m = re.findall(r"^\d+ passed, \d+ failed.*$", log, re.M)
+        failed = re.findall(r"^FAIL: (\S+)", log, re.M)
+        skipped = re.findall(r"^SKIP: (\S+) \((.*)\)$", log, re.M)
+        facts.append("- tests (gpu, ucx layers): %s" % (m[-1] if m else "no summary line (stopped?)"))
+        if failed:
+            facts.append("  - failed: %s" % ", ".join(failed))
+        budget = [name for name, why in skipped if "budget" in why]
+        if budget:
+            facts.append("  - not run, budget spent: %s" % ", ".join(budget))
+    if "mpi4py" in done:
+        log = read_log(work, "mpi4py")
+        m = re.findall(r"^mpi4py_coll: .*$", log, re.M) or re.findall(r"^mpi4py .*$", log, re.M)
+        if m:
+            facts.append("- mpi4py: %s" % m[-1][:200])
+    return facts
+
+
+def write_summary(args, steps, stages, rows):
+    machine = []
+    path = os.path.join(args.work, "machine.txt")
+    if os.path.exists(path):
+        with open(path, errors="replace") as f:
+            machine = [l.rstrip("\n") for l in f if l.strip()]
+    lines = ["# Strata staged GPU run", ""]
+    lines.append("%d s of %d s budget spent when this was written." % (args.elapsed, args.budget))
+    lines.append("Several ranks share the one GPU: CUDA IPC between processes on one device; "
+                 "no NVLink peer, no InfiniBand NIC.")
+    lines.append("")
+    lines += ["- " + l for l in machine]
+    lines.append("")
+    lines.append("| stage | what | budget s | spent s | ok | failed | skipped |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for name, title, budget in stages:
+        mine = [s for s in steps if s[0] == name]
+        count = lambda st: sum(1 for s in mine if s[2] == st)  # noqa: E731
+        spent = sum(int(s[3] or 0) for s in mine)
+        lines.append("| %s | %s | %s | %d | %d | %d | %d |" % (
+            name, title, budget, spent, count("ok"), count("failed") + count("timeout"), count("skipped")))
+    lines.append("")
+    lines.append("| stage | step | status | s | note |")
+    lines.append("|---|---|---|---|---|")
+    for stage, name, status, secs, note in steps:
+        lines.append("| %s | %s | %s | %s | %s |" % (stage, name, status, secs, note.replace("|", "/")))
+    facts = step_facts(args.work, steps)
+    if facts:
+        lines.append("")
+        lines.append("## Key figures")
+        lines.append("")
+        lines += facts
+    lines += allreduce_figures(rows)
+    lines += p2p_figures(rows)
+    lines.append("")
+    lines.append("Every measurement: results.csv. Logs: logs.tar.gz (logs/STEP.log, tests/, bench/).")
+    tmp = os.path.join(args.out, ".summary.md")
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, os.path.join(args.out, "summary.md"))
+
+
+def write_csv(args, rows):
+    tmp = os.path.join(args.out, ".results.csv")
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["source", "series", "kind", "bytes", "metric", "value"])
+        w.writerows(rows)
+    os.replace(tmp, os.path.join(args.out, "results.csv"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--work", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--budget", type=int, default=0)
+    p.add_argument("--elapsed", type=int, default=0)
+    args = p.parse_args()
+    steps = read_tsv(os.path.join(args.work, "steps.tsv"), 5)
+    stages = read_tsv(os.path.join(args.work, "stages.tsv"), 3)
+    rows = bench_rows(args.work)
+    write_csv(args, rows)
+    write_summary(args, steps, stages, rows)
+
+
+if __name__ == "__main__":
+    main()
