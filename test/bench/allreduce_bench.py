@@ -31,6 +31,7 @@ import datetime
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -311,6 +312,8 @@ def write_plot(args, configs, table, sizes, limits):
                 if nbytes in limits:
                     f.write("%d %.3f\n" % (nbytes, limits[nbytes]))
             f.write("\n\n")
+    if not have_gnuplot("allreduce_bench", "plot.png", data):
+        return
     plots = ", ".join("'%s' index %d with linespoints title '%s'" % (data, i, c) for i, c in enumerate(configs))
     if limits:
         plots += ", '%s' index %d with lines dashtype 2 title 'HBM limit'" % (data, len(configs))
@@ -328,6 +331,15 @@ def write_plot(args, configs, table, sizes, limits):
     proc = subprocess.run(["gnuplot"], input=script, text=True, stderr=subprocess.PIPE)
     if proc.returncode != 0:
         raise SystemExit("allreduce_bench: gnuplot failed: %s" % proc.stderr)
+
+
+def have_gnuplot(prog, name, data):
+    """Whether gnuplot is here; without it (a bare GPU machine) the plot is
+    left out with a line saying where its data is."""
+    if shutil.which("gnuplot"):
+        return True
+    print("%s: no gnuplot here: %s not drawn (the data is in %s)" % (prog, name, data))
+    return False
 
 
 def has_pngcairo():

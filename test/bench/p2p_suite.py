@@ -40,7 +40,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from allreduce_bench import git_commit, has_pngcairo, human_size, parse_size, quartile_cell  # noqa: E402
+from allreduce_bench import git_commit, has_pngcairo, have_gnuplot, human_size, parse_size, quartile_cell  # noqa: E402
 
 VARIANTS = {
     "plain": {"tls": "self,sm", "strata": False, "kinds": "host-host"},
@@ -255,8 +255,7 @@ def write_plot(args, table, mode, idx, name, ylabel, series):
             f.write("\n\n")
     if not present:
         return
-    if subprocess.run(["sh", "-c", "command -v gnuplot"], stdout=subprocess.DEVNULL).returncode != 0:
-        print("p2p_suite: no gnuplot here: %s not drawn (the data is in %s)" % (name, data))
+    if not have_gnuplot("p2p_suite", name, data):
         return
     plots = ", ".join("'%s' index %d with linespoints title '%s'" % (data, i, t) for i, t in enumerate(present))
     script = "\n".join([
