@@ -196,7 +196,7 @@ stage() {
     STAGE=$1 STAGE_START=$(now)
     STAGE_DEADLINE=$((STAGE_START + $2))
     [ "$STAGE_DEADLINE" -le "$RUN_DEADLINE" ] || STAGE_DEADLINE=$RUN_DEADLINE
-    printf '%s\t%s\t%s\n' "$1" "$3" "$2" >>"$WORK/stages.tsv"
+    printf '%s\t%s\t%s\n' "$1" "$3" "$((STAGE_DEADLINE - STAGE_START))" >>"$WORK/stages.tsv"
     echo "== stage $1 ($3): $((STAGE_DEADLINE - STAGE_START)) s"
 }
 
