@@ -7,9 +7,9 @@
 #   tree.sh make DIR [OPTION]   debootstrap a minimal trixie into DIR (if not
 #                               there yet) and run config/setup-deps.sh in it
 #                               (OPTIONs go to setup-deps.sh)
-#   tree.sh bare DIR            debootstrap a minimal trixie with Python and
-#                               nothing of Strata's dependencies (a bare
-#                               machine: the GPU run's rehearsal)
+#   tree.sh bare DIR [PKG...]   debootstrap a minimal trixie with Python, the
+#                               PKGs and nothing else of Strata's dependencies
+#                               (a bare machine: the GPU run's rehearsal)
 #   tree.sh run  DIR -- CMD...  run CMD inside DIR, as root, in the source
 #                               tree's own path
 #   tree.sh check DIR           is DIR a usable tree? (exit 0 if so)
@@ -129,7 +129,7 @@ need_root
 dir=$(readlink -m "$dir")
 case "$cmd" in
 make) cmd_make "$dir" "$@" ;;
-bare) debootstrap_tree "$dir" --include=python3 ;;
+bare) debootstrap_tree "$dir" "--include=$(IFS=,; echo "python3${*:+,$*}")" ;;
 run) cmd_run "$dir" "$@" ;;
 check) tree_ok "$dir" ;;
 *) die "unknown command '$cmd' (make, bare, run, check)" ;;

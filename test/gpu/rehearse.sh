@@ -6,9 +6,14 @@
 # will be found (/usr/local/nvidia/lib64, outside the loader's path) and a
 # fresh $OUT.  Then it checks what came back against the device tool's limits.
 #
-#   rehearse.sh [--budget S] [--expect-skips] [TREE]
+#   rehearse.sh [--budget S] [--expect-skips] [--foreign] [TREE]
 #     TREE            the bare tree (default /var/tmp/strata-gpu-rehearsal;
 #                     made with test/debian13/tree.sh bare when missing, kept)
+#     --foreign       a machine with another distribution's Open MPI and UCX
+#                     installed, as GPU images have (the H200's: Ubuntu 24.04's
+#                     4.1.6 and 1.16.0); here Debian 13's 5.0.x and 1.18.x (default
+#                     tree /var/tmp/strata-gpu-rehearsal-foreign): the run must
+#                     use the carried ones
 #     --budget S      STRATA_DEVICE_BUDGET_S for the run (default the run's)
 #     --expect-skips  a budget too short for every stage: check that later
 #                     stages were skipped with a line saying so, and that the
@@ -23,11 +28,12 @@ RUN_SH="$SRCDIR/test/gpu/device-run.sh"
 # The device tool's limits on what comes back (test/gpu/README).
 OUT_MAX_FILES=8 OUT_MAX_BYTES=$((16 * 1048576)) OUT_MAX_DEPTH=3 CARRY_LIMIT_MIB=64
 
-budget="" expect_skips=no tree=/var/tmp/strata-gpu-rehearsal
+budget="" expect_skips=no tree="" foreign=no
 while [ $# -gt 0 ]; do
     case "$1" in
     --budget) budget=$2; shift 2 ;;
     --expect-skips) expect_skips=yes; shift ;;
+    --foreign) foreign=yes; shift ;;
     -*) echo "rehearse.sh: unknown option '$1'" >&2; exit 2 ;;
     *) tree=$1; shift ;;
     esac
@@ -40,7 +46,12 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 [ "$(id -u)" = 0 ] || die "a chroot needs root"
 [ -f "$SRCDIR/.device/root.tar.gz" ] && [ -f "$SRCDIR/.device/build/test/strata-test-env.sh" ] \
     || die "no prepared .device: run 'test/gpu/device-run.sh prepare' first"
-"$TREE_SH" check "$tree" 2>/dev/null || "$TREE_SH" bare "$tree" || die "cannot make the bare tree $tree"
+if [ $foreign = yes ]; then
+    tree=${tree:-/var/tmp/strata-gpu-rehearsal-foreign} packages=(openmpi-bin ucx-utils)
+else
+    tree=${tree:-/var/tmp/strata-gpu-rehearsal} packages=()
+fi
+"$TREE_SH" check "$tree" 2>/dev/null || "$TREE_SH" bare "$tree" "${packages[@]}" || die "cannot make the tree $tree"
 
 # Everything the device tool would send must fit its limit.
 mib=$(bash "$RUN_SH" __carried_mib)
@@ -53,7 +64,12 @@ machine=$(mktemp -d /var/tmp/strata-rehearsal.XXXXXX)
 trap 'rm -rf "$machine"' EXIT
 cp -a "$tree/." "$machine/" || die "cannot copy $tree"
 for tool in mpirun ompi_info ucx_info; do
-    [ -z "$(find "$machine/usr/bin" -name "$tool*" -print -quit)" ] || die "the tree is not bare: it has $tool"
+    have=$(find "$machine/usr/bin" -name "$tool*" -print -quit)
+    if [ $foreign = yes ]; then
+        [ -n "$have" ] || die "the tree has no $tool of its own"
+    else
+        [ -z "$have" ] || die "the tree is not bare: it has $tool"
+    fi
 done
 checkout="$machine/root/checkout"
 mkdir -p "$checkout"
@@ -103,6 +119,11 @@ done
 for s in install ucx_info strata_info p2p_device allreduce_staged allreduce_native; do
     grep -q "^| smoke | $s | ok |" "$summary" 2>/dev/null || fail "smoke step $s did not pass"
 done
+if [ $foreign = yes ]; then
+    grep -q "^- machine's own Open MPI and UCX (not used): Open MPI v5" "$summary" \
+        || fail "the summary does not name the machine's own Open MPI"
+    grep -q "^- open mpi: Open MPI v4.1.* (/" "$summary" || fail "the run did not use the carried Open MPI 4.1"
+fi
 budget_s=$(sed -n 's/^- budget: \([0-9]*\) s.*/\1/p' "$summary")
 [ -n "$budget_s" ] || fail "the summary does not give the budget"
 # The run keeps to its budget (the steps' kill grace and the last report on top).
