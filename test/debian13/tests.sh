@@ -86,6 +86,15 @@ debian13_layer() {
     d13_run bash "$D13_SRC/test/run-tests.sh" --builddir "$D13_BUILD" "$1"
 }
 
+# The staged GPU run (test/gpu/device-run.sh) rehearsed on a bare Debian 13
+# machine with the stand-in as its driver: every stage runs, $OUT keeps to
+# the device tool's limits, checkout plus carried folder fit (the full
+# budget); and on a machine with its own Open MPI 5.0 and UCX 1.18, a budget
+# too short for every stage skips the later ones and still leaves the
+# summary (test/gpu/README).
+gpu_rehearsal_prepare() { bash "$STRATA_SRCDIR/test/gpu/device-run.sh" prepare "$STRATA_BUILDDIR"; }
+gpu_rehearsal() { bash "$STRATA_SRCDIR/test/gpu/device-run.sh" rehearse "$@"; }
+
 if [ "${STRATA_DEBIAN13:-yes}" = no ]; then
     strata_skip debian13 "STRATA_DEBIAN13=no"
 elif grep -qs '^VERSION_CODENAME=trixie' /etc/os-release; then
@@ -102,4 +111,11 @@ else
     strata_test debian13_ucx 900 debian13_layer ucx
     strata_test debian13_mpi 1200 debian13_layer mpi
     strata_test debian13_cluster 1500 debian13_layer cluster
+    if [ "$STRATA_HAVE_UCX" = yes ] && [ "$STRATA_HAVE_CUDA" = yes ]; then
+        strata_test gpu_rehearsal_prepare 600 gpu_rehearsal_prepare
+        strata_test gpu_rehearsal_full 900 gpu_rehearsal
+        strata_test gpu_rehearsal_short_foreign 600 gpu_rehearsal --foreign --budget 40 --expect-skips
+    else
+        strata_skip gpu_rehearsal "this build has no UCX module or no CUDA parts"
+    fi
 fi
