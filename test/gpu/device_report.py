@@ -5,6 +5,8 @@ results.csv (every measurement, one value a row).  Called after every step,
 so what a run stopped at any point has done is in $OUT.
 
   device_report.py --work DIR --out DIR --budget S --elapsed S
+  device_report.py --plot RESULTS_CSV --out DIR    (here, where gnuplot is:
+      one PNG per allreduce benchmark of a run's results.csv, for docs/results)
 
 The work folder holds machine.txt, stages.tsv (stage, title, budget),
 steps.tsv (stage, step, status, seconds, note), logs/STEP.log and
@@ -218,13 +220,52 @@ def write_csv(args, rows):
     os.replace(tmp, os.path.join(args.out, "results.csv"))
 
 
+def plot(csv_path, out):
+    """Device allreduce medians and the HBM limit against size, one PNG per
+    benchmark (native-npK, allreduce-BUFFER-npK) of a run's results.csv."""
+    import subprocess
+    with open(csv_path) as f:
+        rows = [r for r in csv.DictReader(f) if r["source"].startswith(("native-", "allreduce-"))]
+    for source in sorted({r["source"] for r in rows}):
+        mine = [r for r in rows if r["source"] == source]
+        series = sorted({(r["series"], r["metric"]) for r in mine if r["metric"] in ("median_us", "hbm_limit_us")})
+        data = os.path.join(out, source + ".dat")
+        plots, index = [], 0
+        with open(data, "w") as f:
+            for name, metric in series:
+                if metric == "hbm_limit_us" and name != series[0][0]:
+                    continue  # the limit is the same for every configuration
+                pts = sorted((int(r["bytes"]), float(r["value"])) for r in mine
+                             if r["series"] == name and r["metric"] == metric)
+                f.write("# %s %s\n" % (name, metric))
+                f.writelines("%d %s\n" % p for p in pts)
+                f.write("\n\n")
+                title = "HBM limit" if metric == "hbm_limit_us" else name
+                style = "lines dashtype 2" if metric == "hbm_limit_us" else "linespoints"
+                plots.append("'%s' index %d with %s title '%s'" % (data, index, style, title))
+                index += 1
+        script = "\n".join([
+            "set terminal pngcairo noenhanced size 900,600", "set output '%s'" % os.path.join(out, source + ".png"),
+            "set title 'MPI_Allreduce (float sum), %s'" % source, "set logscale xy",
+            "set xlabel 'message size (bytes)'", "set ylabel 'median time per call (us)'",
+            "set key top left", "set grid", "plot " + ", ".join(plots)])
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+        os.remove(data)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--work", required=True)
+    p.add_argument("--plot", metavar="RESULTS_CSV")
+    p.add_argument("--work")
     p.add_argument("--out", required=True)
     p.add_argument("--budget", type=int, default=0)
     p.add_argument("--elapsed", type=int, default=0)
     args = p.parse_args()
+    if args.plot:
+        plot(args.plot, args.out)
+        return
+    if not args.work:
+        p.error("--work is required")
     steps = read_tsv(os.path.join(args.work, "steps.tsv"), 5)
     stages = read_tsv(os.path.join(args.work, "stages.tsv"), 3)
     rows = bench_rows(args.work)
