@@ -340,6 +340,19 @@ step_native() {
         --title "device MPI_Allreduce, $np ranks on one GPU" --out "$WORK/bench/native-np$np"
 }
 
+# The native allreduce's time against its chunk size (coll_strata_segment_size,
+# through Open MPI's environment): a cost per chunk shows as a time that
+# falls with fewer, larger chunks (the first H200 run: ~750 us per 128 KiB
+# chunk with 2 ranks, 20x the staged path).
+step_native_segments() {
+    local seg
+    for seg in 131072 1048576 16777216; do
+        OMPI_MCA_coll_strata_segment_size=$seg python3 "$SRCDIR/test/bench/allreduce_bench.py" \
+            --builddir "$BUILD" --configs strata-native --np 2 --buffer device --min 1M --max 64M \
+            --iters 5 --iters-large 3 --warmup 1 --rounds 1 --out "$WORK/bench/native-seg$seg" || return 1
+    done
+}
+
 step_p2p_suite() {
     python3 "$SRCDIR/test/bench/p2p_suite.py" --builddir "$BUILD" --driver real --rounds 2 \
         --lat-iters 1000 --bw-iters 10 --bw-max 256M --out "$WORK/bench/p2p"
@@ -445,6 +458,7 @@ run() {
     step native_np4 40 native 4 256M 10
 
     stage extra "$BUDGET" "staging cost, mpi4py + CuPy, 8 ranks, 1 GiB"
+    step native_segments 40 native_segments
     step mpi4py 20 mpi4py
     step staging_np2 30 staging 2
     step native_np8_big 60 native 8 "${STRATA_DEVICE_BIG:-1G}" 5
