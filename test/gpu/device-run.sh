@@ -454,11 +454,11 @@ run() {
 
     stage measure 150 "native vs staged allreduce vs HBM; p2p"
     step native_np2 40 native 2 256M 10
+    step native_segments 40 native_segments
     step p2p_suite 40 p2p_suite
     step native_np4 40 native 4 256M 10
 
     stage extra "$BUDGET" "staging cost, mpi4py + CuPy, 8 ranks, 1 GiB"
-    step native_segments 40 native_segments
     step mpi4py 20 mpi4py
     step staging_np2 30 staging 2
     step native_np8_big 60 native 8 "${STRATA_DEVICE_BIG:-1G}" 5
