@@ -245,7 +245,8 @@ static void mca_coll_strata_register_device(void)
     mca_coll_strata_register_enum(
         "allreduce_device_algorithm",
         "MPI_Allreduce on device buffers: auto (on the GPUs from allreduce_device_native_min "
-        "bytes, staged through host memory below), staged (always through host memory), native "
+        "bytes where every local rank has a GPU of its own; staged through host memory below "
+        "that, and where local ranks share a GPU: measured 15-26x faster there), staged (always through host memory), native "
         "(on the GPUs wherever it can run). The native path needs device buffers on every rank, "
         "more than one rank on some node, at most 16 ranks per node, a predefined commutative "
         "op and type a GPU reduces, and the CUDA driver loaded before the communicator's first "

@@ -347,12 +347,32 @@ static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
     return OMPI_SUCCESS;
 }
 
-/* What each local rank tells its peers: its scratch's handle, and whether
- * it has one (a rank whose allocation failed sends ok = 0). */
+/* What each local rank tells its peers: its scratch's handle, whether it
+ * has one (a rank whose allocation failed sends ok = 0), and which GPU it
+ * is (by UUID: ordinals differ between processes that see different
+ * devices). */
 typedef struct mca_coll_strata_node_device_card_t {
     CUipcMemHandle handle;
+    CUuuid uuid;
     int ok;
 } mca_coll_strata_node_device_card_t;
+
+/* Whether another local rank runs on this rank's GPU.  Ranks sharing a GPU
+ * take turns on it, each in its own context, and the native path hands
+ * every chunk from one process's GPU work to another's: measured on an H200
+ * (docs/results/2026-11-26-gpu-h200), about 750 us per chunk whatever its
+ * size, 15-26x slower than staging through host memory with 2 and 4 ranks
+ * on the GPU.  So auto stays staged there; one rank per GPU runs native. */
+static bool mca_coll_strata_node_device_shared(int me, int k,
+                                               const mca_coll_strata_node_device_card_t *cards)
+{
+    for (int r = 0; r < k; ++r) {
+        if (r != me && 0 == memcmp(&cards[r].uuid, &cards[me].uuid, sizeof(cards[me].uuid))) {
+            return true;
+        }
+    }
+    return false;
+}
 
 /* Map every peer's scratch from the node's cards. */
 static int mca_coll_strata_node_device_map(mca_coll_strata_node_device_t *d, int me,
@@ -394,6 +414,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
     mca_coll_strata_node_device_card_t mine, cards[k];
     char why[256] = "";
     CUcontext saved;
+    CUdevice dev;
 
     memset(&mine, 0, sizeof(mine));
     if (NULL == d || 0 != strata_cuda_ctx_push(ordinal, &saved)) {
@@ -410,6 +431,11 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
              (OMPI_SUCCESS ==
               mca_coll_strata_node_device_alloc(d, module, comm, &mine.handle, why,
                                                 sizeof(why)));
+        if (ok && (CUDA_SUCCESS != strata_cuda.cuDeviceGet(&dev, ordinal) ||
+                   CUDA_SUCCESS != strata_cuda.cuDeviceGetUuid(&mine.uuid, dev))) {
+            snprintf(why, sizeof(why), "no UUID for device %d", ordinal);
+            ok = 0;
+        }
         strata_cuda_ctx_pop(saved);
     }
     mine.ok = ok;
@@ -423,7 +449,20 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
     } else {
         ok = 0;
     }
+    /* One agreement for both: 0 failed somewhere, 1 ready but some node's
+     * ranks share a GPU, 2 ready with one rank per GPU everywhere. */
+    if (ok) {
+        ok = mca_coll_strata_node_device_shared(me, k, cards) ? 1 : 2;
+    }
     rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    if (OMPI_SUCCESS == rc && 1 == all_ok &&
+        MCA_COLL_STRATA_DEVICE_ALG_AUTO == mca_coll_strata_component.device_algorithm) {
+        MCA_COLL_STRATA_VERBOSE(10, "%s: local ranks share a GPU: device allreduce staged "
+                                "(allreduce_device_algorithm=native runs it on the GPU anyway)",
+                                comm->c_name);
+        mca_coll_strata_node_device_free(d);
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
     if (OMPI_SUCCESS != rc || !all_ok) {
         static bool warned = false;
 

@@ -9,8 +9,8 @@ gpu_driver_present() {
 
 # Buffers from the CUDA runtime: cudaMalloc reaches the driver through
 # cuGetProcAddress, so only hooks on the driver's entry points see it.
-gpu_ucp_cudart_malloc()      { strata_ucx_run "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" --alloc cudamalloc --test tag,rma,stale --expect-tls gpu_ipc,gpu_copy; }
-gpu_ucp_cudart_malloc_async() { strata_ucx_run "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" --alloc cudamallocasync --test tag,rma; }
+gpu_ucp_cudart_malloc()      { UCX_PROTO_ENABLE=y strata_ucx_run "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" --alloc cudamalloc --test tag,rma,stale --err-mode none --expect-tls gpu_ipc,gpu_copy; }
+gpu_ucp_cudart_malloc_async() { UCX_PROTO_ENABLE=y strata_ucx_run "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" --alloc cudamallocasync --test tag,rma --err-mode none; }
 gpu_mpi_4ranks_one_gpu()     { strata_mpirun_gpu 4 "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 67108864; }
 gpu_mpi_4ranks_vmm()         { strata_mpirun_gpu 4 "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --alloc vmm --max-size 67108864; }
 

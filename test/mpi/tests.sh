@@ -587,16 +587,33 @@ allreduce_ops_device() {
 }
 
 # Auto: device allreduces from 64 KiB run on the GPUs (verbosity names it),
-# smaller ones are staged.
+# smaller ones are staged; every rank has a GPU of its own.
 coll_device_native_auto() {
-    coll_device 4 ob1 --mca coll_strata_verbose 20 -- --only allreduce --kinds dd --counts 7,300000 \
-        >"$STRATA_TEST_LOG.out" 2>&1
+    CUDA_STANDIN_DEVICES=4 coll_device 4 ob1 -x CUDA_STANDIN_DEVICES --mca coll_strata_verbose 20 -- \
+        --only allreduce --kinds dd --counts 7,300000 >"$STRATA_TEST_LOG.out" 2>&1
     local rc=$?; grep -v "coll:strata: \(MPI_Allreduce\|allreduce\)" "$STRATA_TEST_LOG.out"
     grep -m1 "device->device: native" "$STRATA_TEST_LOG.out"
     grep -m1 "count=7 MPI_INT MPI_SUM device->device: staged" "$STRATA_TEST_LOG.out"
     [ $rc -eq 0 ] &&
         grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_INT MPI_SUM device->device: native, rail, 4 slice(s)" "$STRATA_TEST_LOG.out" &&
         grep -q "allreduce MPI_COMM_WORLD count=7 MPI_INT MPI_SUM device->device: staged" "$STRATA_TEST_LOG.out"
+}
+
+# Auto where the local ranks share one GPU: staged, with the reason at
+# verbosity 10 (native measured 15-26x slower there on an H200); forced
+# native still runs on the GPU.
+coll_device_native_auto_shared() {
+    local out="$STRATA_TEST_LOG.out"
+    CUDA_STANDIN_DEVICES=1 coll_device 4 ob1 -x CUDA_STANDIN_DEVICES --mca coll_strata_verbose 20 -- \
+        --only allreduce --kinds dd --counts 300000 >"$out" 2>&1 || { tail -n 20 "$out"; return 1; }
+    grep -m1 "local ranks share a GPU" "$out" || { echo "FAIL: no reason given"; return 1; }
+    grep -q "count=300000 MPI_INT MPI_SUM device->device: native" "$out" &&
+        { echo "FAIL: auto ran native on a shared GPU"; return 1; }
+    grep -m1 "allreduce MPI_COMM_WORLD count=300000 MPI_INT MPI_SUM device->device: staged" "$out" || return 1
+    CUDA_STANDIN_DEVICES=1 coll_device 4 ob1 -x CUDA_STANDIN_DEVICES --mca coll_strata_verbose 20 \
+        --mca coll_strata_allreduce_device_algorithm native -- \
+        --only allreduce --kinds dd --counts 300000 >"$out" 2>&1 || { tail -n 20 "$out"; return 1; }
+    grep -m1 "allreduce MPI_COMM_WORLD count=300000 MPI_INT MPI_SUM device->device: native" "$out"
 }
 
 # The device set-up fails on some rank (CUDA_STANDIN_FAIL=ENTRY): one
@@ -741,6 +758,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_allreduce_ops_device_native_np3 300 allreduce_ops_device 3 native --only-comm world
         strata_test mpi_allreduce_ops_device_staged_np3 300 allreduce_ops_device 3 staged --only-comm world
         strata_test mpi_coll_device_native_auto 120 coll_device_native_auto
+        strata_test mpi_coll_device_native_auto_shared 120 coll_device_native_auto_shared
         strata_test mpi_coll_device_native_ucx 300 coll_device 4 ucx --mca coll_strata_allreduce_device_algorithm native -- \
             --quiet --only allreduce,iallreduce,reduce
         strata_test mpi_coll_device_native_ipc_refused 120 coll_device_native_setup_fails cuIpcOpenMemHandle
