@@ -149,6 +149,12 @@ def main(argv):
             print("p2p_suite: round %d/%d: %s" % (r + 1, args.rounds, variant), flush=True)
             for (var, kind, mode, size, lat, bw) in run_variant(args, variant):
                 samples.setdefault((var, kind, mode, size), []).append((lat, bw))
+            # The tables so far after every variant: a run stopped at a time
+            # limit (the staged GPU run) keeps what it measured.
+            write_tables(args, samples)
+
+
+def write_tables(args, samples):
     table = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v), len(v))
              for k, v in samples.items()}
     write_outputs(args, table, " ".join(sys.argv), paired=paired_ratios(samples))

@@ -355,7 +355,7 @@ step_native_segments() {
 
 step_p2p_suite() {
     python3 "$SRCDIR/test/bench/p2p_suite.py" --builddir "$BUILD" --driver real --rounds 2 \
-        --lat-iters 1000 --bw-iters 10 --bw-max 256M --out "$WORK/bench/p2p"
+        --lat-iters 500 --bw-iters 5 --bw-max 64M --out "$WORK/bench/p2p"
 }
 
 # The cost of staging: the same allreduce on device and on host buffers.
