@@ -194,7 +194,7 @@ int strata_cuda_ctx_push(int ordinal, CUcontext *saved)
 {
     CUcontext current = NULL, want;
 
-    *saved = NULL;
+    *saved = STRATA_CUDA_CTX_UNCHANGED;
     if ((strata_cuda_load() != 0) || (strata_cuda.cuCtxGetCurrent(&current) != CUDA_SUCCESS)) {
         return -1;
     }
@@ -220,7 +220,7 @@ int strata_cuda_ctx_push(int ordinal, CUcontext *saved)
 
 void strata_cuda_ctx_pop(CUcontext saved)
 {
-    if (saved != NULL) {
+    if (saved != STRATA_CUDA_CTX_UNCHANGED) {
         (void)strata_cuda.cuCtxSetCurrent(saved);
     }
 }

@@ -144,14 +144,20 @@ int strata_cuda_device_count(void);
  */
 int strata_cuda_ctx_ensure(CUdeviceptr ptr);
 
+/* What strata_cuda_ctx_push() saves when it changed nothing: not a context
+ * (NULL is one here: "no context current"). */
+#define STRATA_CUDA_CTX_UNCHANGED ((CUcontext)(uintptr_t)1)
+
 /*
  * Makes the primary context of device `ordinal` current on this thread
  * (ordinal < 0: keep any current context, else device 0's primary) and says
- * in *saved what to give strata_cuda_ctx_pop() to put the caller's context
- * back.  The primary context, not any context of that device: streams made
- * in it stay usable whatever context the application has current later.  A
- * thread that had no context keeps the primary one, as after
- * strata_cuda_ctx_ensure().  Returns 0 on success.
+ * in *saved what to give strata_cuda_ctx_pop() to put the thread as it was:
+ * the caller's context, NULL where it had none (the CUDA runtime would adopt
+ * a context left current: cudaGetDevice() would change under the
+ * application), or STRATA_CUDA_CTX_UNCHANGED.  The primary context, not any
+ * context of that device: streams made in it stay usable whatever context
+ * the application has current later.  Returns 0 on success; on failure
+ * *saved is STRATA_CUDA_CTX_UNCHANGED, so popping it is harmless.
  */
 int strata_cuda_ctx_push(int ordinal, CUcontext *saved);
 void strata_cuda_ctx_pop(CUcontext saved);

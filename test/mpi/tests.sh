@@ -548,6 +548,14 @@ coll_device_no_pinned() {
 
 # The driver loaded after MPI_Init and after a host collective (mpi4py +
 # CuPy): strata must notice it and stage the device buffers that follow.
+# A collective on device buffers leaves the calling thread's CUDA context as
+# it found it, none included (staged, native, nonblocking, bcast).
+coll_device_ctx() {
+    local np=$1; shift
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local "$np" -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) "$@" "$T/mpi/test_coll_ctx"
+}
+
 coll_device_late_driver() {
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
         $(strata_coll_mca strata) "$T/mpi/test_coll_late_cuda"
@@ -750,6 +758,8 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_no_pinned 300 coll_device_no_pinned
         strata_test mpi_coll_device_verbose 120 coll_device_verbose
         strata_test mpi_coll_device_late_driver 120 coll_device_late_driver
+        strata_test mpi_coll_device_ctx_left_np3 120 coll_device_ctx 3
+        strata_test mpi_coll_device_ctx_left_native 120 coll_device_ctx 4 --mca coll_strata_allreduce_device_algorithm native
         strata_test mpi_coll_device_mixed_np3 180 coll_device_mixed 3
         strata_test mpi_coll_device_mixed_np4 180 coll_device_mixed 4
         strata_test mpi_coll_device_forced_rail 300 coll_device_forced rail
