@@ -353,6 +353,18 @@ step_native_segments() {
     done
 }
 
+# One synchronized GPU operation, timed with 1, 2 and 4 processes sharing
+# the GPU: device-to-device copy, copy to pinned host memory, memset.
+step_share_probe() {
+    local n op
+    for op in dtod dtoh memset; do
+        for n in 1 2 4; do
+            echo "== $n process(es), $op"
+            "$BUILD/test/gpu/gpu_share_probe" "$n" "$op" 131072 500 || return 1
+        done
+    done
+}
+
 step_p2p_suite() {
     python3 "$SRCDIR/test/bench/p2p_suite.py" --builddir "$BUILD" --driver real --rounds 2 \
         --lat-iters 500 --bw-iters 5 --bw-max 64M --out "$WORK/bench/p2p"
@@ -454,6 +466,7 @@ run() {
 
     stage measure 150 "native vs staged allreduce vs HBM; p2p"
     step native_np2 40 native 2 256M 10
+    step share_probe 20 share_probe
     step native_segments 40 native_segments
     step p2p_suite 40 p2p_suite
     step native_np4 40 native 4 256M 10
