@@ -339,6 +339,7 @@ MCA_STRATA_OMPI_COMPONENT_EXPORT extern mca_coll_strata_component_t mca_coll_str
 #define MCA_COLL_STRATA_TEST_FAIL_PIPELINE 0x2u /* the pipeline's allocations */
 #define MCA_COLL_STRATA_TEST_FAIL_INTER    0x4u /* the next inter-node phase */
 #define MCA_COLL_STRATA_TEST_FAIL_LEADERS  0x8u /* the node leaders' exchange */
+#define MCA_COLL_STRATA_TEST_FAIL_CONTEXT  0x10u /* the native allreduce's context switch */
 bool mca_coll_strata_test_fail_now(unsigned step);
 
 static inline bool mca_coll_strata_test_fail(unsigned step)

@@ -317,7 +317,8 @@ static int mca_coll_strata_component_register(void)
         "For Strata's own tests only: steps this process fails on purpose, comma-separated: "
         "nodes (the topology's node split and allocation), leaders (the exchange of node "
         "leaders, after the node split was agreed), pipeline (the pipeline's allocations), "
-        "inter (its next inter-node phase, once). Set for one rank to check that the others return "
+        "inter (its next inter-node phase, once), context (the next native device allreduce's "
+        "context switch, once). Set for one rank to check that the others return "
         "an error instead of hanging",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.test_fail);
@@ -333,7 +334,8 @@ static void mca_coll_strata_component_parse_test_fail(void)
     } steps[] = {{"nodes", MCA_COLL_STRATA_TEST_FAIL_NODES},
                  {"leaders", MCA_COLL_STRATA_TEST_FAIL_LEADERS},
                  {"pipeline", MCA_COLL_STRATA_TEST_FAIL_PIPELINE},
-                 {"inter", MCA_COLL_STRATA_TEST_FAIL_INTER}};
+                 {"inter", MCA_COLL_STRATA_TEST_FAIL_INTER},
+                 {"context", MCA_COLL_STRATA_TEST_FAIL_CONTEXT}};
     const char *list = mca_coll_strata_component.test_fail;
 
     mca_coll_strata_component.test_fail_steps = 0;
@@ -351,7 +353,7 @@ static void mca_coll_strata_component_parse_test_fail(void)
 
 bool mca_coll_strata_test_fail_now(unsigned step)
 {
-    if (MCA_COLL_STRATA_TEST_FAIL_INTER == step) {
+    if (MCA_COLL_STRATA_TEST_FAIL_INTER == step || MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step) {
         /* once: later calls must work */
         mca_coll_strata_component.test_fail_steps &= ~step;
     }
@@ -359,6 +361,7 @@ bool mca_coll_strata_test_fail_now(unsigned step)
                 (MCA_COLL_STRATA_TEST_FAIL_NODES == step)      ? "the node exchange"
                 : (MCA_COLL_STRATA_TEST_FAIL_LEADERS == step)  ? "the node leaders' exchange"
                 : (MCA_COLL_STRATA_TEST_FAIL_PIPELINE == step) ? "the pipeline's allocations"
+                : (MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step)  ? "the native allreduce's context switch"
                                                                : "an inter-node phase");
     return true;
 }

@@ -48,6 +48,9 @@ struct mca_coll_strata_node_device_t {
     size_t scratch_bytes;
     CUdeviceptr *peer;    /* every local rank's, as this process maps it */
     void *stage;          /* pinned host blocks of the ring, or NULL */
+    /* no context could be made current for the call in progress: every
+     * device operation of it fails at once (mca_coll_strata_node_device_allreduce) */
+    bool no_context;
     /* the kernel of the call in progress (MPI requires one op and type) */
     struct ompi_op_t *op;
     struct ompi_datatype_t *dtype;
@@ -181,6 +184,9 @@ static int mca_coll_strata_node_device_copy(mca_coll_strata_node_t *node, void *
 {
     mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
 
+    if (d->no_context) {
+        return MPI_ERR_OTHER;
+    }
     return mca_coll_strata_node_device_status(
         d, strata_cuda.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, d->stream),
         "cuMemcpyAsync");
@@ -196,6 +202,9 @@ static int mca_coll_strata_node_device_reduce(mca_coll_strata_node_t *node, stru
 
     if (k > STRATA_REDUCE_MAX_SRCS) {
         return OMPI_ERR_NOT_SUPPORTED;
+    }
+    if (d->no_context) {
+        return MPI_ERR_OTHER;
     }
     if (op != d->op || dtype != d->dtype) {
         char obuf[16];
@@ -224,6 +233,9 @@ static int mca_coll_strata_node_device_complete(mca_coll_strata_node_t *node)
 {
     mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
 
+    if (d->no_context) {
+        return MPI_ERR_OTHER;
+    }
     return mca_coll_strata_node_device_status(d, strata_cuda.cuStreamSynchronize(d->stream),
                                               "cuStreamSynchronize");
 }
@@ -496,14 +508,24 @@ int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, cons
                                           struct ompi_op_t *op,
                                           const mca_coll_strata_decision_t *decision)
 {
-    CUcontext saved;
+    mca_coll_strata_node_device_t *d = module->node_device;
+    CUcontext saved = STRATA_CUDA_CTX_UNCHANGED;
     int rc;
 
-    if (0 != strata_cuda_ctx_push(module->device_ordinal, &saved)) {
-        return MPI_ERR_OTHER;
+    /* Without the device's context this rank still runs the pipeline, every
+     * operation failing at once: its node peers wait for its flags, and its
+     * chunk counter must stay with theirs (a rank that returned here would
+     * hang them, and later calls would read stale slots).  Every rank whose
+     * result depends on this one's part then returns an error. */
+    if (mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_CONTEXT) ||
+        0 != strata_cuda_ctx_push(module->device_ordinal, &saved)) {
+        opal_output(0, "coll:strata: MPI_Allreduce on device buffers: no CUDA context for "
+                    "device %d: this call fails", module->device_ordinal);
+        d->no_context = true;
     }
     rc = mca_coll_strata_pipeline_allreduce(module, sbuf, rbuf, count, dtype, op, decision,
                                             mca_coll_strata_node_device(module));
+    d->no_context = false;
     strata_cuda_ctx_pop(saved);
     return rc;
 }

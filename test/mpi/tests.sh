@@ -669,6 +669,22 @@ coll_device_native_no_device_memory() {
 # that rank gets the MPI error naming the driver call, the others finish the
 # call instead of waiting for it (a hang is the test's timeout), and a host
 # allreduce afterwards is right.
+# One rank gets no CUDA context for a native allreduce (coll_strata_test_fail
+# =context, once): it still runs the pipeline with every operation failing,
+# so no peer waits for it; every rank returns an error, later calls work
+# (before: that rank returned at once and its node peers hung).
+coll_device_native_ctx_fails() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=context; exec "$@"' _ \
+        "$T/mpi/test_coll_device" --mode fault --only allreduce --timeout 30 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "coll:strata: MPI_Allreduce on device buffers: no CUDA context for device" "$STRATA_TEST_LOG.out" &&
+        [ "$(grep -c "fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out")" -ge 3 ] &&
+        grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out"
+}
+
 coll_device_native_kernel_fails() {
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
         $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
@@ -774,6 +790,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_ipc_refused 120 coll_device_native_setup_fails cuIpcOpenMemHandle
         strata_test mpi_coll_device_native_export_refused 120 coll_device_native_setup_fails cuIpcGetMemHandle
         strata_test mpi_coll_device_native_kernel_fails 120 coll_device_native_kernel_fails
+        strata_test mpi_coll_device_native_ctx_fails 120 coll_device_native_ctx_fails
         strata_test mpi_coll_device_native_no_device_memory 120 coll_device_native_no_device_memory
         strata_test mpi_coll_device_native_big 300 coll_device_native_big
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
