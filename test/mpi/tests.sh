@@ -664,37 +664,36 @@ coll_device_native_no_device_memory() {
         ! grep -q "allreduce MPI_COMM_WORLD .*device->device: native" "$STRATA_TEST_LOG.out"
 }
 
-# One rank's kernels fail (CUDA_STANDIN_FAIL=cuLaunchKernel on rank 1 only)
-# in native allreduces, blocking and nonblocking, with MPI_ERRORS_RETURN:
-# that rank gets the MPI error naming the driver call, the others finish the
-# call instead of waiting for it (a hang is the test's timeout), and a host
-# allreduce afterwards is right.
+# test_coll_device --mode fault on MPI_Allreduce, 3 ranks, native forced,
+# with VAR=VALUE in rank 1's environment only; the job's output is kept.
+coll_device_native_rank1() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export "$0"; exec "$@"' "$1" \
+        "$T/mpi/test_coll_device" --mode fault --only allreduce --timeout 30 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out"
+}
+
 # One rank gets no CUDA context for a native allreduce (coll_strata_test_fail
 # =context, once): it still runs the pipeline with every operation failing,
 # so no peer waits for it; every rank returns an error, later calls work
 # (before: that rank returned at once and its node peers hung).
 coll_device_native_ctx_fails() {
-    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
-        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
-        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=context; exec "$@"' _ \
-        "$T/mpi/test_coll_device" --mode fault --only allreduce --timeout 30 >"$STRATA_TEST_LOG.out" 2>&1
-    local rc=$?; cat "$STRATA_TEST_LOG.out"
-    [ $rc -eq 0 ] &&
+    coll_device_native_rank1 OMPI_MCA_coll_strata_test_fail=context &&
         grep -q "coll:strata: MPI_Allreduce on device buffers: no CUDA context for device" "$STRATA_TEST_LOG.out" &&
-        [ "$(grep -c "fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out")" -ge 3 ] &&
-        grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out"
+        [ "$(grep -c "fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out")" -ge 3 ]
 }
 
+# One rank's kernels fail (CUDA_STANDIN_FAIL=cuLaunchKernel on rank 1 only)
+# in native allreduces, blocking and nonblocking, with MPI_ERRORS_RETURN:
+# that rank gets the MPI error naming the driver call, the others finish the
+# call instead of waiting for it (a hang is the test's timeout), and a host
+# allreduce afterwards is right.
 coll_device_native_kernel_fails() {
-    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
-        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
-        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export CUDA_STANDIN_FAIL=cuLaunchKernel; exec "$@"' _ \
-        "$T/mpi/test_coll_device" --mode fault --only allreduce --timeout 30 >"$STRATA_TEST_LOG.out" 2>&1
-    local rc=$?; cat "$STRATA_TEST_LOG.out"
-    [ $rc -eq 0 ] &&
+    coll_device_native_rank1 CUDA_STANDIN_FAIL=cuLaunchKernel &&
         grep -q "coll:strata: MPI_Allreduce on device buffers: cuLaunchKernel failed" "$STRATA_TEST_LOG.out" &&
-        grep -q "rank 1: fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out" &&
-        grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out"
+        grep -q "rank 1: fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out"
 }
 
 # Verbosity 20 names the memory kinds and the path of every call.
