@@ -246,7 +246,8 @@ static void mca_coll_strata_register_device(void)
         "allreduce_device_algorithm",
         "MPI_Allreduce on device buffers: auto (on the GPUs from allreduce_device_native_min "
         "bytes where every local rank has a GPU of its own; staged through host memory below "
-        "that, and where local ranks share a GPU: measured 15-26x faster there), staged (always through host memory), native "
+        "that, and where local ranks share a GPU: measured 15-26x faster there), staged (always "
+        "through host memory), native "
         "(on the GPUs wherever it can run). The native path needs device buffers on every rank, "
         "more than one rank on some node, at most 16 ranks per node, a predefined commutative "
         "op and type a GPU reduces, and the CUDA driver loaded before the communicator's first "
@@ -361,8 +362,9 @@ bool mca_coll_strata_test_fail_now(unsigned step)
                 (MCA_COLL_STRATA_TEST_FAIL_NODES == step)      ? "the node exchange"
                 : (MCA_COLL_STRATA_TEST_FAIL_LEADERS == step)  ? "the node leaders' exchange"
                 : (MCA_COLL_STRATA_TEST_FAIL_PIPELINE == step) ? "the pipeline's allocations"
-                : (MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step)  ? "the native allreduce's context switch"
-                                                               : "an inter-node phase");
+                : (MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step)
+                    ? "the native allreduce's context switch"
+                    : "an inter-node phase");
     return true;
 }
 

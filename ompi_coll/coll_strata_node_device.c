@@ -469,7 +469,8 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
     rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (OMPI_SUCCESS == rc && 1 == all_ok &&
         MCA_COLL_STRATA_DEVICE_ALG_AUTO == mca_coll_strata_component.device_algorithm) {
-        MCA_COLL_STRATA_VERBOSE(10, "%s: local ranks share a GPU: device allreduce staged "
+        MCA_COLL_STRATA_VERBOSE(10,
+                                "%s: local ranks share a GPU: device allreduce staged "
                                 "(allreduce_device_algorithm=native runs it on the GPU anyway)",
                                 comm->c_name);
         mca_coll_strata_node_device_free(d);
@@ -519,8 +520,10 @@ int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, cons
      * result depends on this one's part then returns an error. */
     if (mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_CONTEXT) ||
         0 != strata_cuda_ctx_push(module->device_ordinal, &saved)) {
-        opal_output(0, "coll:strata: MPI_Allreduce on device buffers: no CUDA context for "
-                    "device %d: this call fails", module->device_ordinal);
+        opal_output(0,
+                    "coll:strata: MPI_Allreduce on device buffers: no CUDA context for "
+                    "device %d: this call fails",
+                    module->device_ordinal);
         d->no_context = true;
     }
     rc = mca_coll_strata_pipeline_allreduce(module, sbuf, rbuf, count, dtype, op, decision,

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SMALL 7       /* elements: a staged allreduce */
-#define LARGE 300000  /* elements: native where the job runs it */
+#define SMALL 7      /* elements: a staged allreduce */
+#define LARGE 300000 /* elements: native where the job runs it */
 
 static int rank, size;
 
