@@ -17,6 +17,7 @@
  *
  * Where things are:
  *   coll_strata_component.c   MCA parameters
+ *   coll_strata_settings.c    the settings a communicator runs with (agreed)
  *   coll_strata_module.c      comm_query / module_enable / the fallback
  *                             table / lazy set-up of strata's own algorithms
  *   coll_strata_topo.c        nodes, rails and sub-communicators
@@ -57,18 +58,19 @@
 
 BEGIN_C_DECLS
 
-typedef struct mca_coll_strata_component_t {
-    mca_coll_base_component_t super;
-    /* MCA parameters (coll_strata_*) */
-    int priority;
-    /* the priority comm_query answers: `priority` raised above coll/han's
-     * (mca_coll_strata_init_query) */
-    int priority_used;
-    int verbose;
-    /* decision knobs: algorithm overrides and thresholds */
+/*
+ * The coll_strata settings that shape what a rank sends or which collectives
+ * it calls: ranks deciding from different values would run different
+ * exchanges and wait for each other.  The component holds this process's
+ * values (MCA parameters); every communicator runs with its own copy,
+ * agreed across its ranks at its first collective that reads one
+ * (coll_strata_settings.c): rank 0's value of each, where they differ.
+ */
+typedef struct mca_coll_strata_settings_t {
+    /* decision knobs: algorithm overrides and thresholds (and the derived
+     * network figures, alpha/beta/overhead, from the three below) */
     mca_coll_strata_decision_params_t decision;
-    /* the inter-node cost model's network (decision.alpha/beta from these;
-     * 0: measured at set-up, module->decision) */
+    /* the inter-node cost model's network (0: measured at set-up) */
     double inter_latency_us;
     double inter_bandwidth_gbs;
     double inter_overhead_us; /* decision.overhead; 0: measured with alpha */
@@ -77,8 +79,6 @@ typedef struct mca_coll_strata_component_t {
     size_t segment_size;
     /* chunks in flight per communicator (shared-memory slots) */
     int shm_slots;
-    /* directory of the shared-memory files (a tmpfs) */
-    char *shm_dir;
     /* bytes of pinned host memory a communicator keeps for staging device
      * buffers; larger reductions and broadcasts run in pieces */
     size_t stage_max;
@@ -86,6 +86,21 @@ typedef struct mca_coll_strata_component_t {
      * which `auto` runs it on the GPUs */
     int device_algorithm;
     size_t device_native_min;
+} mca_coll_strata_settings_t;
+
+typedef struct mca_coll_strata_component_t {
+    mca_coll_base_component_t super;
+    /* MCA parameters (coll_strata_*) */
+    int priority;
+    /* the priority comm_query answers: `priority` raised above coll/han's
+     * (mca_coll_strata_init_query) */
+    int priority_used;
+    int verbose;
+    /* the settings every rank of a communicator must share (each module
+     * runs with its agreed copy, mca_coll_strata_module_t.settings) */
+    mca_coll_strata_settings_t settings;
+    /* directory of the shared-memory files (a tmpfs) */
+    char *shm_dir;
     /* native device allreduce between nodes: MCA_COLL_STRATA_DEVICE_NET_* */
     int device_network;
     /* for tests: steps this process fails on purpose (coll_strata_test_fail,
@@ -216,11 +231,14 @@ typedef struct mca_coll_strata_shm_flags_t {
     char pad2[56];
     uint64_t copied_out; /* chunks this rank copied out of the result area */
     char pad3[56];
-    /* per slot: g + 1 when this rank's part of global chunk g in that slot
-     * (its input, or its result slice) is wrong; written before the
-     * progress flag that announces that part, so a rank that waited for the
-     * flag sees it (coll_strata_pipeline.c) */
-    uint64_t failed[MCA_COLL_STRATA_SLOTS_MAX];
+    /* per slot: g + 1 when this rank's input of global chunk g in that slot
+     * is wrong (before copied_in), and when its result slice of g is
+     * (before published).  Two words, each keyed by the chunk, each
+     * rewritten only once the slot's area is free again, so no mark is
+     * lost before every rank that depends on it has read it; a rank's own
+     * copy-out failing marks nothing (coll_strata_pipeline.c) */
+    uint64_t input_failed[MCA_COLL_STRATA_SLOTS_MAX];
+    uint64_t result_failed[MCA_COLL_STRATA_SLOTS_MAX];
 } mca_coll_strata_shm_flags_t;
 
 /*
@@ -297,7 +315,11 @@ typedef struct mca_coll_strata_module_t {
     mca_coll_strata_fallback_t fallback;
     mca_coll_strata_bounce_cache_t bounce;
     mca_coll_strata_setup_state_t setup;
-    /* the component's decision knobs, with the network figures this
+    /* the settings this communicator runs with, agreed across its ranks
+     * (settings_agreed) at its first collective that reads one */
+    mca_coll_strata_settings_t settings;
+    bool settings_agreed;
+    /* the settings' decision knobs, with the network figures this
      * communicator's cost model uses: configured, or measured at set-up
      * (bitwise the same on every rank: coll_strata_network.c) */
     mca_coll_strata_decision_params_t decision;
@@ -340,6 +362,7 @@ MCA_STRATA_OMPI_COMPONENT_EXPORT extern mca_coll_strata_component_t mca_coll_str
 #define MCA_COLL_STRATA_TEST_FAIL_INTER    0x4u /* the next inter-node phase */
 #define MCA_COLL_STRATA_TEST_FAIL_LEADERS  0x8u /* the node leaders' exchange */
 #define MCA_COLL_STRATA_TEST_FAIL_CONTEXT  0x10u /* the native allreduce's context switch */
+#define MCA_COLL_STRATA_TEST_FAIL_COPY_OUT 0x20u /* the next pipeline call's copies out */
 bool mca_coll_strata_test_fail_now(unsigned step);
 
 static inline bool mca_coll_strata_test_fail(unsigned step)
@@ -352,13 +375,26 @@ static inline bool mca_coll_strata_test_fail(unsigned step)
  * coll/han's priority */
 void mca_coll_strata_component_set_priority(void);
 
-/* coll_strata_component.c: the settings that shape an allreduce's schedule
- * (paths, thresholds, chunks), which every rank of a communicator must
- * share: ranks that decided from different ones would run different
- * exchanges and wait for each other.  Fills up to `max` names (without the
- * coll_strata_ prefix) and values (all >= 0); returns how many. */
-#define MCA_COLL_STRATA_SHARED_SETTINGS_MAX 16
-int mca_coll_strata_component_shared_settings(const char **names, long *values, int max);
+/* coll_strata_settings.c: module->settings, agreed across comm (collective:
+ * every rank calls it at the same collective, the first one on comm that
+ * reads a setting; cheap once agreed).  Where ranks' values differ, rank 0
+ * names the setting (once per process) and every rank takes rank 0's.
+ * Returns an error only when the agreement's own allreduce failed (the
+ * module then runs with this process's values). */
+int mca_coll_strata_settings_agree(mca_coll_strata_module_t *module,
+                                   struct ompi_communicator_t *comm);
+
+static inline int mca_coll_strata_settings_ready(mca_coll_strata_module_t *module,
+                                                 struct ompi_communicator_t *comm)
+{
+    return OPAL_LIKELY(module->settings_agreed) ? OMPI_SUCCESS
+                                                : mca_coll_strata_settings_agree(module, comm);
+}
+
+/* coll_strata_settings.c: the figures derived from a settings' configured
+ * ones (the decision's alpha, beta, gamma, overhead): after the component's
+ * parameters are read, and after an agreement replaced some of them */
+void mca_coll_strata_settings_derive(mca_coll_strata_settings_t *settings);
 
 /* coll_strata_module.c */
 int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_threads);

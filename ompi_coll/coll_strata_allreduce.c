@@ -35,7 +35,8 @@ static int mca_coll_strata_allreduce_fallback(mca_coll_strata_module_t *module,
 }
 
 /* Why strata's own algorithms cannot run this call at all, or NULL. */
-static const char *mca_coll_strata_allreduce_unsupported(struct ompi_datatype_t *dtype,
+static const char *mca_coll_strata_allreduce_unsupported(const mca_coll_strata_module_t *module,
+                                                         struct ompi_datatype_t *dtype,
                                                          struct ompi_op_t *op)
 {
     int commute = 0;
@@ -46,7 +47,7 @@ static const char *mca_coll_strata_allreduce_unsupported(struct ompi_datatype_t 
     if (!ompi_datatype_is_predefined(dtype)) {
         return "derived datatype";
     }
-    if (MCA_COLL_STRATA_ALG_FALLBACK == mca_coll_strata_component.decision.algorithm) {
+    if (MCA_COLL_STRATA_ALG_FALLBACK == module->settings.decision.algorithm) {
         return "forced by coll_strata_allreduce_algorithm";
     }
     return NULL;
@@ -98,7 +99,7 @@ mca_coll_strata_allreduce_host_decision(mca_coll_strata_module_t *module, int co
     if (OPAL_LIKELY(slot->count == count && slot->dtype == dtype && slot->op == op)) {
         return &slot->decision;
     }
-    *why = mca_coll_strata_allreduce_unsupported(dtype, op);
+    *why = mca_coll_strata_allreduce_unsupported(module, dtype, op);
     if (NULL != *why) {
         return NULL;
     }
@@ -192,7 +193,7 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
                                             struct ompi_op_t *op,
                                             struct ompi_communicator_t *comm, bool *ran)
 {
-    mca_coll_strata_component_t *c = &mca_coll_strata_component;
+    const mca_coll_strata_settings_t *c = &module->settings;
     mca_coll_strata_decision_t decision;
     int mine, all, ordinal = -1, rc;
     size_t size;
@@ -201,7 +202,7 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
     ompi_datatype_type_size(dtype, &size);
     /* any_driver is set by a successful set-up, so the topology is known */
     if (!module->any_driver || MCA_COLL_STRATA_SETUP_READY != module->setup ||
-        NULL != mca_coll_strata_allreduce_unsupported(dtype, op) ||
+        NULL != mca_coll_strata_allreduce_unsupported(module, dtype, op) ||
         MCA_COLL_STRATA_SETUP_FAILED == module->device_setup ||
         !mca_coll_strata_decide_try_native(c->device_algorithm, c->device_native_min,
                                            (size_t)count * size)) {
@@ -250,23 +251,37 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
     mca_coll_strata_module_t *module = (mca_coll_strata_module_t *)base;
     mca_coll_strata_allreduce_args_t a = {dtype, op, "host->host"};
     bool device;
+    int rc;
 
     if (0 == count) {
         return OMPI_SUCCESS;
+    }
+    rc = mca_coll_strata_settings_ready(module, comm);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    /* Set up at the first call strata's algorithms could run, whatever the
+     * buffers (the tests are the same on every rank): then whether some
+     * rank has a CUDA driver is known before the native path is asked
+     * about, so a first device allreduce can already run on the GPUs. */
+    if (OPAL_UNLIKELY(MCA_COLL_STRATA_SETUP_NONE == module->setup) && ompi_comm_size(comm) > 1 &&
+        NULL == mca_coll_strata_allreduce_unsupported(module, dtype, op)) {
+        const char *why;
+
+        (void)mca_coll_strata_module_ready(module, comm, &why);
     }
     /* Every rank asks, whatever its buffers (only where some rank has a
      * CUDA driver: a host-only job pays this one branch). */
     if (OPAL_UNLIKELY(module->any_driver)) {
         bool ran;
-        int rc = mca_coll_strata_allreduce_native(module, sbuf, rbuf, count, dtype, op, comm,
-                                                  &ran);
 
+        rc = mca_coll_strata_allreduce_native(module, sbuf, rbuf, count, dtype, op, comm, &ran);
         if (ran || OMPI_SUCCESS != rc) {
             return rc;
         }
     }
     device = mca_coll_strata_any_device(sbuf, rbuf);
-    if (OPAL_LIKELY(!device && !mca_coll_strata_elem_big(count, dtype))) {
+    if (OPAL_LIKELY(!device && !mca_coll_strata_elem_big(module, count, dtype))) {
         return mca_coll_strata_allreduce_host(module, sbuf, rbuf, count, dtype, op, comm,
                                               "host->host");
     }

@@ -25,12 +25,13 @@ void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm, c
 
 /* ---- elementwise collectives, in pieces where needed ------------------- */
 
-bool mca_coll_strata_elem_big(int count, struct ompi_datatype_t *dtype)
+bool mca_coll_strata_elem_big(const mca_coll_strata_module_t *module, int count,
+                              struct ompi_datatype_t *dtype)
 {
     size_t size;
 
     ompi_datatype_type_size(dtype, &size);
-    return (size_t)count * size > mca_coll_strata_component.stage_max / 2;
+    return (size_t)count * size > module->settings.stage_max / 2;
 }
 
 int mca_coll_strata_elementwise(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
@@ -123,9 +124,13 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
 {
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, op, root};
+    int rc = mca_coll_strata_settings_ready(m, comm);
 
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
-                    !mca_coll_strata_elem_big(count, dtype))) {
+                    !mca_coll_strata_elem_big(m, count, dtype))) {
         MCA_COLL_STRATA_TRACE("MPI_Reduce", comm, sbuf, rbuf, "module below strata");
         return MCA_COLL_STRATA_FALLBACK(m, reduce, comm, sbuf, rbuf, count, dtype, op, root);
     }
@@ -140,9 +145,13 @@ int mca_coll_strata_scan(const void *sbuf, void *rbuf, int count, struct ompi_da
 {
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, op, -1};
+    int rc = mca_coll_strata_settings_ready(m, comm);
 
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
-                    !mca_coll_strata_elem_big(count, dtype))) {
+                    !mca_coll_strata_elem_big(m, count, dtype))) {
         MCA_COLL_STRATA_TRACE("MPI_Scan", comm, sbuf, rbuf, "module below strata");
         return MCA_COLL_STRATA_FALLBACK(m, scan, comm, sbuf, rbuf, count, dtype, op);
     }
@@ -156,9 +165,13 @@ int mca_coll_strata_exscan(const void *sbuf, void *rbuf, int count, struct ompi_
 {
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, op, -1};
+    int rc = mca_coll_strata_settings_ready(m, comm);
 
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
-                    !mca_coll_strata_elem_big(count, dtype))) {
+                    !mca_coll_strata_elem_big(m, count, dtype))) {
         MCA_COLL_STRATA_TRACE("MPI_Exscan", comm, sbuf, rbuf, "module below strata");
         return MCA_COLL_STRATA_FALLBACK(m, exscan, comm, sbuf, rbuf, count, dtype, op);
     }
@@ -171,9 +184,13 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
 {
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, NULL, root};
+    int rc = mca_coll_strata_settings_ready(m, comm);
 
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
     if (OPAL_LIKELY(!mca_coll_strata_any_device(buf, NULL) &&
-                    !mca_coll_strata_elem_big(count, dtype))) {
+                    !mca_coll_strata_elem_big(m, count, dtype))) {
         MCA_COLL_STRATA_TRACE("MPI_Bcast", comm, buf, NULL, "module below strata");
         return MCA_COLL_STRATA_FALLBACK(m, bcast, comm, buf, count, dtype, root);
     }

@@ -94,7 +94,7 @@ static void mca_coll_strata_register_figure(const char *name, const char *help, 
 /* Algorithm choice and thresholds: the inputs of coll_strata_decision.c. */
 static void mca_coll_strata_register_decision(void)
 {
-    mca_coll_strata_decision_params_t *d = &mca_coll_strata_component.decision;
+    mca_coll_strata_decision_params_t *d = &mca_coll_strata_component.settings.decision;
 
     d->algorithm = MCA_COLL_STRATA_ALG_AUTO;
     mca_coll_strata_register_enum(
@@ -146,14 +146,14 @@ static void mca_coll_strata_register_decision(void)
         "default): measured over the pml between the leaders of the first two nodes when the "
         "first communicator spanning nodes sets up, then kept for the process (5 where it "
         "cannot be measured); a positive value is used as it is, without measuring",
-        &mca_coll_strata_component.inter_latency_us);
+        &mca_coll_strata_component.settings.inter_latency_us);
     mca_coll_strata_register_figure(
         "allreduce_inter_bandwidth_gbs",
         "The cost model's bandwidth of one rail between nodes, in GB/s (1/beta; 100 GbE "
         "about 12, NDR 400 about 50, 1 Gbit/s about 0.12). 0 (the default): measured like "
         "allreduce_inter_latency_us, from 256 KiB and 1 MiB messages (1.25 where it cannot be "
         "measured); a positive value is used as it is, without measuring",
-        &mca_coll_strata_component.inter_bandwidth_gbs);
+        &mca_coll_strata_component.settings.inter_bandwidth_gbs);
     mca_coll_strata_register_figure(
         "allreduce_inter_overhead_us",
         "The cost model's CPU time of one message between nodes for the rank sending it, and "
@@ -163,8 +163,8 @@ static void mca_coll_strata_register_decision(void)
         "messages. 0 (the default): measured with allreduce_inter_latency_us (the sender's "
         "time per message of a burst of small ones; none assumed where it cannot be measured "
         "or latency and bandwidth are both configured); a positive value is used as it is",
-        &mca_coll_strata_component.inter_overhead_us);
-    mca_coll_strata_component.inter_eager_max = 0;
+        &mca_coll_strata_component.settings.inter_overhead_us);
+    mca_coll_strata_component.settings.inter_eager_max = 0;
     (void)mca_base_component_var_register(
         &mca_coll_strata_component.super.collm_version, "allreduce_inter_eager_max",
         "The cost model's largest message the pml sends between nodes without a rendezvous "
@@ -174,8 +174,8 @@ static void mca_coll_strata_register_decision(void)
         "64 bytes of headers; with another pml none known (every message eager: set it, e.g. "
         "to UCX's rendezvous threshold)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &mca_coll_strata_component.inter_eager_max);
-    mca_coll_strata_component.decision.nics = 0;
+        &mca_coll_strata_component.settings.inter_eager_max);
+    mca_coll_strata_component.settings.decision.nics = 0;
     (void)mca_base_component_var_register(
         &mca_coll_strata_component.super.collm_version, "allreduce_inter_nics",
         "Network interfaces per node that the rails (one per local rank on the rail path) "
@@ -185,7 +185,7 @@ static void mca_coll_strata_register_decision(void)
         "nodes' rails at once, where the bandwidth is measured; independent rails where it is "
         "configured",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &mca_coll_strata_component.decision.nics);
+        &mca_coll_strata_component.settings.decision.nics);
 }
 
 /* Pipeline and shared-memory sizing. */
@@ -193,20 +193,20 @@ static void mca_coll_strata_register_shm(void)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
 
-    mca_coll_strata_component.segment_size = 128 * 1024;
+    mca_coll_strata_component.settings.segment_size = 128 * 1024;
     mca_coll_strata_register_size(
         "segment_size",
         "Bytes of one pipeline chunk: messages move through shared memory and across nodes "
         "in chunks of this size (rounded up to 64; 4096 to 16 MiB)",
-        &mca_coll_strata_component.segment_size);
+        &mca_coll_strata_component.settings.segment_size);
 
-    mca_coll_strata_component.shm_slots = 4;
+    mca_coll_strata_component.settings.shm_slots = 4;
     (void)mca_base_component_var_register(
         c, "shm_slots",
         "Chunks in flight per communicator (1 to 64). Each node's segment holds shm_slots x "
         "(ranks on the node + 1) x segment_size bytes",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL,
-        &mca_coll_strata_component.shm_slots);
+        &mca_coll_strata_component.settings.shm_slots);
 
     mca_coll_strata_component.shm_dir = "/dev/shm";
     (void)mca_base_component_var_register(
@@ -223,9 +223,9 @@ static void mca_coll_strata_register_stage(void)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
 
-    mca_coll_strata_component.stage_max = MCA_COLL_STRATA_STAGE_MAX_DEFAULT;
-    /* ALL_EQ: every rank must use the same value (the ranks cut the same
-     * collectives into the same pieces). */
+    mca_coll_strata_component.settings.stage_max = MCA_COLL_STRATA_STAGE_MAX_DEFAULT;
+    /* ALL_EQ: every rank is to use the same value (the ranks cut the same
+     * collectives into the same pieces; coll_strata_settings.c agrees it). */
     (void)mca_base_component_var_register(
         c, "stage_max",
         "Bytes of pinned host memory a communicator keeps for staging device buffers (grown "
@@ -233,15 +233,15 @@ static void mca_coll_strata_register_stage(void)
         "broadcasts whose data exceeds half of it run in pieces of that size on every rank "
         "(found by one small allreduce); other collectives, and a nonblocking call that "
         "finds the buffer in use, allocate what they need for the call. At least 64 KiB; "
-        "must be the same on every rank",
+        "where ranks differ, every rank of a communicator uses rank 0's value",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &mca_coll_strata_component.stage_max);
+        &mca_coll_strata_component.settings.stage_max);
 }
 
 /* The device allreduce: native (on the GPUs) or staged. */
 static void mca_coll_strata_register_device(void)
 {
-    mca_coll_strata_component.device_algorithm = MCA_COLL_STRATA_DEVICE_ALG_AUTO;
+    mca_coll_strata_component.settings.device_algorithm = MCA_COLL_STRATA_DEVICE_ALG_AUTO;
     mca_coll_strata_register_enum(
         "allreduce_device_algorithm",
         "MPI_Allreduce on device buffers: auto (on the GPUs from allreduce_device_native_min "
@@ -252,7 +252,7 @@ static void mca_coll_strata_register_device(void)
         "more than one rank on some node, at most 16 ranks per node, a predefined commutative "
         "op and type a GPU reduces, and the CUDA driver loaded before the communicator's first "
         "allreduce; otherwise the call is staged",
-        mca_coll_strata_device_alg_table, -1, &mca_coll_strata_component.device_algorithm);
+        mca_coll_strata_device_alg_table, -1, &mca_coll_strata_component.settings.device_algorithm);
 
     mca_coll_strata_component.device_network = MCA_COLL_STRATA_DEVICE_NET_AUTO;
     mca_coll_strata_register_enum(
@@ -267,12 +267,12 @@ static void mca_coll_strata_register_device(void)
 
     /* Until measured on a GPU: where a node phase through IPC clearly beats
      * two PCIe copies plus CPU reductions. */
-    mca_coll_strata_component.device_native_min = 65536;
+    mca_coll_strata_component.settings.device_native_min = 65536;
     mca_coll_strata_register_size(
         "allreduce_device_native_min",
         "Bytes from which a device allreduce runs on the GPUs when "
         "allreduce_device_algorithm is auto (a default not yet measured on a GPU)",
-        &mca_coll_strata_component.device_native_min);
+        &mca_coll_strata_component.settings.device_native_min);
 }
 
 static int mca_coll_strata_component_register(void)
@@ -319,7 +319,8 @@ static int mca_coll_strata_component_register(void)
         "nodes (the topology's node split and allocation), leaders (the exchange of node "
         "leaders, after the node split was agreed), pipeline (the pipeline's allocations), "
         "inter (its next inter-node phase, once), context (the next native device allreduce's "
-        "context switch, once). Set for one rank to check that the others return "
+        "context switch, once), copy_out (every copy out of the result area in the next "
+        "allreduce that copies out, once). Set for one rank to check that the others return "
         "an error instead of hanging",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.test_fail);
@@ -336,7 +337,8 @@ static void mca_coll_strata_component_parse_test_fail(void)
                  {"leaders", MCA_COLL_STRATA_TEST_FAIL_LEADERS},
                  {"pipeline", MCA_COLL_STRATA_TEST_FAIL_PIPELINE},
                  {"inter", MCA_COLL_STRATA_TEST_FAIL_INTER},
-                 {"context", MCA_COLL_STRATA_TEST_FAIL_CONTEXT}};
+                 {"context", MCA_COLL_STRATA_TEST_FAIL_CONTEXT},
+                 {"copy_out", MCA_COLL_STRATA_TEST_FAIL_COPY_OUT}};
     const char *list = mca_coll_strata_component.test_fail;
 
     mca_coll_strata_component.test_fail_steps = 0;
@@ -354,7 +356,8 @@ static void mca_coll_strata_component_parse_test_fail(void)
 
 bool mca_coll_strata_test_fail_now(unsigned step)
 {
-    if (MCA_COLL_STRATA_TEST_FAIL_INTER == step || MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step) {
+    if (MCA_COLL_STRATA_TEST_FAIL_INTER == step || MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step ||
+        MCA_COLL_STRATA_TEST_FAIL_COPY_OUT == step) {
         /* once: later calls must work */
         mca_coll_strata_component.test_fail_steps &= ~step;
     }
@@ -364,6 +367,8 @@ bool mca_coll_strata_test_fail_now(unsigned step)
                 : (MCA_COLL_STRATA_TEST_FAIL_PIPELINE == step) ? "the pipeline's allocations"
                 : (MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step)
                     ? "the native allreduce's context switch"
+                : (MCA_COLL_STRATA_TEST_FAIL_COPY_OUT == step)
+                    ? "the copies out of the result area of an allreduce"
                     : "an inter-node phase");
     return true;
 }
@@ -414,53 +419,25 @@ static void mca_coll_strata_component_check(void)
     mca_coll_strata_component_t *c = &mca_coll_strata_component;
 
     /* a chunk is a pipeline unit: beyond 16 MiB it only costs shared memory */
-    mca_coll_strata_component_bound_size("segment_size", &c->segment_size, 4096, (size_t)16 << 20);
-    mca_coll_strata_component_bound_int("shm_slots", &c->shm_slots, 1, MCA_COLL_STRATA_SLOTS_MAX);
-    mca_coll_strata_component_bound_size("stage_max", &c->stage_max,
+    mca_coll_strata_component_bound_size("segment_size", &c->settings.segment_size, 4096,
+                                         (size_t)16 << 20);
+    mca_coll_strata_component_bound_int("shm_slots", &c->settings.shm_slots, 1,
+                                        MCA_COLL_STRATA_SLOTS_MAX);
+    mca_coll_strata_component_bound_size("stage_max", &c->settings.stage_max,
                                          MCA_COLL_STRATA_STAGE_MAX_MIN, (size_t)1 << 40);
-    mca_coll_strata_component_bound_size("allreduce_small_max", &c->decision.small_max, 0,
+    mca_coll_strata_component_bound_size("allreduce_small_max", &c->settings.decision.small_max, 0,
                                          (size_t)1 << 30);
-    mca_coll_strata_component_bound_size("allreduce_node_small_max", &c->decision.node_small_max, 0,
-                                         (size_t)1 << 30);
-    mca_coll_strata_component_bound_figure("allreduce_inter_latency_us", &c->inter_latency_us);
+    mca_coll_strata_component_bound_size("allreduce_node_small_max",
+                                         &c->settings.decision.node_small_max, 0, (size_t)1 << 30);
+    mca_coll_strata_component_bound_figure("allreduce_inter_latency_us",
+                                           &c->settings.inter_latency_us);
     mca_coll_strata_component_bound_figure("allreduce_inter_bandwidth_gbs",
-                                           &c->inter_bandwidth_gbs);
-    mca_coll_strata_component_bound_figure("allreduce_inter_overhead_us", &c->inter_overhead_us);
-    mca_coll_strata_component_bound_int("allreduce_inter_nics", &c->decision.nics, 0, 1024);
-    c->decision.rail_share_extra = 0.0;
-    /* folds run memory-bound on one core: about 4 GB/s */
-    c->decision.gamma = 1.0 / 4e9;
-    /* configured or fallback figures; a module replaces those to be
-     * measured (mca_coll_strata_network_setup) */
-    mca_coll_strata_network_params(c->inter_latency_us, c->inter_bandwidth_gbs, NULL, &c->decision);
-    c->decision.overhead = c->inter_overhead_us * 1e-6;
-}
-
-int mca_coll_strata_component_shared_settings(const char **names, long *values, int max)
-{
-    const mca_coll_strata_component_t *c = &mca_coll_strata_component;
-    const struct {
-        const char *name;
-        size_t value;
-    } settings[] = {
-        {"allreduce_algorithm", (size_t)c->decision.algorithm},
-        {"allreduce_inter_algorithm", (size_t)c->decision.inter_algorithm},
-        {"allreduce_small_max", c->decision.small_max},
-        {"allreduce_node_small_max", c->decision.node_small_max},
-        {"allreduce_inter_nics", (size_t)c->decision.nics},
-        {"segment_size", c->segment_size},
-        {"shm_slots", (size_t)c->shm_slots},
-        {"allreduce_device_algorithm", (size_t)c->device_algorithm},
-        {"allreduce_device_native_min", c->device_native_min},
-    };
-    int n;
-
-    for (n = 0; n < max && n < (int)(sizeof(settings) / sizeof(settings[0])); ++n) {
-        names[n] = settings[n].name;
-        /* a size beyond LONG_MAX is as good as LONG_MAX */
-        values[n] = (settings[n].value > (size_t)LONG_MAX) ? LONG_MAX : (long)settings[n].value;
-    }
-    return n;
+                                           &c->settings.inter_bandwidth_gbs);
+    mca_coll_strata_component_bound_figure("allreduce_inter_overhead_us",
+                                           &c->settings.inter_overhead_us);
+    mca_coll_strata_component_bound_int("allreduce_inter_nics", &c->settings.decision.nics, 0,
+                                        1024);
+    mca_coll_strata_settings_derive(&c->settings);
 }
 
 /*

@@ -26,7 +26,10 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     memset(&module->fallback, 0, sizeof(module->fallback));
     memset(&module->bounce, 0, sizeof(module->bounce));
     module->setup = MCA_COLL_STRATA_SETUP_NONE;
-    module->decision = mca_coll_strata_component.decision;
+    /* until the first collective that reads them agrees them */
+    module->settings = mca_coll_strata_component.settings;
+    module->settings_agreed = false;
+    module->decision = module->settings.decision;
     module->node_device = NULL;
     module->device_setup = MCA_COLL_STRATA_SETUP_NONE;
     module->any_driver = false;
@@ -131,73 +134,6 @@ static void mca_coll_strata_module_warn(struct ompi_communicator_t *comm, const 
     }
 }
 
-/* A coll_strata setting's value as ompi_info shows it: an enumeration's
- * name, else the number. */
-static void mca_coll_strata_module_setting_text(const char *name, long value, char *text,
-                                                size_t text_len)
-{
-    const mca_base_var_t *var = NULL;
-    char *enum_name = NULL;
-    int index = mca_base_var_find("ompi", "coll", "strata", name);
-
-    if (index >= 0 && OPAL_SUCCESS == mca_base_var_get(index, &var) &&
-        NULL != var->mbv_enumerator &&
-        OPAL_SUCCESS ==
-            var->mbv_enumerator->string_from_value(var->mbv_enumerator, (int)value, &enum_name) &&
-        NULL != enum_name) {
-        snprintf(text, text_len, "%s", enum_name);
-    } else {
-        snprintf(text, text_len, "%ld", value);
-    }
-    free(enum_name);
-}
-
-/*
- * Whether every rank has the same settings that shape an allreduce's
- * schedule (collective over comm, the same answer on every rank).  Rank 0
- * names the first setting that differs.  One allreduce, once per
- * communicator.
- */
-static bool mca_coll_strata_module_settings_agree(mca_coll_strata_module_t *module,
-                                                  struct ompi_communicator_t *comm, char *why,
-                                                  size_t why_len)
-{
-    const char *names[MCA_COLL_STRATA_SHARED_SETTINGS_MAX];
-    long values[MCA_COLL_STRATA_SHARED_SETTINGS_MAX];
-    long mine[2 * MCA_COLL_STRATA_SHARED_SETTINGS_MAX],
-        all[2 * MCA_COLL_STRATA_SHARED_SETTINGS_MAX];
-    int n = mca_coll_strata_component_shared_settings(names, values,
-                                                      MCA_COLL_STRATA_SHARED_SETTINGS_MAX);
-    int rc;
-
-    /* the largest and (negated) the smallest value of each, in one MAX */
-    for (int i = 0; i < n; ++i) {
-        mine[2 * i] = values[i];
-        mine[2 * i + 1] = -values[i];
-    }
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 2 * n, MPI_LONG, MPI_MAX);
-    if (OMPI_SUCCESS != rc) {
-        snprintf(why, why_len, "cannot compare the settings of the ranks (%d)", rc);
-        return false;
-    }
-    for (int i = 0; i < n; ++i) {
-        if (all[2 * i] != -all[2 * i + 1]) {
-            if (0 == ompi_comm_rank(comm)) {
-                char low[64], high[64];
-
-                mca_coll_strata_module_setting_text(names[i], -all[2 * i + 1], low, sizeof(low));
-                mca_coll_strata_module_setting_text(names[i], all[2 * i], high, sizeof(high));
-                snprintf(why, why_len,
-                         "coll_strata_%s differs between ranks (%s on some, %s on others; it "
-                         "must be the same on every rank)",
-                         names[i], low, high);
-            }
-            return false;
-        }
-    }
-    return true;
-}
-
 /*
  * Topology, then the pipeline's resources; the outcome is agreed across the
  * whole communicator (through the saved allreduce), so every rank takes the
@@ -211,12 +147,9 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
     char why[PATH_MAX + 128] = "";
     int mine[2], all[2], all_ok, rc;
 
+    /* (a no-op: the collective that set strata up agreed them first) */
+    (void)mca_coll_strata_settings_ready(module, comm);
     module->setup = MCA_COLL_STRATA_SETUP_BUSY;
-    if (!mca_coll_strata_module_settings_agree(module, comm, why, sizeof(why))) {
-        mca_coll_strata_module_warn(comm, why);
-        module->setup = MCA_COLL_STRATA_SETUP_FAILED;
-        return OMPI_ERROR;
-    }
     rc = mca_coll_strata_topo_setup(module, comm, why, sizeof(why));
     /* Collective over the node: every rank that has a node communicator
      * (every rank of the node does, once the split is agreed) takes part,

@@ -358,9 +358,9 @@ static int mca_coll_strata_network_rails(mca_coll_strata_module_t *module,
  * hardware they find (btl/uct from its interface, btl/openib from its
  * device), so mca_coll_strata_network_setup agrees on the smallest.
  */
-static size_t mca_coll_strata_network_eager_max(char *source, size_t len)
+static size_t mca_coll_strata_network_eager_max(const mca_coll_strata_settings_t *c, char *source,
+                                                size_t len)
 {
-    const mca_coll_strata_component_t *c = &mca_coll_strata_component;
     const char *pml = mca_pml_base_selected_component.pmlm_version.mca_component_name;
     mca_btl_base_selected_module_t *sm;
     size_t eager = 0;
@@ -400,7 +400,7 @@ static bool mca_coll_strata_network_needed(const mca_coll_strata_decision_params
 }
 
 /*
- * module->decision: the component's, with the network figures to be
+ * module->decision: the communicator's settings', with the network figures to be
  * measured (coll_strata_allreduce_inter_* = 0) taken from rank 0's cache or
  * a measurement, or the fallback figures where there is none (one node, a
  * failed measurement).  Collective over comm when more than one node shares
@@ -409,7 +409,7 @@ static bool mca_coll_strata_network_needed(const mca_coll_strata_decision_params
 int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
                                   struct ompi_communicator_t *comm)
 {
-    const mca_coll_strata_component_t *c = &mca_coll_strata_component;
+    const mca_coll_strata_settings_t *c = &module->settings;
     double figures[MCA_COLL_STRATA_NET_FIGURES] = {0};
     char rtts[160] = "", rails[128] = "", eager_source[128];
     const char *source, *rails_source, *overhead_source = "none assumed";
@@ -417,7 +417,7 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
     int rc;
 
     module->decision = c->decision;
-    module->decision.eager_max = mca_coll_strata_network_eager_max(eager_source,
+    module->decision.eager_max = mca_coll_strata_network_eager_max(c, eager_source,
                                                                    sizeof(eager_source));
     if (module->topo.nnodes >= 2 && mca_coll_strata_network_needed(&c->decision)) {
         /* every rank decides alike only with the same limit: the smallest
@@ -436,7 +436,7 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
     } else if (module->topo.nnodes < 2) {
         source = "fallback: one node";
     } else if (!mca_coll_strata_network_needed(&c->decision)) {
-        /* the same on every rank: MCA parameters of scope ALL_EQ */
+        /* the same on every rank: agreed settings (coll_strata_settings.c) */
         source = "fallback: not needed, coll_strata_allreduce_(inter_)algorithm forced";
     } else {
         if (0 == ompi_comm_rank(comm)) {

@@ -468,7 +468,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
     }
     rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (OMPI_SUCCESS == rc && 1 == all_ok &&
-        MCA_COLL_STRATA_DEVICE_ALG_AUTO == mca_coll_strata_component.device_algorithm) {
+        MCA_COLL_STRATA_DEVICE_ALG_AUTO == module->settings.device_algorithm) {
         MCA_COLL_STRATA_VERBOSE(10,
                                 "%s: local ranks share a GPU: device allreduce staged "
                                 "(allreduce_device_algorithm=native runs it on the GPU anyway)",

@@ -81,6 +81,7 @@ typedef struct mca_coll_strata_pipeline_t {
      * MPI_ERR_OTHER for a part another rank failed (see the top) */
     int node_error;
     bool peer_failed; /* a failure this rank's own messages do not name */
+    bool fail_copy_out; /* coll_strata_test_fail=copy_out: every copy-out of this call */
     /* next chunk (0..nchunks) for each stage of this rank */
     uint64_t next_in, next_reduce, next_publish, next_out;
 } mca_coll_strata_pipeline_t;
@@ -130,12 +131,42 @@ static int mca_coll_strata_pipeline_slot(const mca_coll_strata_pipeline_t *p, ui
     return (int)((p->base + c) % (uint64_t)p->shm->nslots);
 }
 
-/* Chunk c's part of this rank is wrong: say so in the slot's failure word
- * (the caller's next counter store, a release, publishes it). */
-static void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c, int rc)
+/*
+ * Which part of a chunk failed on this rank, and so who must learn it:
+ *   INPUT   its input (copy-in): the slice owners reducing the chunk
+ *   RESULT  its result slice (reduction or exchange): every rank copying
+ *           the chunk out
+ *   OWN     its copy-out: nobody else (its result alone is wrong)
+ * INPUT's word of a slot is rewritten at the copy-in of the chunk nslots
+ * later, which waits until every owner has reduced (so read) this one;
+ * RESULT's at that chunk's reduction, which waits until every rank has
+ * copied this one out.  So each mark stays until all its readers have read
+ * it, however far a rank's copy-in runs ahead of its copy-out.
+ */
+typedef enum {
+    MCA_COLL_STRATA_PART_INPUT,
+    MCA_COLL_STRATA_PART_RESULT,
+    MCA_COLL_STRATA_PART_OWN
+} mca_coll_strata_part_t;
+
+static uint64_t *mca_coll_strata_pipeline_mark(const mca_coll_strata_pipeline_t *p, int r,
+                                               mca_coll_strata_part_t part, uint64_t c)
 {
-    __atomic_store_n(&p->shm->flags[p->me].failed[mca_coll_strata_pipeline_slot(p, c)],
-                     p->base + c + 1, __ATOMIC_RELAXED);
+    int slot = mca_coll_strata_pipeline_slot(p, c);
+
+    return (MCA_COLL_STRATA_PART_INPUT == part) ? &p->shm->flags[r].input_failed[slot]
+                                                : &p->shm->flags[r].result_failed[slot];
+}
+
+/* Chunk c's `part` of this rank is wrong: say so in its failure word, keyed
+ * by the chunk (the caller's next counter store, a release, publishes it). */
+static void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c,
+                                          mca_coll_strata_part_t part, int rc)
+{
+    if (MCA_COLL_STRATA_PART_OWN != part) {
+        __atomic_store_n(mca_coll_strata_pipeline_mark(p, p->me, part, c), p->base + c + 1,
+                         __ATOMIC_RELAXED);
+    }
     if (OMPI_SUCCESS == p->node_error) {
         p->node_error = rc;
     }
@@ -143,22 +174,21 @@ static void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_
 
 /* A node operation's status for chunk c: a failure is kept for the end of
  * the call, and the stage goes on as if the data had moved. */
-static void mca_coll_strata_pipeline_note(mca_coll_strata_pipeline_t *p, uint64_t c, int rc)
+static void mca_coll_strata_pipeline_note(mca_coll_strata_pipeline_t *p, uint64_t c,
+                                          mca_coll_strata_part_t part, int rc)
 {
     if (OMPI_SUCCESS != rc) {
-        mca_coll_strata_pipeline_fail(p, c, rc);
+        mca_coll_strata_pipeline_fail(p, c, part, rc);
     }
 }
 
-/* Did any of local ranks [0, nranks) mark chunk c failed?  Read after the
- * counter that announced their part of it (acquire). */
+/* Did any of local ranks [0, nranks) mark `part` of chunk c failed?  Read
+ * after the counter that announced their part of it (acquire). */
 static bool mca_coll_strata_pipeline_peer_failed(mca_coll_strata_pipeline_t *p, int nranks,
-                                                 uint64_t c)
+                                                 mca_coll_strata_part_t part, uint64_t c)
 {
-    int slot = mca_coll_strata_pipeline_slot(p, c);
-
     for (int r = 0; r < nranks; ++r) {
-        if (__atomic_load_n(&p->shm->flags[r].failed[slot], __ATOMIC_RELAXED) ==
+        if (__atomic_load_n(mca_coll_strata_pipeline_mark(p, r, part, c), __ATOMIC_RELAXED) ==
             p->base + c + 1) {
             return true;
         }
@@ -186,7 +216,7 @@ static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool
     if (OMPI_SUCCESS == rc) {
         rc = node->ops->complete(node);
     }
-    mca_coll_strata_pipeline_note(p, c, rc);
+    mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_INPUT, rc);
     mca_coll_strata_flag_store(&mine->copied_in, g + 1);
     if (!p->owner) {
         mca_coll_strata_flag_store(&mine->reduced, g + 1);
@@ -261,7 +291,7 @@ static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool 
                                           k, mca_coll_strata_pipeline_reuse_mark(p, g))) {
         return;
     }
-    inputs_failed = mca_coll_strata_pipeline_peer_failed(p, k, c);
+    inputs_failed = mca_coll_strata_pipeline_peer_failed(p, k, MCA_COLL_STRATA_PART_INPUT, c);
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
     if (p->replicated) {
         off = 0;
@@ -284,7 +314,7 @@ static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool 
     if (OMPI_SUCCESS == rc) {
         rc = node->ops->complete(node);
     }
-    mca_coll_strata_pipeline_note(p, c, rc);
+    mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_RESULT, rc);
     mca_coll_strata_flag_store(&shm->flags[p->me].reduced, g + 1);
     p->next_reduce++;
     *moved = true;
@@ -311,7 +341,7 @@ static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool
         }
         if (x->failed) {
             p->peer_failed = true;
-            mca_coll_strata_pipeline_fail(p, c, MPI_ERR_OTHER);
+            mca_coll_strata_pipeline_fail(p, c, MCA_COLL_STRATA_PART_RESULT, MPI_ERR_OTHER);
         }
         mca_coll_strata_flag_store(&p->shm->flags[p->me].published, p->base + c + 1);
         p->next_publish++;
@@ -337,7 +367,8 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
                                                  p->result_owners, g + 1)) {
         return;
     } else {
-        if (mca_coll_strata_pipeline_peer_failed(p, p->result_owners, c) &&
+        if (mca_coll_strata_pipeline_peer_failed(p, p->result_owners, MCA_COLL_STRATA_PART_RESULT,
+                                                 c) &&
             OMPI_SUCCESS == p->node_error) {
             p->peer_failed = true;
             p->node_error = MPI_ERR_OTHER;
@@ -346,10 +377,13 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
         rc = node->ops->copy(node, p->rbuf + first * (size_t)p->extent,
                              node->ops->result(node, mca_coll_strata_pipeline_slot(p, c)),
                              n * (size_t)p->extent);
+        if (OMPI_SUCCESS == rc && p->fail_copy_out) {
+            rc = OMPI_ERROR;
+        }
         if (OMPI_SUCCESS == rc) {
             rc = node->ops->complete(node);
         }
-        mca_coll_strata_pipeline_note(p, c, rc);
+        mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_OWN, rc);
     }
     mca_coll_strata_flag_store(&p->shm->flags[p->me].copied_out, g + 1);
     p->next_out++;
@@ -385,6 +419,8 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
     p.private_result = p.replicated && p.owner &&
                        !(0 == p.me && module->topo.local_size > decision->nslices);
     p.result_owners = p.replicated ? 1 : decision->nslices;
+    p.fail_copy_out = !p.private_result &&
+                      mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_COPY_OUT);
     ompi_datatype_type_extent(dtype, &p.extent);
     p.chunk_elems = p.shm->slot_bytes / (size_t)p.extent;
     p.nchunks = (count + p.chunk_elems - 1) / p.chunk_elems;
@@ -445,13 +481,13 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
 int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, bool willing, char *why,
                                    size_t why_len)
 {
-    mca_coll_strata_component_t *c = &mca_coll_strata_component;
+    const mca_coll_strata_settings_t *c = &module->settings;
     size_t slot_bytes = (c->segment_size + 63) & ~(size_t)63;
     int nslots = c->shm_slots;
     int rc;
 
     rc = mca_coll_strata_shm_attach(&module->shm, module->topo.node_comm, willing, slot_bytes,
-                                    nslots, c->shm_dir, why, why_len);
+                                    nslots, mca_coll_strata_component.shm_dir, why, why_len);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }

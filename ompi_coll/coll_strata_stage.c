@@ -189,7 +189,7 @@ static void mca_coll_strata_bounce_free(char *mem, bool pinned, int ordinal)
 static int mca_coll_strata_bounce_get(mca_coll_strata_stage_t *st, size_t size, int ordinal)
 {
     mca_coll_strata_bounce_cache_t *cache = &st->module->bounce;
-    size_t max = mca_coll_strata_component.stage_max;
+    size_t max = st->module->settings.stage_max;
 
     st->bounce_size = size;
     st->bounce_ordinal = ordinal;
@@ -449,7 +449,7 @@ int mca_coll_strata_stage_pieces(mca_coll_strata_module_t *module,
                                  int *piece)
 {
     /* two buffers (send and receive) share the bound */
-    long limit = (long)(mca_coll_strata_component.stage_max / 2);
+    long limit = (long)(module->settings.stage_max / 2);
     ptrdiff_t lb, extent;
     size_t size;
     long mine[7], all[7];
@@ -457,7 +457,7 @@ int mca_coll_strata_stage_pieces(mca_coll_strata_module_t *module,
 
     *piece = count;
     /* The type signature's size is the same on every rank, so is this test. */
-    if (!mca_coll_strata_elem_big(count, dtype)) {
+    if (!mca_coll_strata_elem_big(module, count, dtype)) {
         return OMPI_SUCCESS;
     }
     ompi_datatype_type_size(dtype, &size);

@@ -229,8 +229,9 @@ int mca_coll_strata_elementwise(struct mca_coll_strata_module_t *module,
                                 int count, struct ompi_datatype_t *dtype, bool can_split,
                                 mca_coll_strata_elem_fn_t run, void *arg);
 /* Whether `count` x `dtype` is above the size from which pieces may be cut
- * (the same answer on every rank). */
-bool mca_coll_strata_elem_big(int count, struct ompi_datatype_t *dtype);
+ * (the same answer on every rank: the settings are agreed). */
+bool mca_coll_strata_elem_big(const struct mca_coll_strata_module_t *module, int count,
+                              struct ompi_datatype_t *dtype);
 
 /*
  * The two halves of every entry point (coll_strata_colls.c,

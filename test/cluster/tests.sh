@@ -219,6 +219,25 @@ cluster_network_configured() {
         ! grep -q "(measured\|cached\|round trips" "$out"
 }
 
+# The network figures configured on one node's ranks only (2x2; the
+# second node's openmpi-mca-params.conf, say): those ranks would skip the
+# set-up's measurements and broadcasts the first node's ranks wait in.  The
+# communicator's first collective agrees the settings: rank 0 names the
+# first that differs, every rank measures (rank 0's settings); then the
+# five collectives that read settings, and allreduces up to 1 MiB, right
+# (test_coll_settings).  Hung in the first allreduce before the agreement.
+cluster_settings_differ() {
+    local out="$STRATA_TEST_TMP/settings.out"
+    strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
+        --mca coll_strata_verbose 10 \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" -ge 2 ] && export OMPI_MCA_coll_strata_allreduce_inter_latency_us=20 OMPI_MCA_coll_strata_allreduce_inter_bandwidth_gbs=0.1; exec "$@"' _ \
+        "$T/mpi/test_coll_settings" --first allreduce --bytes 1048576 --timeout 60 >"$out" 2>&1
+    local rc=$?; cat "$out"
+    [ $rc -eq 0 ] &&
+        [ "$(grep -c "warning: .*: coll_strata_allreduce_inter_latency_us differs between ranks (0 on some, 20 on others) (and 1 more setting); every rank uses rank 0's settings (0)" "$out")" = 1 ] &&
+        [ "$(grep -c ": cost model: alpha [0-9.]* us (measured)" "$out")" = 4 ]
+}
+
 # Every collective on device buffers across nodes, through the README's
 # CUDA-aware settings with TCP between nodes (pml/ucx; device data between
 # nodes is staged by coll/strata before it reaches the network).
@@ -474,6 +493,7 @@ else
     strata_test cluster_allreduce_inter_2+1+1+1+1 600 cluster_job 5 "" cluster_allreduce_inter 2+1+1+1+1
     strata_test cluster_allreduce_network_measured_4x2 300 cluster_job 4 1gbit cluster_network_measured
     strata_test cluster_allreduce_network_configured_2x2 300 cluster_job 2 "" cluster_network_configured
+    strata_test cluster_settings_differ_2x2 300 cluster_job 2 "" cluster_settings_differ
     strata_test cluster_allreduce_inter_fault_2x2 300 cluster_job 2 "" cluster_allreduce_inter_fault 2x2 1
     # the lone rank of the 1-rank node: its rail partner leads a 3-rank node
     strata_test cluster_allreduce_inter_fault_3+1 300 cluster_job 2 "" cluster_allreduce_inter_fault 3+1 3

@@ -2,14 +2,17 @@
  * MPI_Allreduce when one rank fails its part on purpose (coll/strata's
  * coll_strata_test_fail, set for that rank only), with MPI_ERRORS_RETURN:
  *
- *   mpirun -np N test_allreduce_fault --expect fail|ok [--count N] [--timeout S]
+ *   mpirun -np N test_allreduce_fault --expect fail|ok|own [--failing R] [--count N]
+ *                                     [--timeout S]
  *
  * The first call, an MPI_INT sum of --count elements (default 1 Mi), must
  * return on every rank within --timeout seconds (default 60; a hang prints
  * "hang" and exits 1): with --expect fail every rank must get an error
  * (each says which), with --expect ok (a failure strata absorbs, e.g. in its
  * set-up, by handing the call on) every rank must get MPI_SUCCESS and the
- * right sums.  Then later calls on the same communicator, small and large,
+ * right sums, with --expect own (a failure only rank --failing's own result
+ * depends on, e.g. its copy out of the node's result) that rank must get an
+ * error and every other rank MPI_SUCCESS and the right sums.  Then later calls on the same communicator, small and large,
  * separate and in place, must all be right.  Exits 1 naming the first
  * wrong value or rank.
  */
@@ -86,7 +89,7 @@ int main(int argc, char **argv)
 {
     long count = 1 << 20;
     const char *expect = NULL;
-    int rc, wrong, failed, nfailed = 0, bad = 0, all_bad = 0;
+    int rc, wrong, failed, nfailed = 0, bad = 0, all_bad = 0, failing = -1, want_fail, check;
     char err[MPI_MAX_ERROR_STRING];
     int len = 0;
 
@@ -97,16 +100,25 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--expect")) expect = argv[i + 1];
         else if (!strcmp(argv[i], "--count")) count = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--timeout")) timeout_s = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--failing")) failing = atoi(argv[i + 1]);
     }
-    if (NULL == expect || (strcmp(expect, "fail") && strcmp(expect, "ok"))) {
-        if (0 == rank) fprintf(stderr, "usage: test_allreduce_fault --expect fail|ok [--count N]\n");
+    if (NULL == expect ||
+        (strcmp(expect, "fail") && strcmp(expect, "ok") && strcmp(expect, "own")) ||
+        (!strcmp(expect, "own") && (failing < 0 || failing >= size))) {
+        if (0 == rank)
+            fprintf(stderr,
+                    "usage: test_allreduce_fault --expect fail|ok|own [--failing R] [--count N]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    /* whether this rank must get an error from the first call, and must
+     * otherwise have the right sums */
+    want_fail = !strcmp(expect, "fail") || (!strcmp(expect, "own") && rank == failing);
+    check = !want_fail && strcmp(expect, "fail");
     signal(SIGALRM, on_alarm);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
     phase = "the first allreduce";
-    rc = call(count, 0, !strcmp(expect, "ok"), &wrong);
+    rc = call(count, 0, check, &wrong);
     failed = (MPI_SUCCESS != rc);
     if (failed) {
         MPI_Error_string(rc, err, &len);
@@ -115,10 +127,10 @@ int main(int argc, char **argv)
     } else {
         printf("test_allreduce_fault: rank %d: the first allreduce returned MPI_SUCCESS\n", rank);
     }
-    bad = wrong || (failed != !strcmp(expect, "fail"));
-    if (!strcmp(expect, "fail") && !failed) {
+    bad = wrong || (failed != want_fail);
+    if (want_fail && !failed) {
         printf("test_allreduce_fault: FAIL rank %d: expected an error\n", rank);
-    } else if (!strcmp(expect, "ok") && failed) {
+    } else if (!want_fail && failed) {
         printf("test_allreduce_fault: FAIL rank %d: expected MPI_SUCCESS\n", rank);
     }
     MPI_Allreduce(&failed, &nfailed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -5,6 +5,7 @@
  *   mpirun -np N test_coll_device [--kinds LIST] [--counts LIST] [--max-count N]
  *                                 [--only LIST] [--quiet] [--timeout S]
  *                                 [--mode normal|deadlock|big|fault] [--count N]
+ *                                 [--fresh]
  *
  * In this tree, e.g. on device buffers through Strata:
  *   source build/test/strata-test-env.sh && source test/lib.sh
@@ -57,7 +58,9 @@
  *
  * --mode big: one MPI_Allreduce (MPI_INT, MPI_SUM) of --count elements
  * (default 64 Mi = 256 MiB), then the same MPI_IN_PLACE, checked in chunks
- * of 4 Mi elements; prints the time of each (the slowest rank's).
+ * of 4 Mi elements; prints the time of each (the slowest rank's).  With
+ * --fresh on a new duplicate of MPI_COMM_WORLD, so that the first of them
+ * is that communicator's first collective.
  *
  * --mode fault: for a job run with the CUDA stand-in failing a copy entry
  * point the library uses (CUDA_STANDIN_FAIL=cuMemcpyDtoHAsync, say), with
@@ -134,6 +137,7 @@ static struct {
     long max_count, count; /* count: --mode big and fault; 0: their default */
     char only[512];        /* ",name,name," or empty */
     int quiet, timeout;
+    int fresh; /* --mode big on a new communicator */
 } opt = {.max_count = LONG_MAX, .timeout = 60};
 
 static struct {
@@ -1006,6 +1010,7 @@ static void run_big(void)
     long count = opt.count ? opt.count : 64L << 20;
     buf_t sb, rb;
 
+    if (opt.fresh) MPI_Comm_dup(MPI_COMM_WORLD, &c.comm);
     c.skind = opt.kinds[0][0];
     c.rkind = opt.kinds[0][1];
     c.count = (int)count;
@@ -1041,6 +1046,7 @@ static void run_big(void)
     }
     buf_free(&sb);
     buf_free(&rb);
+    if (opt.fresh) MPI_Comm_free(&c.comm);
 }
 
 /* ---- --mode fault ---- */
@@ -1124,7 +1130,7 @@ static void usage(void)
         fprintf(stderr,
                 "usage: " PROG " [--kinds dd,dh,hd,hh,mm,...] [--counts N,N,...] [--max-count N]\n"
                 "       [--only allreduce,iallreduce,...] [--quiet] [--timeout S]\n"
-                "       [--mode normal|deadlock|big|fault] [--count N]\n");
+                "       [--mode normal|deadlock|big|fault] [--count N] [--fresh]\n");
     }
     MPI_Finalize();
     exit(2);
@@ -1181,6 +1187,10 @@ static void parse_options(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quiet")) {
             opt.quiet = 1;
+            continue;
+        }
+        if (!strcmp(a, "--fresh")) {
+            opt.fresh = 1;
             continue;
         }
         if (v == NULL) usage();

@@ -35,14 +35,50 @@ mpi_allreduce_setup_fault() {
         [ "$(grep -c "allreduce on this communicator falls back" "$STRATA_TEST_LOG.out")" -ge 1 ]
 }
 
+# A failure only one rank's result depends on: rank 1 (a slice owner on
+# the rail path, 4 ranks on one node) fails every copy out of the node's
+# result in the first allreduce (coll_strata_test_fail=copy_out).  Rank 1
+# returns an error, the other three MPI_SUCCESS and the right sums
+# (test_allreduce_fault --expect own).  Before failures were marked per
+# chunk and part, rank 1's copy-out mark sat in the word its result
+# slice's mark uses, and the ranks copying the chunk out after it read it
+# as a failed result.  SLOTS: coll_strata_shm_slots.
+mpi_allreduce_own_fault() {
+    strata_mpirun_local 4 $(strata_coll_mca strata) --mca coll_strata_shm_slots "$1" \
+        --mca coll_strata_allreduce_algorithm rail \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=copy_out; exec "$@"' _ \
+        "$T/mpi/test_allreduce_fault" --expect own --failing 1 --timeout 60 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "coll_strata_test_fail: failing the copies out of the result area" "$STRATA_TEST_LOG.out" &&
+        grep -q "test_allreduce_fault: OK: 1 of 4 ranks returned an error from the first call" "$STRATA_TEST_LOG.out"
+}
+
 # One rank has another value of a setting that shapes the allreduce's
 # schedule than the others (as a node's own openmpi-mca-params.conf can
-# give): the set-up compares them, rank 0 names the setting, every rank
-# falls back; no hang, right results (test_allreduce_fault).  SETTING=VALUE
-# for rank 1.
+# give): the communicator's first collective compares them, rank 0 names
+# the setting once, every rank runs with rank 0's; no hang, right results
+# (test_allreduce_fault).  SETTING=VALUE for rank 1.
 mpi_strata_settings_differ() {
     strata_rank1_setting "$1" &&
-        [ "$(grep -c "warning: MPI_COMM_WORLD: coll_strata_${1%%=*} differs between ranks" "$STRATA_TEST_LOG.out")" -eq 1 ]
+        [ "$(grep -c "warning: MPI_COMM_WORLD: coll_strata_${1%%=*} differs between ranks" "$STRATA_TEST_LOG.out")" -eq 1 ] &&
+        grep -q "every rank uses rank 0's settings" "$STRATA_TEST_LOG.out"
+}
+
+# mpi_strata_settings_first COLL SETTING=VALUE [MPIRUN ARGS]: 4 ranks, the
+# last two with SETTING=VALUE, the communicator's first collective COLL of
+# 8 MiB, then the other four and allreduces (test_coll_settings).  With
+# stage_max=1 MiB on two ranks, those cut the first 8 MiB MPI_Bcast into
+# pieces, with an allreduce of their own, and the others did not: a hang
+# before every collective that reads a setting agreed them first.
+mpi_strata_settings_first() {
+    local coll=$1 setting=$2; shift 2
+    strata_mpirun_local 4 $(strata_coll_mca strata) "$@" \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" -ge 2 ] && export OMPI_MCA_coll_strata_'"$setting"'; exec "$@"' _ \
+        "$T/mpi/test_coll_settings" --first "$coll" --timeout 60 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        [ "$(grep -c "coll_strata_${setting%%=*} differs between ranks" "$STRATA_TEST_LOG.out")" -eq 1 ]
 }
 
 # mpi_allreduce_ops COLL NP [ARGS]: every op x datatype, user ops, derived
@@ -645,6 +681,23 @@ coll_device_native_big() {
         grep -q "allreduce MPI_COMM_WORLD count=4194304 MPI_INT MPI_SUM device->device: native, rail, 4 slice(s)" "$STRATA_TEST_LOG.out"
 }
 
+# A communicator's first collective is a device allreduce (test_coll_device
+# --mode big --fresh: 4 MiB on a new duplicate of MPI_COMM_WORLD, native
+# by auto at this size with a GPU per rank, CUDA_STANDIN_DEVICES=4): it runs
+# on the GPUs on every rank, as do later ones.  Before, the set-up that
+# learns whether some rank has a CUDA driver ran inside that first call's
+# staged host path, so a communicator's first device allreduce, however
+# large, was always staged.
+coll_device_native_first_call() {
+    CUDA_STANDIN_DEVICES=4 coll_device 4 ob1 -x CUDA_STANDIN_DEVICES --mca coll_strata_verbose 20 \
+        -- --mode big --count 1048576 --fresh >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata: " "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] || return 1
+    # each rank's first line on the new communicator, of the two calls
+    [ "$(grep "allreduce MPI COMMUNICATOR [0-9]* DUP FROM 0 count=1048576 " "$STRATA_TEST_LOG.out" |
+         grep -c "device->device: native, rail, 4 slice(s)")" = 8 ]
+}
+
 # Rank 1's GPU has too little memory left for strata's device scratch
 # (CUDA_STANDIN_DEVICE_MEMORY=1 MiB there; the scratch is 4 slots x 2 x
 # 128 KiB): rank 1 warns naming the allocation, its peers naming rank 1, and
@@ -726,8 +779,13 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_allreduce_setup_fault_nodes 120 mpi_allreduce_setup_fault nodes
     strata_test mpi_allreduce_setup_fault_pipeline 120 mpi_allreduce_setup_fault pipeline
     strata_test mpi_allreduce_setup_fault_leaders 120 mpi_allreduce_setup_fault leaders
+    strata_test mpi_allreduce_own_fault_1slot 120 mpi_allreduce_own_fault 1
+    strata_test mpi_allreduce_own_fault_4slots 120 mpi_allreduce_own_fault 4
     strata_test mpi_strata_settings_differ_algorithm 120 mpi_strata_settings_differ allreduce_algorithm=replicated
     strata_test mpi_strata_settings_differ_segment 120 mpi_strata_settings_differ segment_size=65536
+    for coll in bcast reduce scan exscan allreduce; do
+        strata_test "mpi_strata_settings_first_${coll}" 120 mpi_strata_settings_first "$coll" stage_max=1048576
+    done
     strata_test mpi_strata_in_call_path 120 mpi_strata_in_call_path
     strata_test mpi_strata_bad_arguments 120 mpi_strata_bad_arguments
     strata_test mpi_strata_version_refused 120 mpi_strata_version_refused
@@ -792,6 +850,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_ctx_fails 120 coll_device_native_ctx_fails
         strata_test mpi_coll_device_native_no_device_memory 120 coll_device_native_no_device_memory
         strata_test mpi_coll_device_native_big 300 coll_device_native_big
+        strata_test mpi_coll_device_native_first_call 300 coll_device_native_first_call
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
         strata_test mpi_reduce_kernels_device 300 reduce_kernels --device
     fi
