@@ -231,6 +231,10 @@ typedef struct mca_coll_strata_shm_flags_t {
     char pad2[56];
     uint64_t copied_out; /* chunks this rank copied out of the result area */
     char pad3[56];
+    /* 1 once this rank has closed its mappings of its peers' device scratch
+     * (coll_strata_node_device.c: a rank frees its own only then) */
+    uint64_t device_closed;
+    char pad4[56];
     /* per slot: g + 1 when this rank's input of global chunk g in that slot
      * is wrong (before copied_in), and when its result slice of g is
      * (before published).  Two words, each keyed by the chunk, each
@@ -466,7 +470,13 @@ bool mca_coll_strata_node_device_reduces(struct ompi_op_t *op, struct ompi_datat
 int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
                                       struct ompi_communicator_t *comm, int ordinal);
 mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *module);
+/* release: the communicator goes; its device scratch is freed once every
+ * local rank has closed its mapping of it, until then kept on a retired
+ * list; reap frees what may be freed from that list, first waiting up to
+ * wait_s seconds for the peers (0 at every communicator's creation and
+ * release, a few seconds at the component's close). */
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module);
+void mca_coll_strata_node_device_reap(double wait_s);
 /* The pipeline on device buffers through the node area, in the primary
  * context of the device the area was set up on (after a successful set-up). */
 int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, const void *sbuf,

@@ -483,6 +483,8 @@ static int mca_coll_strata_component_open(void)
 static int mca_coll_strata_component_close(void)
 {
     mca_coll_strata_stage_req_finalize();
+    /* MPI_Finalize: the peers are closing theirs now */
+    mca_coll_strata_node_device_reap(10.0);
     if (mca_coll_strata_component.output >= 0) {
         opal_output_close(mca_coll_strata_component.output);
         mca_coll_strata_component.output = -1;

@@ -235,6 +235,8 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
         return NULL;
     }
 
+    /* what communicators freed earlier could not free yet */
+    mca_coll_strata_node_device_reap(0.0);
     module = OBJ_NEW(mca_coll_strata_module_t);
     if (NULL == module) {
         return NULL;

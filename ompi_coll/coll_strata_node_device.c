@@ -34,6 +34,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "ompi/constants.h"
 #include "ompi/mca/pml/base/base.h"
@@ -251,29 +252,123 @@ static const mca_coll_strata_node_ops_t mca_coll_strata_node_device_ops = {
 
 /* ---- set-up ---- */
 
-static void mca_coll_strata_node_device_free(mca_coll_strata_node_device_t *d)
+/*
+ * Freeing.  A rank's scratch is mapped by its node peers (local rank 0's
+ * holds the result area every rank copies out of), and CUDA leaves freeing
+ * exported memory before every importer closed it undefined; a rank that
+ * returns from its last allreduce may free its communicator while a peer
+ * still copies out.  So each rank first closes its own mappings of the
+ * others' scratch (and finishes its stream), then frees its scratch only
+ * once every local rank has done the same:
+ *   - at set-up, where every local rank takes the same failure branch, a
+ *     barrier of the node between the two;
+ *   - when the communicator goes (no collective there: peers may free it
+ *     much later), each rank says so in its device_closed flag in the
+ *     node's segment; the last frees at once, the others keep their
+ *     scratch, and the segment, on a retired list that every later
+ *     communicator's creation and release, and the component's close,
+ *     revisit (mca_coll_strata_node_device_reap).
+ */
+typedef struct mca_coll_strata_node_device_retired_t {
+    struct mca_coll_strata_node_device_retired_t *next;
+    int ordinal;
+    CUdeviceptr scratch;
+    mca_coll_strata_shm_t shm; /* owned: its flags say who closed */
+} mca_coll_strata_node_device_retired_t;
+
+static mca_coll_strata_node_device_retired_t *mca_coll_strata_node_device_retired = NULL;
+static opal_mutex_t mca_coll_strata_node_device_retired_lock = OPAL_MUTEX_STATIC_INIT;
+
+/* This rank's mappings of its peers' scratch, its stream and staging
+ * blocks: everything but the scratch it exported. */
+static void mca_coll_strata_node_device_close(mca_coll_strata_node_device_t *d)
 {
     CUcontext saved;
 
-    if (NULL == d) {
+    if (0 != strata_cuda_ctx_push(d->ordinal, &saved)) {
         return;
     }
-    if (0 == strata_cuda_ctx_push(d->ordinal, &saved)) {
-        for (int r = 0; NULL != d->peer && r < d->nranks; ++r) {
-            if (0 != d->peer[r] && d->peer[r] != d->scratch) {
-                (void)strata_cuda.cuIpcCloseMemHandle(d->peer[r]);
-            }
+    if (NULL != d->stream) {
+        (void)strata_cuda.cuStreamSynchronize(d->stream);
+    }
+    for (int r = 0; NULL != d->peer && r < d->nranks; ++r) {
+        if (0 != d->peer[r] && d->peer[r] != d->scratch) {
+            (void)strata_cuda.cuIpcCloseMemHandle(d->peer[r]);
         }
-        if (0 != d->scratch) {
-            (void)strata_cuda.cuMemFree(d->scratch);
-        }
-        if (NULL != d->stage) {
-            (void)strata_cuda.cuMemFreeHost(d->stage);
-        }
-        if (NULL != d->stream) {
-            (void)strata_cuda.cuStreamDestroy(d->stream);
-        }
+        d->peer[r] = 0;
+    }
+    if (NULL != d->stage) {
+        (void)strata_cuda.cuMemFreeHost(d->stage);
+        d->stage = NULL;
+    }
+    if (NULL != d->stream) {
+        (void)strata_cuda.cuStreamDestroy(d->stream);
+        d->stream = NULL;
+    }
+    strata_cuda_ctx_pop(saved);
+}
+
+static void mca_coll_strata_node_device_free_scratch(int ordinal, CUdeviceptr scratch)
+{
+    CUcontext saved;
+
+    if (0 != scratch && 0 == strata_cuda_ctx_push(ordinal, &saved)) {
+        (void)strata_cuda.cuMemFree(scratch);
         strata_cuda_ctx_pop(saved);
+    }
+}
+
+static bool mca_coll_strata_node_device_all_closed(const mca_coll_strata_shm_t *shm)
+{
+    for (int r = 0; r < shm->nranks; ++r) {
+        if (0 == __atomic_load_n(&shm->flags[r].device_closed, __ATOMIC_ACQUIRE)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void mca_coll_strata_node_device_reap(double wait_s)
+{
+    mca_coll_strata_node_device_retired_t **at, *e;
+    double waited = 0.0;
+
+    OPAL_THREAD_LOCK(&mca_coll_strata_node_device_retired_lock);
+    for (at = &mca_coll_strata_node_device_retired; NULL != (e = *at);) {
+        while (!mca_coll_strata_node_device_all_closed(&e->shm) && waited < wait_s) {
+            struct timespec ms = {0, 1000000};
+
+            nanosleep(&ms, NULL);
+            waited += 1e-3;
+        }
+        if (!mca_coll_strata_node_device_all_closed(&e->shm)) {
+            at = &e->next;
+            continue;
+        }
+        mca_coll_strata_node_device_free_scratch(e->ordinal, e->scratch);
+        mca_coll_strata_shm_detach(&e->shm);
+        *at = e->next;
+        free(e);
+    }
+    if (wait_s > 0.0 && NULL != mca_coll_strata_node_device_retired) {
+        /* peers gone without closing (killed): the process's exit frees it */
+        MCA_COLL_STRATA_VERBOSE(10, "device scratch kept: a local rank never closed its mapping "
+                                    "of it");
+    }
+    OPAL_THREAD_UNLOCK(&mca_coll_strata_node_device_retired_lock);
+}
+
+/* The set-up gave up after every local rank took part in the exchange:
+ * all of them come here, so the node's barrier orders every close before
+ * every free.  A failed barrier leaves the scratch allocated (a peer may
+ * still map it). */
+static void mca_coll_strata_node_device_free_together(mca_coll_strata_node_device_t *d,
+                                                      struct ompi_communicator_t *node_comm)
+{
+    mca_coll_strata_node_device_close(d);
+    if (OMPI_SUCCESS ==
+        node_comm->c_coll->coll_barrier(node_comm, node_comm->c_coll->coll_barrier_module)) {
+        mca_coll_strata_node_device_free_scratch(d->ordinal, d->scratch);
     }
     free(d->peer);
     free(d);
@@ -473,7 +568,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
                                 "%s: local ranks share a GPU: device allreduce staged "
                                 "(allreduce_device_algorithm=native runs it on the GPU anyway)",
                                 comm->c_name);
-        mca_coll_strata_node_device_free(d);
+        mca_coll_strata_node_device_free_together(d, node_comm);
         return OMPI_ERR_NOT_SUPPORTED;
     }
     if (OMPI_SUCCESS != rc || !all_ok) {
@@ -484,7 +579,13 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
             opal_output(0, "coll:strata: warning: %s: %s; device allreduce on this communicator "
                         "is staged through host memory", comm->c_name, why);
         }
-        mca_coll_strata_node_device_free(d);
+        if (NULL != d && NULL != d->peer) {
+            mca_coll_strata_node_device_free_together(d, node_comm);
+        } else {
+            free(d); /* nothing allocated; still in the barrier's count */
+            (void)node_comm->c_coll->coll_barrier(node_comm,
+                                                  node_comm->c_coll->coll_barrier_module);
+        }
         return OMPI_ERROR;
     }
     module->node_device = d;
@@ -500,8 +601,33 @@ mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *mo
 
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)
 {
-    mca_coll_strata_node_device_free(module->node_device);
+    mca_coll_strata_node_device_t *d = module->node_device;
+    mca_coll_strata_node_device_retired_t *e;
+
+    if (NULL == d) {
+        return;
+    }
     module->node_device = NULL;
+    mca_coll_strata_node_device_close(d);
+    __atomic_store_n(&module->shm.flags[module->topo.local_rank].device_closed, 1,
+                     __ATOMIC_RELEASE);
+    e = mca_coll_strata_node_device_all_closed(&module->shm) ? NULL : calloc(1, sizeof(*e));
+    if (NULL == e) {
+        /* the last to close (or out of memory: then as before) */
+        mca_coll_strata_node_device_free_scratch(d->ordinal, d->scratch);
+    } else {
+        e->ordinal = d->ordinal;
+        e->scratch = d->scratch;
+        e->shm = module->shm; /* the segment stays mapped with it */
+        memset(&module->shm, 0, sizeof(module->shm));
+        OPAL_THREAD_LOCK(&mca_coll_strata_node_device_retired_lock);
+        e->next = mca_coll_strata_node_device_retired;
+        mca_coll_strata_node_device_retired = e;
+        OPAL_THREAD_UNLOCK(&mca_coll_strata_node_device_retired_lock);
+    }
+    free(d->peer);
+    free(d);
+    mca_coll_strata_node_device_reap(0.0);
 }
 
 int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
@@ -553,6 +679,11 @@ mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *mo
 
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)
 {
+}
+
+void mca_coll_strata_node_device_reap(double wait_s)
+{
+    (void)wait_s;
 }
 
 int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, const void *sbuf,

@@ -184,6 +184,7 @@ typedef struct cuda_standin_config {
     int query_delay;   /* CUDA_STANDIN_QUERY_DELAY */
     int trace;         /* CUDA_STANDIN_TRACE */
     int device_memory_mib; /* CUDA_STANDIN_DEVICE_MEMORY */
+    int ipc_free_check;    /* CUDA_STANDIN_IPC_FREE_CHECK */
     /* CUDA_STANDIN_FAIL: the result forced on each entry point, or
      * CUDA_SUCCESS where the call runs normally. */
     CUresult fail[CUDA_STANDIN_API_COUNT];
@@ -343,6 +344,8 @@ cuda_standin_map_t *cuda_standin_map_at(size_t index);
 
 /* Frees a cuMemAlloc/pool/managed allocation by its base (queued frees). */
 CUresult cuda_standin_mem_free_base(uintptr_t dptr);
+/* cuda_standin_ipc.c: another process still maps this memfd (IPC) */
+int cuda_standin_ipc_still_open(int memfd);
 void cuda_standin_mem_pool_release(struct CUmemPoolHandle_st *pool);
 unsigned cuda_standin_mem_pool_handle_types(const struct CUmemPoolHandle_st *pool);
 

@@ -92,6 +92,12 @@ static int cuda_standin_parse_trace(const char *value, const char **why)
     return cuda_standin_parse_int(value, 0, 1, &cuda_standin_config.trace);
 }
 
+static int cuda_standin_parse_ipc_free_check(const char *value, const char **why)
+{
+    *why = "expected 0 or 1";
+    return cuda_standin_parse_int(value, 0, 1, &cuda_standin_config.ipc_free_check);
+}
+
 static int cuda_standin_api_lookup(const char *name, size_t len)
 {
     const cuda_standin_api_name_t *api;
@@ -169,6 +175,10 @@ static const cuda_standin_setting_t cuda_standin_settings[] = {
      cuda_standin_parse_device_memory},
     {"CUDA_STANDIN_TRACE", "0", "1: print every call and its result to stderr",
      cuda_standin_parse_trace},
+    {"CUDA_STANDIN_IPC_FREE_CHECK", "0",
+     "1: a cuMemFree of an allocation another process still has open through "
+     "cuIpcOpenMemHandle (undefined on a GPU) prints one line to stderr",
+     cuda_standin_parse_ipc_free_check},
     {"CUDA_STANDIN_FAIL", "",
      "name[=CODE][,name...]: these entry points (e.g. cuIpcOpenMemHandle_v2) return CODE "
      "(default CUDA_ERROR_UNKNOWN) every time without doing anything",

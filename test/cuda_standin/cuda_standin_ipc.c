@@ -6,13 +6,21 @@
  * The memfd's name carries the allocation's buffer id: if the exporter freed
  * the allocation (and maybe reused the fd number), the name no longer matches
  * and the open fails with CUDA_ERROR_INVALID_HANDLE.
+ *
+ * An importer holds a shared flock on its own open file description of the
+ * memfd for as long as it maps it (the mapping keeps the description, and
+ * so the lock, after the descriptor is closed; the last unmap drops both):
+ * the exporter's cuMemFree tells from a refused exclusive lock that another
+ * process still has the allocation open (cuda_standin_ipc_still_open).
  */
 #define _GNU_SOURCE
 #include "cuda_standin.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -208,6 +216,7 @@ static CUresult cuda_standin_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *
     if (status != CUDA_SUCCESS) {
         return status;
     }
+    (void)flock(fd, LOCK_SH); /* see the top: held while mapped */
     status = cuda_standin_ipc_map(&h, fd, pdptr);
     close(fd); /* the mapping keeps the memory */
     return status;
@@ -242,4 +251,16 @@ static CUresult cuda_standin_ipc_close(CUdeviceptr dptr)
 CUresult cuda_standin_patchable_cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
     CUDA_STANDIN_CALL(cuIpcCloseMemHandle, CUDA_STANDIN_IN_CTX, cuda_standin_ipc_close(dptr));
+}
+
+int cuda_standin_ipc_still_open(int memfd)
+{
+    if (memfd < 0) {
+        return 0;
+    }
+    if (flock(memfd, LOCK_EX | LOCK_NB) == 0) {
+        (void)flock(memfd, LOCK_UN);
+        return 0;
+    }
+    return errno == EWOULDBLOCK;
 }

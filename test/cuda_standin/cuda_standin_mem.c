@@ -9,6 +9,7 @@
  */
 #include "cuda_standin.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define CUDA_STANDIN_POOL_MAGIC 0x4c4f4f50u /* "POOL" */
@@ -201,6 +202,13 @@ CUresult cuda_standin_mem_free_base(uintptr_t dptr)
         return cuda_standin_error(CUDA_ERROR_INVALID_VALUE,
                                   "0x%lx is not the start of a live allocation",
                                   (unsigned long)dptr);
+    }
+    if (cuda_standin_config.ipc_free_check && (map->kind == CUDA_STANDIN_MAP_ALLOC) &&
+        cuda_standin_ipc_still_open(map->memfd)) {
+        fprintf(stderr,
+                "cuda_standin: pid %d: cuMemFree(0x%lx): the allocation is still open in "
+                "another process (cuIpcOpenMemHandle): undefined on a GPU\n",
+                (int)cuda_standin_pid(), (unsigned long)dptr);
     }
     cuda_standin_note("freed 0x%lx buffer id 0x%llx", (unsigned long)dptr, map->buffer_id);
     cuda_standin_map_destroy(map);

@@ -645,12 +645,17 @@ coll_device_native_auto() {
 
 # Auto where the local ranks share one GPU: staged, with the reason at
 # verbosity 10 (native measured 15-26x slower there on an H200); forced
-# native still runs on the GPU.
+# native still runs on the GPU.  The set-up that found the GPU shared frees
+# its scratch only after every peer closed its mapping of it (the stand-in
+# reports a cuMemFree of memory still open elsewhere: it did before).
 coll_device_native_auto_shared() {
     local out="$STRATA_TEST_LOG.out"
-    CUDA_STANDIN_DEVICES=1 coll_device 4 ob1 -x CUDA_STANDIN_DEVICES --mca coll_strata_verbose 20 -- \
+    CUDA_STANDIN_DEVICES=1 CUDA_STANDIN_IPC_FREE_CHECK=1 coll_device 4 ob1 -x CUDA_STANDIN_DEVICES \
+        -x CUDA_STANDIN_IPC_FREE_CHECK --mca coll_strata_verbose 20 -- \
         --only allreduce --kinds dd --counts 300000 >"$out" 2>&1 || { tail -n 20 "$out"; return 1; }
     grep -m1 "local ranks share a GPU" "$out" || { echo "FAIL: no reason given"; return 1; }
+    # the set-up's scratch, mapped by every peer, freed after they closed it
+    ! grep -m3 "still open in another process" "$out" || return 1
     grep -q "count=300000 MPI_INT MPI_SUM device->device: native" "$out" &&
         { echo "FAIL: auto ran native on a shared GPU"; return 1; }
     grep -m1 "allreduce MPI_COMM_WORLD count=300000 MPI_INT MPI_SUM device->device: staged" "$out" || return 1
@@ -696,6 +701,27 @@ coll_device_native_first_call() {
     # each rank's first line on the new communicator, of the two calls
     [ "$(grep "allreduce MPI COMMUNICATOR [0-9]* DUP FROM 0 count=1048576 " "$STRATA_TEST_LOG.out" |
          grep -c "device->device: native, rail, 4 slice(s)")" = 8 ]
+}
+
+# 10,000 rounds of MPI_Comm_dup, an allreduce, MPI_Comm_free on 3 ranks
+# (test_coll_free_loop): on device buffers native (a GPU per rank), with the
+# stand-in reporting every cuMemFree of memory another process still has
+# open through CUDA IPC (CUDA_STANDIN_IPC_FREE_CHECK); and on host buffers.
+# No report, right results, and no growth of file descriptors, device
+# memory mappings, segment mappings or (beyond 16 MiB) resident memory.
+# Before each rank waited for its peers to close their mappings, rank 0
+# freed the result area while its peers still copied out of it (hundreds
+# of reports in 200 rounds).  KIND: device or host.
+coll_free_loop() {
+    local args=()
+    [ "$1" = host ] && args=(--host)
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" CUDA_STANDIN_IPC_FREE_CHECK=1 CUDA_STANDIN_DEVICES=4 \
+        strata_mpirun_local 3 -x LD_LIBRARY_PATH -x CUDA_STANDIN_IPC_FREE_CHECK -x CUDA_STANDIN_DEVICES \
+        $(strata_coll_mca strata) "$T/mpi/test_coll_free_loop" --rounds 10000 "${args[@]}" \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; sort "$STRATA_TEST_LOG.out" | uniq -c | sort -rn | head -20
+    [ $rc -eq 0 ] && ! grep -q "still open in another process" "$STRATA_TEST_LOG.out" &&
+        grep -q "test_coll_free_loop: ok: 10000 rounds on 3 ranks" "$STRATA_TEST_LOG.out"
 }
 
 # Rank 1's GPU has too little memory left for strata's device scratch
@@ -851,6 +877,8 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_no_device_memory 120 coll_device_native_no_device_memory
         strata_test mpi_coll_device_native_big 300 coll_device_native_big
         strata_test mpi_coll_device_native_first_call 300 coll_device_native_first_call
+        strata_test mpi_coll_free_loop_device 600 coll_free_loop device
+        strata_test mpi_coll_free_loop_host 600 coll_free_loop host
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
         strata_test mpi_reduce_kernels_device 300 reduce_kernels --device
     fi
