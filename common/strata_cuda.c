@@ -218,6 +218,22 @@ int strata_cuda_ctx_push(int ordinal, CUcontext *saved)
     return 0;
 }
 
+int strata_cuda_primary_reaches(CUdeviceptr ptr, int ordinal)
+{
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                   CU_POINTER_ATTRIBUTE_CONTEXT};
+    int dev                     = -1;
+    CUcontext ctx               = NULL;
+    void *values[]              = {&dev, &ctx};
+
+    if ((strata_cuda_load() != 0) ||
+        (strata_cuda.cuPointerGetAttributes(2, attrs, values, ptr) != CUDA_SUCCESS) ||
+        (dev != ordinal)) {
+        return 0;
+    }
+    return (ctx == NULL) || (ctx == strata_cuda_primary_ctx(ordinal));
+}
+
 void strata_cuda_ctx_pop(CUcontext saved)
 {
     if (saved != STRATA_CUDA_CTX_UNCHANGED) {

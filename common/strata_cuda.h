@@ -160,6 +160,15 @@ int strata_cuda_ctx_ensure(CUdeviceptr ptr);
  * *saved is STRATA_CUDA_CTX_UNCHANGED, so popping it is harmless.
  */
 int strata_cuda_ctx_push(int ordinal, CUcontext *saved);
+
+/*
+ * Whether a kernel launched in device `ordinal`'s primary context may use
+ * the device memory at `ptr`: memory of that device, allocated in that
+ * context (cudaMalloc's) or in none (VMM mappings).  Memory of another
+ * device, or of a context the application created, is an illegal address
+ * there, and the error is sticky: every later call of the process fails.
+ */
+int strata_cuda_primary_reaches(CUdeviceptr ptr, int ordinal);
 void strata_cuda_ctx_pop(CUcontext saved);
 
 #ifdef __cplusplus

@@ -470,6 +470,12 @@ bool mca_coll_strata_node_device_reduces(struct ompi_op_t *op, struct ompi_datat
 int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
                                       struct ompi_communicator_t *comm, int ordinal);
 mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *module);
+/* Whether this call's device buffers (on device `ordinal`) are where this
+ * rank's native path runs its kernels: its scratch's device (the first
+ * native call's, before the set-up) and that device's primary context. */
+bool mca_coll_strata_node_device_reaches(const mca_coll_strata_module_t *module,
+                                         struct ompi_communicator_t *comm, const void *sbuf,
+                                         const void *rbuf, int ordinal);
 /* release: the communicator goes; its device scratch is freed once every
  * local rank has closed its mapping of it, until then kept on a retired
  * list; reap frees what may be freed from that list, first waiting up to

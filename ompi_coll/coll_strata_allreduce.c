@@ -216,7 +216,8 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
     mine = (STRATA_MEM_DEVICE == mca_coll_strata_kind(rbuf, &ordinal)) &&
            (MPI_IN_PLACE == sbuf || STRATA_MEM_DEVICE == mca_coll_strata_kind(sbuf, NULL)) &&
            module->topo.local_size <= STRATA_REDUCE_MAX_SRCS &&
-           mca_coll_strata_node_device_reduces(op, dtype);
+           mca_coll_strata_node_device_reduces(op, dtype) &&
+           mca_coll_strata_node_device_reaches(module, comm, sbuf, rbuf, ordinal);
     rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &mine, &all, 1, MPI_INT, MPI_MIN);
     if (OMPI_SUCCESS != rc || !all) {
         return rc;

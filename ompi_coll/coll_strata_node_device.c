@@ -599,6 +599,31 @@ mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *mo
     return (NULL != module->node_device) ? &module->node_device->super : NULL;
 }
 
+/*
+ * Checked every call: an application may move to another GPU (cudaSetDevice)
+ * or allocate in a context of its own after the first native call, and a
+ * kernel on memory it cannot reach is a sticky error that breaks every
+ * later CUDA call of the process.  Where the buffers are elsewhere, every
+ * rank stages the call (the agreement that follows in the caller).
+ */
+bool mca_coll_strata_node_device_reaches(const mca_coll_strata_module_t *module,
+                                         struct ompi_communicator_t *comm, const void *sbuf,
+                                         const void *rbuf, int ordinal)
+{
+    int want = (MCA_COLL_STRATA_SETUP_NONE == module->device_setup) ? ordinal
+                                                                    : module->device_ordinal;
+
+    if (ordinal == want && strata_cuda_primary_reaches((CUdeviceptr)(uintptr_t)rbuf, want) &&
+        (MPI_IN_PLACE == sbuf || strata_cuda_primary_reaches((CUdeviceptr)(uintptr_t)sbuf, want))) {
+        return true;
+    }
+    MCA_COLL_STRATA_VERBOSE(20,
+                            "allreduce %s: device buffers not in device %d's primary "
+                            "context, where this rank's device scratch is: staged",
+                            comm->c_name, want);
+    return false;
+}
+
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)
 {
     mca_coll_strata_node_device_t *d = module->node_device;
@@ -675,6 +700,13 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
 mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_module_t *module)
 {
     return NULL;
+}
+
+bool mca_coll_strata_node_device_reaches(const mca_coll_strata_module_t *module,
+                                         struct ompi_communicator_t *comm, const void *sbuf,
+                                         const void *rbuf, int ordinal)
+{
+    return false;
 }
 
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)

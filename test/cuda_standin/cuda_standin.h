@@ -85,6 +85,8 @@
     _x(cuDevicePrimaryCtxGetState) \
     _x(cuCtxGetCurrent) \
     _x(cuCtxSetCurrent) \
+    _x(cuCtxCreate) \
+    _x(cuCtxDestroy) \
     _x(cuCtxGetDevice) \
     _x(cuCtxSynchronize) \
     _x(cuMemGetInfo) \
@@ -267,6 +269,7 @@ struct CUctx_st {
     uint32_t magic;
     int device;
     int retained; /* cuDevicePrimaryCtxRetain count; 0: destroyed */
+    int created;  /* made by cuCtxCreate (not a primary context) */
 };
 
 int cuda_standin_initialized(void);
@@ -365,6 +368,7 @@ typedef struct cuda_standin_op {
     uint64_t seq;                   /* position in its stream, from 1 */
     struct cuda_standin_op *next;
     int device;                     /* whose access rights apply (VMM) */
+    CUcontext ctx;                  /* KERNEL: the context it was launched in */
     uintptr_t dst, src;             /* COPY; dst for MEMSET and FREE */
     size_t len;
     unsigned char value;            /* MEMSET */

@@ -40,12 +40,21 @@ int cuda_standin_device_valid(int device)
     return (device >= 0) && (device < cuda_standin_ndevices);
 }
 
+/* Contexts an application made with cuCtxCreate (few: tests make one). */
+#define CUDA_STANDIN_MAX_CREATED 16
+static struct CUctx_st cuda_standin_created[CUDA_STANDIN_MAX_CREATED];
+
 int cuda_standin_ctx_valid(CUcontext ctx)
 {
     int i;
 
     for (i = 0; i < cuda_standin_ndevices; ++i) {
         if (ctx == &cuda_standin_devices[i].primary) {
+            return ctx->retained > 0;
+        }
+    }
+    for (i = 0; i < CUDA_STANDIN_MAX_CREATED; ++i) {
+        if (ctx == &cuda_standin_created[i]) {
             return ctx->retained > 0;
         }
     }
@@ -415,6 +424,62 @@ static CUresult cuda_standin_ctx_get_device(CUdevice *device)
 CUresult cuCtxGetDevice(CUdevice *device)
 {
     CUDA_STANDIN_CALL(cuCtxGetDevice, CUDA_STANDIN_IN_CTX, cuda_standin_ctx_get_device(device));
+}
+
+/* A context of the application's own: current once made; its memory is not
+ * the primary context's (kernels of another context may not use it). */
+static CUresult cuda_standin_ctx_create(CUcontext *pctx, CUdevice dev)
+{
+    int i;
+
+    if (pctx == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!cuda_standin_device_valid(dev)) {
+        return cuda_standin_device_check(dev);
+    }
+    for (i = 0; i < CUDA_STANDIN_MAX_CREATED; ++i) {
+        struct CUctx_st *ctx = &cuda_standin_created[i];
+
+        if (ctx->retained == 0) {
+            ctx->magic           = cuda_standin_devices[dev].primary.magic;
+            ctx->device          = dev;
+            ctx->retained        = 1;
+            ctx->created         = 1;
+            cuda_standin_current = ctx;
+            *pctx                = ctx;
+            cuda_standin_note("device %d ctx %p", dev, (void *)ctx);
+            return CUDA_SUCCESS;
+        }
+    }
+    return cuda_standin_error(CUDA_ERROR_OUT_OF_MEMORY, "more than %d contexts",
+                              CUDA_STANDIN_MAX_CREATED);
+}
+
+CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
+{
+    (void)params;
+    (void)flags;
+    CUDA_STANDIN_CALL(cuCtxCreate, CUDA_STANDIN_INITED, cuda_standin_ctx_create(pctx, dev));
+}
+
+/* Unlike the driver, its allocations are kept (as for a released primary). */
+static CUresult cuda_standin_ctx_destroy(CUcontext ctx)
+{
+    if ((ctx == NULL) || !ctx->created || !cuda_standin_ctx_valid(ctx)) {
+        return cuda_standin_error(CUDA_ERROR_INVALID_CONTEXT, "%p is not a created context",
+                                  (void *)ctx);
+    }
+    ctx->retained = 0;
+    if (cuda_standin_current == ctx) {
+        cuda_standin_current = NULL;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDestroy(CUcontext ctx)
+{
+    CUDA_STANDIN_CALL(cuCtxDestroy, CUDA_STANDIN_INITED, cuda_standin_ctx_destroy(ctx));
 }
 
 /* --- cuGetProcAddress --- */

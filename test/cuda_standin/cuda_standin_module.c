@@ -149,6 +149,7 @@ static CUresult cuda_standin_launch(const cuda_standin_launch_t *l)
     op.kernel = k;
     memcpy(op.params, l->params[0], sizeof(strata_reduce_args_t));
     op.device = cuda_standin_ctx_current()->device;
+    op.ctx    = cuda_standin_ctx_current();
     return cuda_standin_stream_enqueue(stream, &op);
 }
 
@@ -166,12 +167,20 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 }
 
 /* The alias of [addr, addr + len) if it lies in one device or managed
- * allocation the kernel's device may use, else NULL. */
-static void *cuda_standin_kernel_alias(uintptr_t addr, size_t len, int device)
+ * allocation the kernel may use, else NULL.  As on a GPU, memory this
+ * process allocated (cuMemAlloc, pools) is for kernels of its own device and
+ * context: another device's (without peer access, which the stand-in does
+ * not model for it) or another context's is an illegal address.  IPC
+ * mappings (opened with peer access enabled) and managed memory serve any. */
+static void *cuda_standin_kernel_alias(uintptr_t addr, size_t len, int device, CUcontext ctx)
 {
     cuda_standin_map_t *map = cuda_standin_map_find(addr);
 
     if ((map == NULL) || (addr + len > map->base + map->size)) {
+        return NULL;
+    }
+    if (((map->kind == CUDA_STANDIN_MAP_ALLOC) || (map->kind == CUDA_STANDIN_MAP_POOL)) &&
+        ((map->device != device) || ((map->ctx != NULL) && (map->ctx != ctx)))) {
         return NULL;
     }
     if ((map->kind == CUDA_STANDIN_MAP_VMM) &&
@@ -197,19 +206,24 @@ void cuda_standin_kernel_run(const cuda_standin_op_t *op)
         return;
     }
     for (int j = 0; j < args.nsrc; ++j) {
-        const void *alias = cuda_standin_kernel_alias((uintptr_t)args.src[j], bytes, op->device);
+        const void *alias = cuda_standin_kernel_alias((uintptr_t)args.src[j], bytes, op->device,
+                                                      op->ctx);
 
         if (alias == NULL) {
-            cuda_standin_fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s: input %d at %p (%zu bytes) is "
-                               "not device memory", op->kernel->name, j, args.src[j], bytes);
+            cuda_standin_fault(CUDA_ERROR_ILLEGAL_ADDRESS,
+                               "%s: input %d at %p (%zu bytes) is "
+                               "not device memory of this device and context",
+                               op->kernel->name, j, args.src[j], bytes);
             return;
         }
         args.src[j] = alias;
     }
-    args.dst = cuda_standin_kernel_alias((uintptr_t)args.dst, bytes, op->device);
+    args.dst = cuda_standin_kernel_alias((uintptr_t)args.dst, bytes, op->device, op->ctx);
     if (args.dst == NULL) {
-        cuda_standin_fault(CUDA_ERROR_ILLEGAL_ADDRESS, "%s: output at %p (%zu bytes) is not device "
-                           "memory", op->kernel->name, ((const strata_reduce_args_t *)op->params)->dst,
+        cuda_standin_fault(CUDA_ERROR_ILLEGAL_ADDRESS,
+                           "%s: output at %p (%zu bytes) is not device "
+                           "memory of this device and context",
+                           op->kernel->name, ((const strata_reduce_args_t *)op->params)->dst,
                            bytes);
         return;
     }

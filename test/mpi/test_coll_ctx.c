@@ -2,7 +2,7 @@
  * Collectives on device buffers leave the calling thread's CUDA context as
  * they found it:
  *
- *   mpirun -np N test_coll_ctx [--count N]
+ *   mpirun -np N test_coll_ctx [--move]
  *
  * Each rank allocates its device buffers in its device's primary context,
  * then makes no context current (as a thread of an application that uses
@@ -13,7 +13,16 @@
  * adopted by the CUDA runtime (cudaGetDevice() changes under the
  * application).  Then the same calls with the primary context current must
  * leave it current.  Every value is checked against the host
- * reference.  Exit 77 on all ranks without a CUDA device.
+ * reference.
+ *
+ * --move (a job with the native allreduce and two devices or more): then
+ * rank 1 moves its buffers, first to the next device (allocated in that
+ * device's primary context, as after cudaSetDevice), then into a context
+ * of its own (cuCtxCreate) on its first device, and the same calls run on
+ * them; then on the first buffers again.  Every value must be right: the
+ * native path, set up on rank 1's first device, must not run its kernels
+ * on memory they cannot reach (a sticky illegal address that fails every
+ * later call).  Exit 77 on all ranks without a CUDA device.
  */
 #include "stest_mpi.h"
 
@@ -119,10 +128,8 @@ int main(int argc, char **argv)
 {
     stest_dev_t dev;
     CUdeviceptr sbuf, rbuf;
-    int rc;
+    int rc, move = (argc > 1 && 0 == strcmp(argv[1], "--move"));
 
-    (void)argc;
-    (void)argv;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -138,6 +145,42 @@ int main(int argc, char **argv)
 
     run("no context current", NULL, dev.ctx, sbuf, rbuf);
     run("the primary context current", dev.ctx, dev.ctx, sbuf, rbuf);
+    if (move) {
+        CUdeviceptr s2, r2;
+        CUcontext other = dev.ctx, own = dev.ctx;
+        CUdevice next;
+
+        if (rank == 1) {
+            if (dev.count < 2) {
+                printf("rank 1: FAIL: --move needs two devices\n");
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            STEST_CU(cuDeviceGet(&next, (dev.index + 1) % dev.count));
+            STEST_CU(cuDevicePrimaryCtxRetain(&other, next));
+            STEST_CU(cuCtxSetCurrent(other));
+        }
+        STEST_CU(cuMemAlloc(&s2, LARGE * sizeof(int)));
+        STEST_CU(cuMemAlloc(&r2, LARGE * sizeof(int)));
+        run("rank 1's buffers on its next device", other, other, s2, r2);
+        STEST_CU(cuCtxSetCurrent(other));
+        STEST_CU(cuMemFree(s2));
+        STEST_CU(cuMemFree(r2));
+        if (rank == 1) {
+            STEST_CU(cuDevicePrimaryCtxRelease(next));
+            STEST_CU(cuCtxCreate(&own, NULL, 0, dev.dev));
+        }
+        STEST_CU(cuCtxSetCurrent(own));
+        STEST_CU(cuMemAlloc(&s2, LARGE * sizeof(int)));
+        STEST_CU(cuMemAlloc(&r2, LARGE * sizeof(int)));
+        run("rank 1's buffers in a context of its own", own, own, s2, r2);
+        STEST_CU(cuCtxSetCurrent(own));
+        STEST_CU(cuMemFree(s2));
+        STEST_CU(cuMemFree(r2));
+        if (rank == 1) {
+            STEST_CU(cuCtxDestroy(own));
+        }
+        run("the first buffers again", dev.ctx, dev.ctx, sbuf, rbuf);
+    }
 
     STEST_CU(cuMemFree(sbuf));
     STEST_CU(cuMemFree(rbuf));

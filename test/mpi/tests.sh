@@ -586,10 +586,29 @@ coll_device_no_pinned() {
 # CuPy): strata must notice it and stage the device buffers that follow.
 # A collective on device buffers leaves the calling thread's CUDA context as
 # it found it, none included (staged, native, nonblocking, bcast).
+# coll_device_ctx NP [MPIRUN ARGS] [-- PROGRAM ARGS]
 coll_device_ctx() {
-    local np=$1; shift
+    local np=$1 mpirun_args=(); shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do mpirun_args+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local "$np" -x LD_LIBRARY_PATH \
-        $(strata_coll_mca strata) "$@" "$T/mpi/test_coll_ctx"
+        $(strata_coll_mca strata) "${mpirun_args[@]}" "$T/mpi/test_coll_ctx" "$@"
+}
+
+# The native allreduce set up on rank 1's first device, then rank 1's
+# buffers on its next device (CUDA_STANDIN_DEVICES=2), then in a context of
+# its own (test_coll_ctx --move): every call right, those two staged
+# (verbosity 20 says why), the first buffers native again.  Before the
+# per-call check, rank 1's kernels ran on memory of another device and
+# context: an illegal address, sticky, failing every later call.
+coll_device_ctx_move() {
+    CUDA_STANDIN_DEVICES=2 coll_device_ctx 3 -x CUDA_STANDIN_DEVICES \
+        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 \
+        -- --move >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata: " "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "device buffers not in device [0-9]*'s primary context, where this rank's device scratch is: staged" "$STRATA_TEST_LOG.out" &&
+        [ "$(grep -c "count=300000 MPI_INT MPI_SUM device->device: native" "$STRATA_TEST_LOG.out")" -ge 9 ]
 }
 
 coll_device_late_driver() {
@@ -859,6 +878,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_late_driver 120 coll_device_late_driver
         strata_test mpi_coll_device_ctx_left_np3 120 coll_device_ctx 3
         strata_test mpi_coll_device_ctx_left_native 120 coll_device_ctx 4 --mca coll_strata_allreduce_device_algorithm native
+        strata_test mpi_coll_device_ctx_move 120 coll_device_ctx_move
         strata_test mpi_coll_device_mixed_np3 180 coll_device_mixed 3
         strata_test mpi_coll_device_mixed_np4 180 coll_device_mixed 4
         strata_test mpi_coll_device_forced_rail 300 coll_device_forced rail
