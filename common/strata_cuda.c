@@ -172,7 +172,7 @@ int strata_cuda_ctx_ensure(CUdeviceptr ptr)
 static CUcontext strata_cuda_primary[STRATA_CUDA_MAX_DEVICES];
 static pthread_mutex_t strata_cuda_primary_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static CUcontext strata_cuda_primary_ctx(int ordinal)
+CUcontext strata_cuda_primary_ctx(int ordinal)
 {
     CUcontext ctx = NULL;
     CUdevice dev;

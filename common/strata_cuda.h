@@ -169,6 +169,14 @@ int strata_cuda_ctx_push(int ordinal, CUcontext *saved);
  * there, and the error is sticky: every later call of the process fails.
  */
 int strata_cuda_primary_reaches(CUdeviceptr ptr, int ordinal);
+
+/*
+ * Device `ordinal`'s primary context, retained once by this process and
+ * kept (NULL if the driver refuses): the context Strata's own streams,
+ * events and IPC mappings live in, which no application's cuCtxDestroy can
+ * take away (a cuDevicePrimaryCtxReset can: see gpu_ipc).
+ */
+CUcontext strata_cuda_primary_ctx(int ordinal);
 void strata_cuda_ctx_pop(CUcontext saved);
 
 #ifdef __cplusplus

@@ -3,6 +3,7 @@
  */
 #include "strata_memhooks.h"
 #include "strata_md.h"
+#include "gpu_ipc/gpu_ipc_md.h"
 
 #include <ucm/api/ucm.h>
 #include <ucm/bistro/bistro.h>
@@ -243,6 +244,19 @@ typedef struct uct_strata_memhook {
 #define UCT_STRATA_MEMHOOK(_symbol, _func, _need) \
     UCT_STRATA_MEMHOOK_ENTRY(_symbol, uct_strata_hook_##_func, uct_strata_orig_##_func, _need, NULL)
 
+/*
+ * cuDevicePrimaryCtxReset destroys everything of the primary context, the
+ * peers' allocations gpu_ipc mapped and caches there included: the cache
+ * forgets them (unmapping what no copy uses) before the driver runs.
+ */
+static CUresult (*uct_strata_orig_cuDevicePrimaryCtxReset)(CUdevice);
+
+static CUresult uct_strata_hook_cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    uct_gpu_ipc_device_reset((int)dev);
+    return uct_strata_orig_cuDevicePrimaryCtxReset(dev);
+}
+
 static uct_strata_memhook_t uct_strata_memhooks[] = {
     UCT_STRATA_MEMHOOK("cuMemAlloc_v2", cuMemAlloc, REQUIRED),
     UCT_STRATA_MEMHOOK("cuMemFree_v2", cuMemFree, REQUIRED),
@@ -261,6 +275,7 @@ static uct_strata_memhook_t uct_strata_memhooks[] = {
     UCT_STRATA_MEMHOOK("cuIpcCloseMemHandle", cuIpcCloseMemHandle, BEST_EFFORT),
     UCT_STRATA_MEMHOOK_AFTER("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle, BEST_EFFORT,
                              (void **)&uct_strata_orig_cuIpcCloseMemHandle),
+    UCT_STRATA_MEMHOOK("cuDevicePrimaryCtxReset_v2", cuDevicePrimaryCtxReset, BEST_EFFORT),
 };
 
 static pthread_once_t uct_strata_memhooks_once = PTHREAD_ONCE_INIT;

@@ -83,6 +83,7 @@
     _x(cuDevicePrimaryCtxRetain) \
     _x(cuDevicePrimaryCtxRelease) \
     _x(cuDevicePrimaryCtxGetState) \
+    _x(cuDevicePrimaryCtxReset) \
     _x(cuCtxGetCurrent) \
     _x(cuCtxSetCurrent) \
     _x(cuCtxCreate) \
@@ -165,7 +166,8 @@
     _x(cuMemMap) \
     _x(cuMemUnmap) \
     _x(cuIpcOpenMemHandle) \
-    _x(cuIpcCloseMemHandle)
+    _x(cuIpcCloseMemHandle) \
+    _x(cuDevicePrimaryCtxReset)
 
 #define CUDA_STANDIN_API_ID(_name) CUDA_STANDIN_API_ID_##_name
 #define CUDA_STANDIN_API_ENUM(_name) CUDA_STANDIN_API_ID(_name),

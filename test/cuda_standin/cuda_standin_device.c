@@ -362,6 +362,42 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
                       cuda_standin_primary_release(dev));
 }
 
+/* What a context made goes with it (as on a GPU): its allocations and the
+ * peers' memory it opened by IPC.  Queued work runs first. */
+static void cuda_standin_ctx_teardown(CUcontext ctx)
+{
+    size_t i;
+
+    (void)cuda_standin_stream_finish_all();
+    for (i = cuda_standin_map_count(); i > 0; --i) {
+        cuda_standin_map_t *map = cuda_standin_map_at(i - 1);
+
+        if ((map->ctx == ctx) &&
+            ((map->kind == CUDA_STANDIN_MAP_ALLOC) || (map->kind == CUDA_STANDIN_MAP_IPC))) {
+            cuda_standin_note("ctx %p gone: buffer id 0x%llx at 0x%lx dropped", (void *)ctx,
+                              map->buffer_id, (unsigned long)map->base);
+            cuda_standin_map_destroy(map);
+        }
+    }
+}
+
+/* The driver destroys everything of the primary context and leaves it to
+ * be made again at the next use; retained handles stay valid. */
+static CUresult cuda_standin_primary_reset(CUdevice dev)
+{
+    if (!cuda_standin_device_valid(dev)) {
+        return cuda_standin_device_check(dev);
+    }
+    cuda_standin_ctx_teardown(&cuda_standin_devices[dev].primary);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuda_standin_patchable_cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    CUDA_STANDIN_CALL(cuDevicePrimaryCtxReset, CUDA_STANDIN_INITED,
+                      cuda_standin_primary_reset(dev));
+}
+
 /* Active while retained (the stand-in has no flags to report). */
 static CUresult cuda_standin_primary_get_state(CUdevice dev, unsigned *flags, int *active)
 {
@@ -463,13 +499,13 @@ CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int fl
     CUDA_STANDIN_CALL(cuCtxCreate, CUDA_STANDIN_INITED, cuda_standin_ctx_create(pctx, dev));
 }
 
-/* Unlike the driver, its allocations are kept (as for a released primary). */
 static CUresult cuda_standin_ctx_destroy(CUcontext ctx)
 {
     if ((ctx == NULL) || !ctx->created || !cuda_standin_ctx_valid(ctx)) {
         return cuda_standin_error(CUDA_ERROR_INVALID_CONTEXT, "%p is not a created context",
                                   (void *)ctx);
     }
+    cuda_standin_ctx_teardown(ctx);
     ctx->retained = 0;
     if (cuda_standin_current == ctx) {
         cuda_standin_current = NULL;

@@ -43,6 +43,13 @@
  *            always allocated after ucp_init (--early-alloc does not apply)
  *   kill     rank 1 dies (SIGKILL) in the middle of a 64 MiB receive; rank 0
  *            must see an error on its request or endpoint within --timeout
+ *   ownctx   rank 0 gets rank 1's registered device buffer with a context of
+ *            its own current (cuCtxCreate), into a buffer of that context,
+ *            destroys the context, then gets the same bytes again through the
+ *            same rkey into a buffer of its primary context.  A transport
+ *            that mapped the peer's memory, or made its streams, in the
+ *            application's context (and cached them) fails the second get
+ *            (--alloc cumemalloc only; not in all)
  *   all      tag,rma,stale,badrkey,memset,kill
  * Every destination is filled with a poison pattern first and every source
  * with a pattern depending on test, size, iteration and direction, so a
@@ -122,7 +129,15 @@
 #define MEMSET_TAG   5000
 #define FULL_MASK    UINT64_MAX
 
-enum { T_TAG = 1, T_RMA = 2, T_STALE = 4, T_BADRKEY = 8, T_KILL = 16, T_MEMSET = 32 };
+enum {
+    T_TAG = 1,
+    T_RMA = 2,
+    T_STALE = 4,
+    T_BADRKEY = 8,
+    T_KILL = 16,
+    T_MEMSET = 32,
+    T_OWNCTX = 64
+};
 typedef enum {
     ALLOC_CUMEMALLOC,
     ALLOC_VMM,
@@ -1140,6 +1155,50 @@ static void test_rma(void)
     }
 }
 
+/* See --test ownctx at the top. */
+static void test_ownctx(void)
+{
+    const size_t size = 256 * 1024;
+    uint64_t seed = seed_of(T_OWNCTX, MEM_DEVICE, size, 0), raddr = 0;
+    test_buf_t rbuf = {0}, lbuf = {0};
+    ucp_mem_h memh = NULL;
+    ucp_rkey_h rkey = NULL;
+    CUcontext own = NULL;
+
+    watchdog_arm("ownctx");
+    if (g.rank == 1) {
+        buf_alloc(&rbuf, MEM_DEVICE, size);
+        fill_pattern(&rbuf, 0, size, seed, 0);
+        memh = expose(&rbuf);
+        sock_recv_u64();
+    } else {
+        rkey = attach(&raddr, NULL, NULL);
+        CU_CHECK(cuCtxCreate(&own, NULL, 0, g.dev));
+        buf_alloc(&lbuf, MEM_DEVICE, size);
+        fill_pattern(&lbuf, 0, size, ~seed, 0);
+        rma_op(0, &lbuf, size, raddr, rkey, "ownctx: get in a context of rank 0's own");
+        check_pattern(&lbuf, 0, size, seed, 0, "ownctx: get in a context of rank 0's own");
+        buf_free(&lbuf);
+        CU_CHECK(cuCtxDestroy(own));
+        CU_CHECK(cuCtxSetCurrent(g.ctx));
+        buf_alloc(&lbuf, MEM_DEVICE, size);
+        fill_pattern(&lbuf, 0, size, ~seed, 0);
+        rma_op(0, &lbuf, size, raddr, rkey, "ownctx: get after that context was destroyed");
+        check_pattern(&lbuf, 0, size, seed, 0, "ownctx: get after that context was destroyed");
+        buf_free(&lbuf);
+        ucp_rkey_destroy(rkey);
+        sock_send_u64(1);
+        printf("ownctx get d->d %zu in a context of its own, then after it was destroyed: ok\n",
+               size);
+    }
+    alarm(0);
+    barrier();
+    if (g.rank == 1) {
+        ucs_check(ucp_mem_unmap(g.ucp, memh), "ucp_mem_unmap");
+        buf_free(&rbuf);
+    }
+}
+
 /* Round r: both ranks allocate (the same address as the last round, where the
  * allocator repeats), rank 0 gets from rank 1's new buffer through a new
  * rkey, then each sends its buffer to the other.  A transport that maps a
@@ -1665,9 +1724,12 @@ static void parse_sizes(const char *list)
 
 static void parse_tests(const char *list)
 {
-    static const struct { const char *name; unsigned bits; } names[] = {
-        {"tag", T_TAG}, {"rma", T_RMA}, {"stale", T_STALE}, {"badrkey", T_BADRKEY}, {"kill", T_KILL},
-        {"memset", T_MEMSET}, {"all", T_TAG | T_RMA | T_STALE | T_BADRKEY | T_MEMSET | T_KILL}};
+    static const struct { const char *name; unsigned bits;
+    } names[] = {
+        {"tag", T_TAG},       {"rma", T_RMA},
+        {"stale", T_STALE},   {"badrkey", T_BADRKEY},
+        {"kill", T_KILL},     {"memset", T_MEMSET},
+        {"ownctx", T_OWNCTX}, {"all", T_TAG | T_RMA | T_STALE | T_BADRKEY | T_MEMSET | T_KILL}};
     char *copy = strdup(list), *tok, *save = NULL;
     opt.tests = 0;
     for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
@@ -1688,7 +1750,7 @@ static void usage(void)
     fprintf(
         stderr,
         "usage: test_ucp_device [--alloc cumemalloc|vmm|async|ipc|host]\n"
-        "       [--test tag,rma,stale,badrkey,memset,kill|all]\n"
+        "       [--test tag,rma,stale,badrkey,memset,kill,ownctx|all]\n"
         "       [--sizes LIST] [--iters N] [--timeout S] [--print-info] [--expect-tls gpu_ipc,...]\n"
         "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--late-cuda] [--stale-size N]\n"
         "       [--stale-rounds N] [--stale-tag-only]\n"
@@ -1768,6 +1830,7 @@ static int run_rank(void)
     if (opt.tests & T_RMA) test_rma();
     if (opt.tests & T_STALE) test_stale();
     if (opt.tests & T_BADRKEY) test_badrkey();
+    if (opt.tests & T_OWNCTX) test_ownctx();
     if (opt.tests & T_KILL) {
         /* A fresh context: the kill must be found by keepalive alone, not
          * helped by an endpoint some earlier test left failed. */

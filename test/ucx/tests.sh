@@ -171,6 +171,10 @@ ucx_ucp_rma_cumemalloc()     { ucp_rma cumemalloc rma --expect-tls gpu_ipc; }
 ucx_ucp_rma_vmm()            { ucp_rma vmm; }
 ucx_ucp_stale()              { ucp_rma cumemalloc stale; }
 ucx_ucp_badrkey()            { ucp_rma cumemalloc badrkey; }
+# A get with the application's own context current, then after it destroyed
+# that context: gpu_ipc maps peers' memory, and makes its streams, in the
+# device's primary context (before: in the application's, dead with it).
+ucx_ucp_ownctx()             { ucp_rma cumemalloc ownctx --expect-tls gpu_ipc; }
 ucx_ucp_peer_killed()        { ucp_device cumemalloc kill --timeout 30; }
 # Without gpu_ipc UCP stages device data through host memory with gpu_copy.
 ucx_ucp_without_ipc()        { UCX_TLS=self,sm,gpu_copy ucp_tag cumemalloc && UCX_TLS=self,sm,gpu_copy ucp_rma cumemalloc; }
@@ -541,6 +545,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_rma_vmm 300 ucx_ucp_rma_vmm
     strata_test ucx_ucp_stale 120 ucx_ucp_stale
     strata_test ucx_ucp_badrkey 120 ucx_ucp_badrkey
+    strata_test ucx_ucp_ownctx 120 ucx_ucp_ownctx
     strata_test ucx_ucp_peer_killed 120 ucx_ucp_peer_killed
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused

@@ -271,6 +271,47 @@ static void test_stale_buffer_id(void)
     uct_gpu_ipc_cache_cleanup(&cache);
 }
 
+/* A context reset: the entries mapped in it leave the index (the next get
+ * maps again), an unused one is unmapped at once, a used one at its last
+ * release; entries of other contexts stay. */
+static void test_retire_ctx(void)
+{
+    uct_gpu_ipc_cache_t cache;
+    uct_gpu_ipc_cache_stats_t st;
+    fake_driver_t drv;
+    uct_gpu_ipc_key_t a = make_key(100, 7, 0x10000000, 0x200000, 1);
+    uct_gpu_ipc_key_t b = make_key(100, 7, 0x20000000, 0x200000, 2);
+    uct_gpu_ipc_key_t c = make_key(101, 9, 0x10000000, 0x200000, 3);
+    ref_t ra, rb, rc, r;
+
+    setup(&cache, &drv, 16);
+    ra = get(&cache, &a);
+    rb = get(&cache, &b);
+    rc = get(&cache, &c);
+    uct_gpu_ipc_cache_put(&cache, ra.entry); /* idle */
+    /* the fake driver gives every mapping a context of its own */
+    CHECK_EQ("entries retired with a's context", 1,
+             uct_gpu_ipc_cache_retire_ctx(&cache, (void *)(uintptr_t)(ra.mapped ^ 0x5a5a)));
+    CHECK_EQ("a's idle mapping unmapped at once", 0, fake_is_mapped(&drv, ra.mapped));
+    CHECK_EQ("entries retired with b's context", 1,
+             uct_gpu_ipc_cache_retire_ctx(&cache, (void *)(uintptr_t)(rb.mapped ^ 0x5a5a)));
+    CHECK_EQ("b's mapping kept while referenced", 1, fake_is_mapped(&drv, rb.mapped));
+    stats_of(&cache, &st);
+    CHECK_EQ("indexed: c only", 1, st.indexed);
+    uct_gpu_ipc_cache_put(&cache, rb.entry);
+    CHECK_EQ("b's retired mapping unmapped at its last release", 0,
+             fake_is_mapped(&drv, rb.mapped));
+    r = get(&cache, &b);
+    CHECK_EQ("b mapped again after the reset", 4, drv.maps);
+    CHECK_EQ("c untouched", 1, fake_is_mapped(&drv, rc.mapped));
+    CHECK_EQ("a context nothing was mapped in", 0,
+             uct_gpu_ipc_cache_retire_ctx(&cache, (void *)(uintptr_t)0x1234));
+    uct_gpu_ipc_cache_put(&cache, r.entry);
+    uct_gpu_ipc_cache_put(&cache, rc.entry);
+    PASS("a context's reset retires exactly its mappings: idle ones now, used ones when released");
+    uct_gpu_ipc_cache_cleanup(&cache);
+}
+
 static void test_overlap(void)
 {
     uct_gpu_ipc_cache_t cache;
@@ -663,6 +704,7 @@ int main(void)
     test_key_format();
     test_hit_and_miss();
     test_stale_buffer_id();
+    test_retire_ctx();
     test_overlap();
     test_lru_bound();
     test_copy_hold();

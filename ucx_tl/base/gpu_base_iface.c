@@ -39,6 +39,23 @@ ucs_config_field_t uct_gpu_base_iface_config_table[] = {
 
 /* ---- context and streams ---- */
 
+/* The device whose primary context an interface adopts on first use. */
+static int uct_gpu_base_iface_ctx_device(const uct_gpu_base_iface_t *iface, CUcontext current,
+                                         CUdeviceptr hint)
+{
+    CUdevice dev;
+    int ordinal = -1;
+
+    if ((current != NULL) && (strata_cuda.cuCtxGetDevice(&dev) == CUDA_SUCCESS)) {
+        return (int)dev;
+    }
+    if ((hint != 0) && (strata_mem_kind((const void *)hint, &ordinal) != STRATA_MEM_HOST) &&
+        (ordinal >= 0)) {
+        return ordinal;
+    }
+    return (iface->ordinal >= 0) ? iface->ordinal : 0;
+}
+
 ucs_status_t uct_gpu_base_iface_ctx_enter(uct_gpu_base_iface_t *iface, CUdeviceptr hint,
                                           CUcontext *restore_p)
 {
@@ -54,19 +71,23 @@ ucs_status_t uct_gpu_base_iface_ctx_enter(uct_gpu_base_iface_t *iface, CUdevicep
         return UCS_OK;
     }
     if (iface->ctx == NULL) {
-        if (current == NULL) {
-            if (strata_cuda_ctx_ensure(hint) != 0) {
-                ucs_error("%s/gpu%d: cannot make a CUDA context current for 0x%llx",
-                          iface->ops->tl_name, iface->ordinal, (unsigned long long)hint);
-                return UCS_ERR_NO_DEVICE;
-            }
-            status = UCT_STRATA_CUDA(strata_cuda.cuCtxGetCurrent(&current));
-            if (status != UCS_OK) {
-                return status;
-            }
+        /* The primary context (which Strata retains) of the thread's
+         * device, else of the device owning `hint`: streams and events made
+         * in a context of the application's own would die with it
+         * (cuCtxDestroy), and every later operation with them. */
+        iface->ctx = strata_cuda_primary_ctx(uct_gpu_base_iface_ctx_device(iface, current, hint));
+        if (iface->ctx == NULL) {
+            ucs_error("%s/gpu%d: cannot retain the device's primary CUDA context for 0x%llx",
+                      iface->ops->tl_name, iface->ordinal, (unsigned long long)hint);
+            return UCS_ERR_NO_DEVICE;
         }
-        iface->ctx = current;
-        return UCS_OK;
+        if (current == iface->ctx) {
+            return UCS_OK;
+        }
+        if (current == NULL) {
+            /* as strata_cuda_ctx_ensure(): it stays current on this thread */
+            return UCT_STRATA_CUDA(strata_cuda.cuCtxSetCurrent(iface->ctx));
+        }
     }
     /* Streams and events work only in the context that created them; a
      * thread of an application driving several GPUs may have another one

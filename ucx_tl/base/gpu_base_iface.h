@@ -114,9 +114,9 @@ UCS_CLASS_DECLARE(uct_gpu_base_iface_t, uct_iface_ops_t *, uct_iface_internal_op
                   const uct_iface_params_t *, const uct_iface_config_t *, unsigned);
 
 /*
- * Makes iface->ctx current on the calling thread (adopting the thread's
- * context, or the primary context of the device owning `hint`, on first
- * use).  A different context the thread had is returned in *restore_p for
+ * Makes iface->ctx current on the calling thread (adopting, on first use,
+ * the primary context of the thread's device, or of the device owning
+ * `hint`: never a context of the application's own, which it may destroy).  A different context the thread had is returned in *restore_p for
  * uct_gpu_base_iface_ctx_leave(); a thread that had none keeps ours, as
  * after strata_cuda_ctx_ensure().
  */

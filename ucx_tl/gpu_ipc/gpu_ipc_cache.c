@@ -175,6 +175,23 @@ void uct_gpu_ipc_cache_cleanup(uct_gpu_ipc_cache_t *cache)
     pthread_mutex_destroy(&cache->lock);
 }
 
+unsigned uct_gpu_ipc_cache_retire_ctx(uct_gpu_ipc_cache_t *cache, void *map_ctx)
+{
+    uct_gpu_ipc_cache_entry_t *entry, *tmp;
+    unsigned count = 0;
+
+    pthread_mutex_lock(&cache->lock);
+    ucs_list_for_each_safe(entry, tmp, &cache->indexed, indexed_link) {
+        if (entry->map_ctx == map_ctx) {
+            ++cache->stats.stale;
+            ++count;
+            uct_gpu_ipc_cache_retire(cache, entry);
+        }
+    }
+    pthread_mutex_unlock(&cache->lock);
+    return count;
+}
+
 void uct_gpu_ipc_cache_set_limit(uct_gpu_ipc_cache_t *cache, unsigned max_entries)
 {
     pthread_mutex_lock(&cache->lock);

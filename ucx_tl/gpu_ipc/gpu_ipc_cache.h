@@ -98,6 +98,12 @@ void uct_gpu_ipc_cache_purge(uct_gpu_ipc_cache_t *cache);
  * are left mapped and are forgotten (reported at debug level). */
 void uct_gpu_ipc_cache_cleanup(uct_gpu_ipc_cache_t *cache);
 
+/* Retires every entry map() made with `map_ctx` (a context about to be
+ * reset, which takes its mappings with it): no lookup finds them again;
+ * each is unmapped now if unused, else at its last release.  Returns how
+ * many. */
+unsigned uct_gpu_ipc_cache_retire_ctx(uct_gpu_ipc_cache_t *cache, void *map_ctx);
+
 /* Changes the limit, unmapping idle entries beyond it. */
 void uct_gpu_ipc_cache_set_limit(uct_gpu_ipc_cache_t *cache, unsigned max_entries);
 

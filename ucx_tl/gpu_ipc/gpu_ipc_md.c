@@ -342,25 +342,23 @@ static int uct_gpu_ipc_visible_ordinal(const uint8_t *uuid)
 }
 
 /*
- * Makes sure a context is current for mapping: the one the thread has (the
- * application's device, so that its copies need no context switch), or else
- * the primary context of the device that owns the memory, which can always
- * map its own memory.  Like strata_cuda_ctx_ensure() it stays current.
+ * The device whose primary context maps a peer's allocation: the calling
+ * thread's (the device the application's copies run on, and so the
+ * interfaces': uct_gpu_base_iface_ctx_enter), else the owner's, which can
+ * always map its own memory.  Never the thread's own context: the mapping
+ * is cached process-wide, and an application may destroy a context it
+ * created (a cached mapping would then be dead).
  */
-static ucs_status_t uct_gpu_ipc_import_ctx(int owner_ordinal)
+static int uct_gpu_ipc_map_device(int owner_ordinal)
 {
-    CUcontext ctx = NULL;
+    CUcontext current = NULL;
     CUdevice dev;
 
-    if ((strata_cuda.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS) && (ctx != NULL)) {
-        return UCS_OK;
+    if ((strata_cuda.cuCtxGetCurrent(&current) == CUDA_SUCCESS) && (current != NULL) &&
+        (strata_cuda.cuCtxGetDevice(&dev) == CUDA_SUCCESS)) {
+        return (int)dev;
     }
-    if ((UCT_STRATA_CUDA(strata_cuda.cuDeviceGet(&dev, owner_ordinal)) != UCS_OK) ||
-        (UCT_STRATA_CUDA(strata_cuda.cuDevicePrimaryCtxRetain(&ctx, dev)) != UCS_OK) ||
-        (UCT_STRATA_CUDA(strata_cuda.cuCtxSetCurrent(ctx)) != UCS_OK)) {
-        return UCS_ERR_NO_DEVICE;
-    }
-    return UCS_OK;
+    return owner_ordinal;
 }
 
 int uct_gpu_ipc_owner_is_alive(pid_t pid, uint64_t start)
@@ -535,7 +533,8 @@ err:
 static ucs_status_t uct_gpu_ipc_cache_map_cb(void *arg, const uct_gpu_ipc_key_t *key,
                                              uint64_t *mapped_p, void **map_ctx_p)
 {
-    CUcontext ctx = NULL;
+    CUcontext ctx = NULL, saved;
+    ucs_status_t status;
     int ordinal;
 
     if (strata_cuda_load() != 0) {
@@ -548,21 +547,30 @@ static ucs_status_t uct_gpu_ipc_cache_map_cb(void *arg, const uct_gpu_ipc_key_t 
                   key->owner_pid, (unsigned long long)key->base);
         return UCS_ERR_UNREACHABLE;
     }
-    if ((uct_gpu_ipc_import_ctx(ordinal) != UCS_OK) ||
-        (UCT_STRATA_CUDA(strata_cuda.cuCtxGetCurrent(&ctx)) != UCS_OK)) {
+    ordinal = uct_gpu_ipc_map_device(ordinal);
+    ctx     = strata_cuda_primary_ctx(ordinal);
+    if ((ctx == NULL) || (strata_cuda_ctx_push(ordinal, &saved) != 0)) {
+        ucs_debug("gpu_ipc: no primary context of device %d to map pid %u's allocation in", ordinal,
+                  key->owner_pid);
         return UCS_ERR_UNREACHABLE;
     }
     /* A mapping belongs to the context that made it: unmapping, possibly
-     * from another thread, happens there too. */
+     * from another thread, happens there too; a reset of that context
+     * drops it first (uct_gpu_ipc_device_reset). */
     *map_ctx_p = ctx;
     switch (key->handle_type) {
     case UCT_GPU_IPC_HANDLE_LEGACY:
-        return uct_gpu_ipc_map_legacy(key, mapped_p);
+        status = uct_gpu_ipc_map_legacy(key, mapped_p);
+        break;
     case UCT_GPU_IPC_HANDLE_VMM_FD:
-        return uct_gpu_ipc_map_vmm(key, mapped_p);
+        status = uct_gpu_ipc_map_vmm(key, mapped_p);
+        break;
     default:
-        return UCS_ERR_UNREACHABLE;
+        status = UCS_ERR_UNREACHABLE;
+        break;
     }
+    strata_cuda_ctx_pop(saved);
+    return status;
 }
 
 static void uct_gpu_ipc_unmap(const uct_gpu_ipc_key_t *key, uint64_t mapped,
@@ -619,6 +627,21 @@ uct_gpu_ipc_cache_t *uct_gpu_ipc_global_cache(void)
 {
     pthread_once(&uct_gpu_ipc_cache_once, uct_gpu_ipc_cache_init_once);
     return &uct_gpu_ipc_cache;
+}
+
+void uct_gpu_ipc_device_reset(int ordinal)
+{
+    CUcontext ctx;
+    unsigned count;
+
+    if (uct_gpu_ipc_cache.ops == NULL) {
+        return; /* nothing ever mapped */
+    }
+    ctx   = strata_cuda_primary_ctx(ordinal);
+    count = (ctx == NULL) ? 0 : uct_gpu_ipc_cache_retire_ctx(&uct_gpu_ipc_cache, ctx);
+    ucs_debug("gpu_ipc: device %d's primary context is reset: %u cached mapping(s) of peers' "
+              "memory dropped",
+              ordinal, count);
 }
 
 UCS_STATIC_CLEANUP
