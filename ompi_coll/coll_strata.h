@@ -367,6 +367,7 @@ MCA_STRATA_OMPI_COMPONENT_EXPORT extern mca_coll_strata_component_t mca_coll_str
 #define MCA_COLL_STRATA_TEST_FAIL_LEADERS  0x8u /* the node leaders' exchange */
 #define MCA_COLL_STRATA_TEST_FAIL_CONTEXT  0x10u /* the native allreduce's context switch */
 #define MCA_COLL_STRATA_TEST_FAIL_COPY_OUT 0x20u /* the next pipeline call's copies out */
+#define MCA_COLL_STRATA_TEST_FAIL_ISEND    0x40u /* the exchange's next isend (refused) */
 bool mca_coll_strata_test_fail_now(unsigned step);
 
 static inline bool mca_coll_strata_test_fail(unsigned step)
@@ -528,6 +529,10 @@ typedef struct mca_coll_strata_xchg_t {
     bool failed;
     ompi_request_t *reqs[2]; /* receive, send */
     char signal[64]; /* what a failed member sends: one element at most */
+    /* the step's send the pml refused, to be posted again (as the news of
+     * the failure), and since when (CLOCK_MONOTONIC seconds; 0: not refused) */
+    bool send_pending;
+    double send_refused_at;
 } mca_coll_strata_xchg_t;
 
 void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x);

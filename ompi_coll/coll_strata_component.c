@@ -320,7 +320,8 @@ static int mca_coll_strata_component_register(void)
         "leaders, after the node split was agreed), pipeline (the pipeline's allocations), "
         "inter (its next inter-node phase, once), context (the next native device allreduce's "
         "context switch, once), copy_out (every copy out of the result area in the next "
-        "allreduce that copies out, once). Set for one rank to check that the others return "
+        "allreduce that copies out, once), isend (the next send of an inter-node exchange is "
+        "refused as by the pml, once). Set for one rank to check that the others return "
         "an error instead of hanging",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.test_fail);
@@ -338,7 +339,8 @@ static void mca_coll_strata_component_parse_test_fail(void)
                  {"pipeline", MCA_COLL_STRATA_TEST_FAIL_PIPELINE},
                  {"inter", MCA_COLL_STRATA_TEST_FAIL_INTER},
                  {"context", MCA_COLL_STRATA_TEST_FAIL_CONTEXT},
-                 {"copy_out", MCA_COLL_STRATA_TEST_FAIL_COPY_OUT}};
+                 {"copy_out", MCA_COLL_STRATA_TEST_FAIL_COPY_OUT},
+                 {"isend", MCA_COLL_STRATA_TEST_FAIL_ISEND}};
     const char *list = mca_coll_strata_component.test_fail;
 
     mca_coll_strata_component.test_fail_steps = 0;
@@ -357,7 +359,7 @@ static void mca_coll_strata_component_parse_test_fail(void)
 bool mca_coll_strata_test_fail_now(unsigned step)
 {
     if (MCA_COLL_STRATA_TEST_FAIL_INTER == step || MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step ||
-        MCA_COLL_STRATA_TEST_FAIL_COPY_OUT == step) {
+        MCA_COLL_STRATA_TEST_FAIL_COPY_OUT == step || MCA_COLL_STRATA_TEST_FAIL_ISEND == step) {
         /* once: later calls must work */
         mca_coll_strata_component.test_fail_steps &= ~step;
     }
@@ -369,6 +371,8 @@ bool mca_coll_strata_test_fail_now(unsigned step)
                     ? "the native allreduce's context switch"
                 : (MCA_COLL_STRATA_TEST_FAIL_COPY_OUT == step)
                     ? "the copies out of the result area of an allreduce"
+                : (MCA_COLL_STRATA_TEST_FAIL_ISEND == step)
+                    ? "an inter-node exchange's send (as if the pml refused it)"
                     : "an inter-node phase");
     return true;
 }

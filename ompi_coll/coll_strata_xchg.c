@@ -28,7 +28,11 @@
  * expects elements, one element where it expects none: truncated, nothing
  * written).  The receiver takes that as the news, marks its own result
  * failed and passes the news on the same way: it follows the data's
- * dependencies, at no cost to exchanges that do not fail.
+ * dependencies, at no cost to exchanges that do not fail.  A send the pml
+ * refuses (out of resources) is posted again, as the news, until it is
+ * taken: the receiver waits for it.  Only a pml that refuses for
+ * MCA_COLL_STRATA_XCHG_REFUSED_S seconds is given up on, with an error
+ * naming the peer, which may then wait forever: nothing is left to tell it.
  */
 #include "coll_strata.h"
 
@@ -36,6 +40,10 @@
 
 #include "ompi/constants.h"
 #include "ompi/mca/pml/pml.h"
+
+#include <time.h>
+
+#define MCA_COLL_STRATA_XCHG_REFUSED_S 30.0
 
 static void mca_coll_strata_xchg_fail(mca_coll_strata_xchg_t *x)
 {
@@ -68,8 +76,55 @@ static char *mca_coll_strata_xchg_at(const mca_coll_strata_xchg_t *x, size_t off
     return x->buf + off * (size_t)x->extent;
 }
 
-/* Post the messages of step x->step.  A request the pml refuses is left
- * NULL (complete) and the exchange marked failed. */
+static double mca_coll_strata_xchg_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Post (again) the step's send: its data, or the news of a failure.  A
+ * refusal marks the exchange failed and leaves the send pending, to be
+ * posted again by the progress (see the top). */
+static void mca_coll_strata_xchg_send(mca_coll_strata_xchg_t *x)
+{
+    const mca_coll_strata_sched_step_t *s = &x->cur;
+    size_t send_count = s->send_count;
+    char *send_ptr = (NULL != x->stage_send) ? x->stage_send
+                                             : mca_coll_strata_xchg_at(x, s->send_off);
+    int rc;
+
+    if (x->failed) {
+        /* the news (see the top): host memory, whatever the node area */
+        send_count = (0 == send_count) ? 1 : 0;
+        send_ptr = x->signal;
+    }
+    rc = mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_ISEND)
+             ? OMPI_ERR_TEMP_OUT_OF_RESOURCE
+             : MCA_PML_CALL(isend(send_ptr, send_count, x->dtype, s->send_peer, x->tag,
+                                  MCA_PML_BASE_SEND_STANDARD, x->comm, &x->reqs[1]));
+    if (OMPI_SUCCESS == rc) {
+        x->send_pending = false;
+        return;
+    }
+    x->reqs[1] = MPI_REQUEST_NULL;
+    if (0.0 == x->send_refused_at) {
+        x->send_refused_at = mca_coll_strata_xchg_now();
+    }
+    mca_coll_strata_xchg_fail(x);
+    if (mca_coll_strata_xchg_now() - x->send_refused_at > MCA_COLL_STRATA_XCHG_REFUSED_S) {
+        opal_output(0,
+                    "coll:strata: MPI_Allreduce: the pml refused a send to rank %d of %s for "
+                    "%.0f s (%d); giving up: that rank may wait for it forever",
+                    s->send_peer, x->comm->c_name, MCA_COLL_STRATA_XCHG_REFUSED_S, rc);
+        x->send_pending = false;
+    }
+}
+
+/* Post the messages of step x->step.  A receive the pml refuses is left
+ * NULL (complete) and the exchange marked failed; a refused send is posted
+ * again (mca_coll_strata_xchg_send). */
 static void mca_coll_strata_xchg_post(mca_coll_strata_xchg_t *x)
 {
     mca_coll_strata_sched_step_t *s = &x->cur;
@@ -98,18 +153,10 @@ static void mca_coll_strata_xchg_post(mca_coll_strata_xchg_t *x)
     send_ptr = mca_coll_strata_xchg_at(x, s->send_off);
     if (NULL != x->stage_send && !x->failed) {
         mca_coll_strata_xchg_copy(x, x->stage_send, send_ptr, send_count);
-        send_ptr = x->stage_send;
     }
-    if (x->failed) {
-        /* the news (see the top): host memory, whatever the node area */
-        send_count = (0 == send_count) ? 1 : 0;
-        send_ptr = x->signal;
-    }
-    if (OMPI_SUCCESS != MCA_PML_CALL(isend(send_ptr, send_count, x->dtype, s->send_peer, x->tag,
-                                           MCA_PML_BASE_SEND_STANDARD, x->comm, &x->reqs[1]))) {
-        x->reqs[1] = MPI_REQUEST_NULL;
-        mca_coll_strata_xchg_fail(x);
-    }
+    x->send_pending = true;
+    x->send_refused_at = 0.0;
+    mca_coll_strata_xchg_send(x);
 }
 
 /* Both requests of the step are complete: did the peer's message arrive
@@ -183,6 +230,7 @@ void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x)
     x->step = 0;
     x->nsteps = mca_coll_strata_sched_nsteps(x->alg, ompi_comm_size(x->comm));
     x->reqs[0] = x->reqs[1] = MPI_REQUEST_NULL;
+    x->send_pending = false;
     memset(x->signal, 0, sizeof(x->signal));
     if (x->nsteps > 0) {
         mca_coll_strata_xchg_post(x);
@@ -197,6 +245,12 @@ void mca_coll_strata_xchg_progress(mca_coll_strata_xchg_t *x, bool *done)
         ompi_status_public_t status[2];
         int completed = 0, rc;
 
+        if (x->send_pending) {
+            mca_coll_strata_xchg_send(x);
+            if (x->send_pending) {
+                break;
+            }
+        }
         rc = ompi_request_test_all(2, x->reqs, &completed, status);
         if (!completed && OMPI_SUCCESS == rc) {
             break;

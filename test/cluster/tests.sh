@@ -331,10 +331,14 @@ cluster_allreduce_native_big() {
 # ring: every rank returns an error (the rail partner on the other node
 # learns it from the ring, the local ranks from the segment), none hangs,
 # and later calls on the communicator are right.
-# cluster_allreduce_inter_fault PLACEMENT FAILING [INTER]: 2x2, 3+1 or
+# With STEP isend (coll_strata_test_fail=isend) the failing rank's first
+# send of the exchange is refused as a pml out of resources refuses it: the
+# exchange posts it again, as the news of the failure (before, its receiver
+# waited for it forever).
+# cluster_allreduce_inter_fault PLACEMENT FAILING [INTER [STEP]]: 2x2, 3+1 or
 # 2+1+1+1+1; a rank with a rail; the inter-node algorithm (default ring)
 cluster_allreduce_inter_fault() {
-    local map out="$STRATA_TEST_TMP/fault.out" failing=$2 inter=${3:-ring} n
+    local map out="$STRATA_TEST_TMP/fault.out" failing=$2 inter=${3:-ring} step=${4:-inter} n
     case "$1" in
     2x2) map=(-np 4 --map-by ppr:2:node) ;;
     3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
@@ -343,7 +347,7 @@ cluster_allreduce_inter_fault() {
     n=${map[1]}
     strata_mpirun_cluster "${map[@]}" $(strata_coll_mca strata) \
         --mca coll_strata_allreduce_inter_algorithm "$inter" \
-        bash -c '[ "$OMPI_COMM_WORLD_RANK" = '"$failing"' ] && export OMPI_MCA_coll_strata_test_fail=inter; exec "$@"' _ \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = '"$failing"' ] && export OMPI_MCA_coll_strata_test_fail='"$step"'; exec "$@"' _ \
         "$T/mpi/test_allreduce_fault" --expect fail --timeout 60 >"$out" 2>&1
     local rc=$?; cat "$out"
     [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: $n of $n ranks returned an error" "$out"
@@ -495,6 +499,9 @@ else
     strata_test cluster_allreduce_network_configured_2x2 300 cluster_job 2 "" cluster_network_configured
     strata_test cluster_settings_differ_2x2 300 cluster_job 2 "" cluster_settings_differ
     strata_test cluster_allreduce_inter_fault_2x2 300 cluster_job 2 "" cluster_allreduce_inter_fault 2x2 1
+    strata_test cluster_allreduce_isend_refused_2x2 300 cluster_job 2 "" cluster_allreduce_inter_fault 2x2 1 ring isend
+    strata_test cluster_allreduce_isend_refused_5_doubling 300 cluster_job 5 "" \
+        cluster_allreduce_inter_fault 2+1+1+1+1 2 doubling isend
     # the lone rank of the 1-rank node: its rail partner leads a 3-rank node
     strata_test cluster_allreduce_inter_fault_3+1 300 cluster_job 2 "" cluster_allreduce_inter_fault 3+1 3
     # the news through recursive doubling and halving-doubling, with the fold
