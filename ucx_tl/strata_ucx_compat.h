@@ -30,6 +30,8 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
 #include <string.h>
 
 /* UCT_API is UCT_VERSION(major, minor) of the headers in use. */
@@ -328,13 +330,26 @@ static inline int uct_strata_ep_is_connected_v2(uct_ep_h tl_ep,
  * pending_add.  The protocol layer that is the default from UCX 1.16 copies
  * rendezvous fragments through the memory-type endpoint with no pending
  * path (src/ucp/rndv/rndv_mtype.inl asserts that the copy was taken), so
- * there a transport used for such copies must take every one.  (UCX 1.13's
- * own new protocols, opt-in with UCX_PROTO_ENABLE=y, assert the same.)
+ * there a transport used for such copies must take every one.  UCX 1.13's
+ * own new protocols, opt-in with UCX_PROTO_ENABLE=y, assert the same: a
+ * transport cannot ask UCP which protocols a context runs, so the
+ * environment decides there (a UCX_PROTO_ENABLE set in a ucx.conf file only
+ * is not seen; the assertion then names rndv_mtype).
  */
 #if UCT_API >= UCT_VERSION(1, 16)
-#define UCT_STRATA_MTYPE_COPY_CAN_REFUSE 0
+#define UCT_STRATA_MTYPE_COPY_CAN_REFUSE() 0
+#define UCT_STRATA_MTYPE_COPY_WHY          ""
 #else
-#define UCT_STRATA_MTYPE_COPY_CAN_REFUSE 1
+static inline int uct_strata_env_yes(const char *name)
+{
+    const char *v = getenv(name);
+
+    return (v != NULL) && ((strcasecmp(v, "y") == 0) || (strcasecmp(v, "yes") == 0) ||
+                           (strcasecmp(v, "on") == 0) || (strcasecmp(v, "1") == 0) ||
+                           (strcasecmp(v, "true") == 0));
+}
+#define UCT_STRATA_MTYPE_COPY_CAN_REFUSE() (!uct_strata_env_yes("UCX_PROTO_ENABLE"))
+#define UCT_STRATA_MTYPE_COPY_WHY          " and UCX_PROTO_ENABLE=y"
 #endif
 
 /* UCX 1.17 asks estimate_perf for flags too (UCT_PERF_ATTR_FIELD_FLAGS):

@@ -211,6 +211,15 @@ ucx_ucp_copy_max_events() {
         [ "$n" -eq 0 ] || { echo "FAIL: UCX $STRATA_UCX_VERSION can wait for a refused copy, but the limit was called soft"; return 1; }
     fi
     echo "UCX $STRATA_UCX_VERSION: UCX_GPU_COPY_MAX_EVENTS=2, staged tag traffic up to 64 MiB: ok ($n soft-limit warnings)"
+    strata_ucx_at_least 1 16 && return 0
+    # UCX 1.13's new protocols, opt-in, cannot wait either (they asserted in
+    # rndv_mtype.inl before the limit became soft with UCX_PROTO_ENABLE=y)
+    UCX_PROTO_ENABLE=y UCX_GPU_COPY_MAX_EVENTS=2 UCX_TLS=self,sm,gpu_copy \
+        ucp_device cumemalloc tag --err-mode none --sizes 65537,4194304,67108864 \
+        --timeout 60 >"$out" 2>&1 || { cat "$out"; return 1; }
+    n=$(grep -c "UCX_GPU_COPY_MAX_EVENTS=2 is a soft limit with UCX .* and UCX_PROTO_ENABLE=y" "$out")
+    [ "$n" -eq 2 ] || { cat "$out"; echo "FAIL: $n soft-limit warnings with UCX_PROTO_ENABLE=y, expected 2"; return 1; }
+    echo "UCX $STRATA_UCX_VERSION with UCX_PROTO_ENABLE=y: the same: ok ($n soft-limit warnings)"
 }
 
 # The allocation hooks are in place on every entry point the driver has.

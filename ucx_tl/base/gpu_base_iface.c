@@ -665,10 +665,10 @@ static unsigned uct_gpu_base_iface_soft_max_events(const uct_gpu_base_iface_ops_
         for (i = 0; setting[i] != '\0'; ++i) {
             setting[i] = (char)toupper((unsigned char)setting[i]);
         }
-        ucs_warn("%s=%u is a soft limit with UCX %s: UCP's protocols copy rendezvous "
+        ucs_warn("%s=%u is a soft limit with UCX %s%s: UCP's protocols copy rendezvous "
                  "fragments through %s and cannot wait for a copy it refuses, so it takes "
                  "every copy, with more CUDA events than the limit when more are in flight",
-                 setting, max_events, UCT_VERNO_STRING, ops->tl_name);
+                 setting, max_events, UCT_VERNO_STRING, UCT_STRATA_MTYPE_COPY_WHY, ops->tl_name);
     }
     return UINT_MAX;
 }
@@ -710,7 +710,7 @@ UCS_CLASS_INIT_FUNC(uct_gpu_base_iface_t, uct_iface_ops_t *tl_ops,
     self->progress_wanted   = 0;
     self->idle_polls        = 0;
     self->config.max_poll   = config->max_poll;
-    self->config.max_events = ops->max_events_enforced ?
+    self->config.max_events = (!ops->mtype_copies || UCT_STRATA_MTYPE_COPY_CAN_REFUSE()) ?
                                   config->max_events :
                                   uct_gpu_base_iface_soft_max_events(ops, config->max_events);
     ucs_queue_head_init(&self->flushes);

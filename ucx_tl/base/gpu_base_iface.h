@@ -59,13 +59,14 @@ typedef struct uct_gpu_base_iface_ops {
      */
     void (*op_release)(uct_gpu_base_op_t *op);
     /*
-     * Whether the transport may refuse an operation for want of an event
-     * (MAX_EVENTS).  0 where its callers cannot wait for a refused one
-     * (UCT_STRATA_MTYPE_COPY_CAN_REFUSE): MAX_EVENTS is then a soft limit,
-     * operations beyond it take new events, and opening an interface with
-     * a finite setting warns once per process.
+     * Whether UCP copies rendezvous fragments through the transport as a
+     * memory-type endpoint.  Such a transport may refuse an operation for
+     * want of an event (MAX_EVENTS) only where UCP's protocols can wait for
+     * a refused copy (UCT_STRATA_MTYPE_COPY_CAN_REFUSE()); elsewhere
+     * MAX_EVENTS is a soft limit, operations beyond it take new events, and
+     * opening an interface with a finite setting warns once per process.
      */
-    int max_events_enforced;
+    int mtype_copies;
 } uct_gpu_base_iface_ops_t;
 
 /* Settings both transports have (UCX_GPU_COPY_*, UCX_GPU_IPC_*). */

@@ -256,11 +256,11 @@ static uct_iface_internal_ops_t uct_gpu_copy_iface_internal_ops = {
 /* clang-format on */
 
 static const uct_gpu_base_iface_ops_t uct_gpu_copy_iface_base_ops = {
-    .tl_name             = UCT_GPU_COPY_TL_NAME,
-    .op_size             = sizeof(uct_gpu_base_op_t),
-    .op_release          = NULL,
+    .tl_name      = UCT_GPU_COPY_TL_NAME,
+    .op_size      = sizeof(uct_gpu_base_op_t),
+    .op_release   = NULL,
     /* UCP's rendezvous pipeline copies through it as a memory-type endpoint. */
-    .max_events_enforced = UCT_STRATA_MTYPE_COPY_CAN_REFUSE,
+    .mtype_copies = 1,
 };
 
 /* ---- life cycle ---- */

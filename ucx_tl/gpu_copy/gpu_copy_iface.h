@@ -11,9 +11,9 @@
  * operations are queued on one stream per direction of the base interface
  * (base/gpu_base_iface.h), each followed by an event from its pool; its
  * progress completes them in the order they were posted on each queue.
- * With UCX >= 1.16, whose protocols cannot wait for a refused copy
- * (UCT_STRATA_MTYPE_COPY_CAN_REFUSE), no copy is refused: there
- * UCX_GPU_COPY_MAX_EVENTS is a soft limit.
+ * With UCX >= 1.16, and 1.13 with UCX_PROTO_ENABLE=y, whose protocols
+ * cannot wait for a refused copy (UCT_STRATA_MTYPE_COPY_CAN_REFUSE()), no
+ * copy is refused: there UCX_GPU_COPY_MAX_EVENTS is a soft limit.
  */
 #ifndef UCT_GPU_COPY_IFACE_H
 #define UCT_GPU_COPY_IFACE_H

@@ -203,12 +203,12 @@ static void uct_gpu_ipc_iface_op_release(uct_gpu_base_op_t *base_op)
 }
 
 static const uct_gpu_base_iface_ops_t uct_gpu_ipc_iface_base_ops = {
-    .tl_name             = UCT_GPU_IPC_TL_NAME,
-    .op_size             = sizeof(uct_gpu_ipc_op_t),
-    .op_release          = uct_gpu_ipc_iface_op_release,
+    .tl_name      = UCT_GPU_IPC_TL_NAME,
+    .op_size      = sizeof(uct_gpu_ipc_op_t),
+    .op_release   = uct_gpu_ipc_iface_op_release,
     /* UCP moves rendezvous data and RMA through it with protocols that
      * queue a refused operation, in every version. */
-    .max_events_enforced = 1,
+    .mtype_copies = 0,
 };
 
 /* clang-format off */
