@@ -368,6 +368,7 @@ MCA_STRATA_OMPI_COMPONENT_EXPORT extern mca_coll_strata_component_t mca_coll_str
 #define MCA_COLL_STRATA_TEST_FAIL_CONTEXT  0x10u /* the native allreduce's context switch */
 #define MCA_COLL_STRATA_TEST_FAIL_COPY_OUT 0x20u /* the next pipeline call's copies out */
 #define MCA_COLL_STRATA_TEST_FAIL_ISEND    0x40u /* the exchange's next isend (refused) */
+#define MCA_COLL_STRATA_TEST_FAIL_STAGE    0x80u /* every staging buffer's allocation */
 bool mca_coll_strata_test_fail_now(unsigned step);
 
 static inline bool mca_coll_strata_test_fail(unsigned step)

@@ -321,7 +321,8 @@ static int mca_coll_strata_component_register(void)
         "inter (its next inter-node phase, once), context (the next native device allreduce's "
         "context switch, once), copy_out (every copy out of the result area in the next "
         "allreduce that copies out, once), isend (the next send of an inter-node exchange is "
-        "refused as by the pml, once). Set for one rank to check that the others return "
+        "refused as by the pml, once), stage (every allocation of a buffer staging device "
+        "data). Set for one rank to check that the others return "
         "an error instead of hanging",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.test_fail);
@@ -340,7 +341,8 @@ static void mca_coll_strata_component_parse_test_fail(void)
                  {"inter", MCA_COLL_STRATA_TEST_FAIL_INTER},
                  {"context", MCA_COLL_STRATA_TEST_FAIL_CONTEXT},
                  {"copy_out", MCA_COLL_STRATA_TEST_FAIL_COPY_OUT},
-                 {"isend", MCA_COLL_STRATA_TEST_FAIL_ISEND}};
+                 {"isend", MCA_COLL_STRATA_TEST_FAIL_ISEND},
+                 {"stage", MCA_COLL_STRATA_TEST_FAIL_STAGE}};
     const char *list = mca_coll_strata_component.test_fail;
 
     mca_coll_strata_component.test_fail_steps = 0;
@@ -373,7 +375,8 @@ bool mca_coll_strata_test_fail_now(unsigned step)
                     ? "the copies out of the result area of an allreduce"
                 : (MCA_COLL_STRATA_TEST_FAIL_ISEND == step)
                     ? "an inter-node exchange's send (as if the pml refused it)"
-                    : "an inter-node phase");
+                : (MCA_COLL_STRATA_TEST_FAIL_STAGE == step) ? "the allocation of a staging buffer"
+                                                            : "an inter-node phase");
     return true;
 }
 

@@ -18,6 +18,8 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ompi/constants.h"
 
@@ -219,9 +221,63 @@ static int mca_coll_strata_bounce_get(mca_coll_strata_stage_t *st, size_t size, 
     return (NULL == st->bounce) ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
 }
 
+/*
+ * No memory for a call's staging buffer: the call must still run on this
+ * rank, or its peers wait for it forever (a blocking collective cannot tell
+ * them, and asking them first would cost every staged call a round trip).
+ * A sink stands in: `size` bytes of address space over one block of
+ * MCA_COLL_STRATA_SINK_BLOCK bytes mapped again and again, so it costs that
+ * block whatever the size.  What this rank sends from it is garbage, what
+ * it receives is lost; the call returns MPI_ERR_NO_MEM here, and the peers'
+ * results that depend on this rank's data are undefined, as after any
+ * error an MPI library reports on one rank.  NULL if even that fails.
+ */
+#define MCA_COLL_STRATA_SINK_BLOCK ((size_t)2 << 20)
+
+static char *mca_coll_strata_sink_map(size_t size, size_t *mapped)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t total = (size + page - 1) / page * page, block;
+    char *base;
+    int fd;
+
+    total = (0 == total) ? page : total;
+    block = (total < MCA_COLL_STRATA_SINK_BLOCK) ? total : MCA_COLL_STRATA_SINK_BLOCK;
+    fd = memfd_create("strata_stage_sink", MFD_CLOEXEC);
+    if (fd < 0) {
+        return NULL;
+    }
+    base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (MAP_FAILED == base || 0 != ftruncate(fd, (off_t)block)) {
+        if (MAP_FAILED != base) {
+            munmap(base, total);
+        }
+        close(fd);
+        return NULL;
+    }
+    for (size_t off = 0; off < total; off += block) {
+        size_t len = (total - off < block) ? total - off : block;
+
+        if (MAP_FAILED ==
+            mmap(base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0)) {
+            munmap(base, total);
+            close(fd);
+            return NULL;
+        }
+    }
+    close(fd); /* the mappings keep the block */
+    *mapped = total;
+    return base;
+}
+
 static void mca_coll_strata_bounce_put(mca_coll_strata_stage_t *st)
 {
-    if (st->bounce_cached) {
+    if (st->bounce_sink) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+        munmap(st->bounce, (st->bounce_size + page - 1) / page * page);
+        st->bounce_sink = false;
+    } else if (st->bounce_cached) {
         __atomic_store_n(&st->module->bounce.busy, false, __ATOMIC_RELEASE);
     } else {
         mca_coll_strata_bounce_free(st->bounce, st->bounce_pinned, st->bounce_ordinal);
@@ -408,11 +464,27 @@ int mca_coll_strata_stage_in(mca_coll_strata_stage_t *st)
     if (0 == total) {
         return OMPI_SUCCESS;
     }
-    rc = mca_coll_strata_bounce_get(st, total, ordinal);
+    rc = mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_STAGE)
+             ? OMPI_ERR_OUT_OF_RESOURCE
+             : mca_coll_strata_bounce_get(st, total, ordinal);
     if (OMPI_SUCCESS != rc) {
-        opal_output(0, "coll:strata: %s: no host memory for %zu bytes of staging", st->coll,
-                    total);
-        return rc;
+        size_t mapped = 0;
+
+        st->bounce = mca_coll_strata_sink_map(total, &mapped);
+        st->bounce_size = total;
+        st->bounce_cached = st->bounce_pinned = false;
+        st->bounce_sink = (NULL != st->bounce);
+        opal_output(0,
+                    "coll:strata: %s on device buffers: no host memory for %zu bytes of "
+                    "staging: this call fails on this rank%s",
+                    st->coll, total,
+                    st->bounce_sink ? " (it still takes part, so that no peer waits for it)"
+                                    : ", and its peers may wait for it");
+        if (!st->bounce_sink) {
+            return rc;
+        }
+        st->rc = MPI_ERR_NO_MEM;
+        return OMPI_SUCCESS;
     }
     mca_coll_strata_stage_copy(st, MCA_COLL_STRATA_STAGE_IN, true);
     return OMPI_SUCCESS;

@@ -55,6 +55,7 @@ typedef struct mca_coll_strata_stage_t {
     size_t bounce_size;
     bool bounce_cached; /* the module's cached buffer (else this call's own) */
     bool bounce_pinned;
+    bool bounce_sink;   /* no memory for it: a sink stands in (see stage_in) */
     int bounce_ordinal; /* device whose context allocated it */
     int rc;             /* first staging error (MPI_ERR_OTHER) */
 } mca_coll_strata_stage_t;

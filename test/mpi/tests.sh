@@ -773,6 +773,24 @@ coll_device_native_rank1() {
     [ $rc -eq 0 ] && grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out"
 }
 
+# Rank 1 has no host memory for any staging buffer (coll_strata_test_fail=
+# stage): its staged MPI_Allreduce, MPI_Bcast, MPI_Allgather and
+# MPI_Iallreduce on device buffers (test_coll_device --mode fault) each
+# return an error there, naming the allocation, and the others complete:
+# rank 1 still takes part, through a sink.  Before, it returned before the
+# collective and its peers waited for it forever.
+coll_device_stage_nomem() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=stage; exec "$@"' _ \
+        "$T/mpi/test_coll_device" --mode fault --timeout 30 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] &&
+        grep -q "no host memory for [0-9]* bytes of staging: this call fails on this rank (it still takes part, so that no peer waits for it)" "$STRATA_TEST_LOG.out" &&
+        [ "$(grep -c "rank 1: fault .*: error as expected" "$STRATA_TEST_LOG.out")" -eq 4 ] &&
+        grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out"
+}
+
 # One rank gets no CUDA context for a native allreduce (coll_strata_test_fail
 # =context, once): it still runs the pipeline with every operation failing,
 # so no peer waits for it; every rank returns an error, later calls work
@@ -897,6 +915,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_no_device_memory 120 coll_device_native_no_device_memory
         strata_test mpi_coll_device_native_big 300 coll_device_native_big
         strata_test mpi_coll_device_native_first_call 300 coll_device_native_first_call
+        strata_test mpi_coll_device_stage_nomem 120 coll_device_stage_nomem
         strata_test mpi_coll_free_loop_device 600 coll_free_loop device
         strata_test mpi_coll_free_loop_host 600 coll_free_loop host
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
