@@ -48,9 +48,18 @@ step "3. Allreduce benchmark, tuned vs han vs strata, bytes per node per call"
 python3 "$STRATA_SRCDIR/test/bench/allreduce_bench.py" --inside-cluster --builddir "$BUILDDIR" \
     --configs tuned,han,strata --nodes 2 --ppn 2 --rate 1gbit --min 4K --max 1M --iters 10 \
     --warmup 2 --rounds 1 --out "$BUILDDIR/demo-bench" | grep -E '^\||^- setup'
-echo "(strata runs its own algorithms: replicated up to 2 KiB, rail above; a few short calls on a"
-echo " shared 2-core machine are noisy, the recorded comparison is in docs/results/;"
-echo " table and plot: $BUILDDIR/demo-bench/results.md, plot.png)"
+# What strata ran at each size, as its verbosity names it (never a text that
+# could drift from the code): one call per size on this cluster.
+demo_job $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+    "$T/bench/strata_allreduce_bench" --min 4096 --max 1048576 --iters 1 --warmup 0 \
+    >"$BUILDDIR/demo-strata-paths.log" 2>&1
+echo "(what strata ran, per size, from its verbosity 20 on rank 0:"
+sed -n 's/.*\[[^]]*:\([0-9]*\)\] coll:strata: allreduce MPI_COMM_WORLD count=\([0-9]*\) MPI_FLOAT MPI_SUM host->host: \([a-z_]*\), [0-9]* slice(s), inter-node \([a-z_]*\).*/\1 \2 \3 \4/p' \
+    "$BUILDDIR/demo-strata-paths.log" | awk '
+        !pid { pid = $1 } $1 == pid && !seen[$2]++ {
+            printf " %8d B: %s, between nodes %s\n", $2 * 4, $3, $4 }'
+echo " a few short calls on a shared 2-core machine are noisy, the recorded comparison is in"
+echo " docs/results/; table and plot: $BUILDDIR/demo-bench/results.md, plot.png)"
 
 step "4. Strata's UCX module loaded into an MPI job by hook/strata"
 strata_mpirun_cluster -np 2 --map-by ppr:1:node --mca hook_strata_load_uct 1 \
