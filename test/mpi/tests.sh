@@ -743,6 +743,18 @@ coll_free_loop() {
         grep -q "test_coll_free_loop: ok: 10000 rounds on 3 ranks" "$STRATA_TEST_LOG.out"
 }
 
+# MPI_THREAD_MULTIPLE: 4 threads per rank at once, each on its own
+# communicator, 20 rounds of collectives (allreduce staged and native,
+# iallreduce, reduce, bcast, allgather) and a ring of sendrecv on device
+# buffers through pml/ucx with Strata's transports (test_threads), every
+# value checked.  CONFIG: a strata_coll_mca name.
+coll_threads() {
+    strata_mpirun_gpu "$2" $(strata_coll_mca "$1") --timeout 300 "$T/mpi/test_threads" \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "test_threads: ok: 4 threads x 20 rounds on $2 ranks" "$STRATA_TEST_LOG.out"
+}
+
 # Rank 1's GPU has too little memory left for strata's device scratch
 # (CUDA_STANDIN_DEVICE_MEMORY=1 MiB there; the scratch is 4 slots x 2 x
 # 128 KiB): rank 1 warns naming the allocation, its peers naming rank 1, and
@@ -916,6 +928,8 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_big 300 coll_device_native_big
         strata_test mpi_coll_device_native_first_call 300 coll_device_native_first_call
         strata_test mpi_coll_device_stage_nomem 120 coll_device_stage_nomem
+        strata_test mpi_threads_native_np3 300 coll_threads strata-native 3
+        strata_test mpi_threads_auto_np4 300 coll_threads strata 4
         strata_test mpi_coll_free_loop_device 600 coll_free_loop device
         strata_test mpi_coll_free_loop_host 600 coll_free_loop host
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
