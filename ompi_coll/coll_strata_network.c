@@ -52,8 +52,27 @@ enum {
     MCA_COLL_STRATA_NET_RAIL_SHARE,
     /* the sender's CPU time per small message, in a burst */
     MCA_COLL_STRATA_NET_OVERHEAD,
+    /* bytes the measurement sent from node 0 (leaders and rails) */
+    MCA_COLL_STRATA_NET_BYTES,
     MCA_COLL_STRATA_NET_FIGURES
 };
+
+/*
+ * The measurement's bounds.  Each timed phase (the leaders' large round
+ * trips, the rails at once) stops repeating once it has taken
+ * MCA_COLL_STRATA_NET_BUDGET_S with one timed repetition at least (3 at
+ * most): on a fast network it repeats for the best of 3, on a slow one a
+ * repetition is long enough to time well once.  The rails move messages
+ * sized from the leaders' bandwidth, MCA_COLL_STRATA_NET_RAIL_S of one
+ * rail's time for the larger (within [256 KiB, 1 MiB]), so a node with k
+ * rails on a slow link sends k x a few hundred KiB, not k x 5 MiB.  Once
+ * measured, the figures serve every later communicator of the job (rank
+ * 0's cache, broadcast): the network between the same nodes has not
+ * changed.  At 1 Gbit/s, 4 nodes x 2 ranks: about 3.5 MB from node 0 (it
+ * was 16 MB).
+ */
+#define MCA_COLL_STRATA_NET_BUDGET_S 0.010
+#define MCA_COLL_STRATA_NET_RAIL_S   0.002
 
 /* The rail's tag: the pipeline's are 1 + slot, and it starts after set-up. */
 #define MCA_COLL_STRATA_NET_TAG   0
@@ -169,21 +188,47 @@ static int mca_coll_strata_network_time_burst(struct ompi_communicator_t *rail, 
     return rc;
 }
 
-/* The two large sizes in turn, so that each starts from the state the
- * other left (a drained token bucket, a window just used). */
-static int mca_coll_strata_network_time_large(struct ompi_communicator_t *rail, bool timer,
-                                              char *buf, double *mid_rtt, double *large_rtt)
+/* Before each pair of large round trips the timer says whether one
+ * follows (go = 1) or the phase is over (0). */
+static int mca_coll_strata_network_go(struct ompi_communicator_t *rail, bool timer, int *go)
 {
-    int rc = OMPI_SUCCESS;
+    if (timer) {
+        return MCA_PML_CALL(
+            send(go, 1, MPI_INT, 1, MCA_COLL_STRATA_NET_TAG, MCA_PML_BASE_SEND_STANDARD, rail));
+    }
+    return MCA_PML_CALL(recv(go, 1, MPI_INT, 0, MCA_COLL_STRATA_NET_TAG, rail, MPI_STATUS_IGNORE));
+}
+
+/* The two large sizes in turn, so that each starts from the state the
+ * other left (a drained token bucket, a window just used): one pair to warm
+ * up, then timed pairs within the budget (see the top).  *bytes: what the
+ * timer sent. */
+static int mca_coll_strata_network_time_large(struct ompi_communicator_t *rail, bool timer,
+                                              char *buf, double *mid_rtt, double *large_rtt,
+                                              double *bytes)
+{
+    double start = mca_coll_strata_network_now();
+    int rc = OMPI_SUCCESS, go = 1;
 
     for (int i = 0; i < 4 && OMPI_SUCCESS == rc; ++i) {
         double mid = 0.0, large = 0.0;
 
+        if (timer) {
+            go = (i < 2) || (mca_coll_strata_network_now() - start < MCA_COLL_STRATA_NET_BUDGET_S);
+        }
+        rc = mca_coll_strata_network_go(rail, timer, &go);
+        if (OMPI_SUCCESS != rc || !go) {
+            break;
+        }
+        if (1 == i) {
+            start = mca_coll_strata_network_now(); /* the budget is for the timed pairs */
+        }
         rc = mca_coll_strata_network_time(rail, timer, buf, MCA_COLL_STRATA_NET_MID, 0, 1, &mid);
         if (OMPI_SUCCESS == rc) {
             rc = mca_coll_strata_network_time(rail, timer, buf, MCA_COLL_STRATA_NET_LARGE, 0, 1,
                                               &large);
         }
+        *bytes += (double)(MCA_COLL_STRATA_NET_MID + MCA_COLL_STRATA_NET_LARGE);
         if (i > 0) { /* the first pair warms up */
             *mid_rtt = (1 == i || mid < *mid_rtt) ? mid : *mid_rtt;
             *large_rtt = (1 == i || large < *large_rtt) ? large : *large_rtt;
@@ -234,7 +279,7 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
     char small[MCA_COLL_STRATA_NET_SMALL] = {0};
     char *large = calloc(1, MCA_COLL_STRATA_NET_LARGE);
     double start = mca_coll_strata_network_now(), small_rtt = 0.0, mid_rtt = 0.0, large_rtt = 0.0;
-    double overhead = 0.0;
+    double overhead = 0.0, bytes = 0.0;
     int mine = (NULL != large), theirs = 0, rc;
 
     rc = mca_coll_strata_network_agree(rail, timer, mine, &theirs);
@@ -244,7 +289,8 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
             rc = mca_coll_strata_network_time_burst(rail, timer, small, &overhead);
         }
         if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_strata_network_time_large(rail, timer, large, &mid_rtt, &large_rtt);
+            rc = mca_coll_strata_network_time_large(rail, timer, large, &mid_rtt, &large_rtt,
+                                                    &bytes);
         }
         if (OMPI_SUCCESS == rc && timer) {
             mca_coll_strata_network_from_round_trips(
@@ -256,6 +302,9 @@ static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, do
             figures[MCA_COLL_STRATA_NET_MID_RTT] = mid_rtt;
             figures[MCA_COLL_STRATA_NET_LARGE_RTT] = large_rtt;
             figures[MCA_COLL_STRATA_NET_MS] = (mca_coll_strata_network_now() - start) * 1e3;
+            figures[MCA_COLL_STRATA_NET_BYTES] = bytes + 40.0 * MCA_COLL_STRATA_NET_SMALL +
+                                                 5.0 * MCA_COLL_STRATA_NET_BURST *
+                                                     MCA_COLL_STRATA_NET_SMALL;
             figures[MCA_COLL_STRATA_NET_VALID] = 1.0;
         }
     }
@@ -289,53 +338,96 @@ static int mca_coll_strata_network_exchange(struct ompi_communicator_t *rail, in
 
 /*
  * The rails at once (collective over comm; see the top).  Local rank r of
- * nodes 0 and 1 exchange the two large sizes both ways on rail r, as the
- * rail path's steps do, every rail at the same time: each exchange starts
- * when an allreduce over comm ends (the one that also takes the longest
- * time of the exchange before), and what counts is that longest time, the
- * time the node's rails together needed to move their bytes.  One rail
- * alone takes about the leaders' one-way time on a full-duplex link.  Comm
- * rank 0 gets the mean of 3 such times per size (after one of each) and
- * sets the rail figures of `figures` if the leaders' measurement there
+ * nodes 0 and 1 exchange two sizes both ways on rail r, as the rail path's
+ * steps do, every rail at the same time: each exchange starts when an
+ * allreduce over comm ends (the one that also takes the longest time of the
+ * exchange before, and carries comm rank 0's word: the larger size, and
+ * whether to stop), and what counts is that longest time, the time the
+ * node's rails together needed to move their bytes.  One rail alone takes
+ * about the leaders' one-way time on a full-duplex link.  A small exchange
+ * first opens the connections; then pairs (the smaller size, the larger)
+ * within the budget (see the top).  Comm rank 0 gets the mean of each size
+ * and sets the rail figures of `figures` if the leaders' measurement there
  * succeeded.
  */
 static int mca_coll_strata_network_rails(mca_coll_strata_module_t *module,
                                          struct ompi_communicator_t *comm, double *figures)
 {
-    static const size_t sizes[2] = {MCA_COLL_STRATA_NET_MID, MCA_COLL_STRATA_NET_LARGE};
     struct ompi_communicator_t *rail = module->topo.rail_comm;
     int ppn = module->topo.ppn_min, timer = (0 == module->topo.node_index), theirs = 0;
     bool member = module->topo.node_index < 2 && module->topo.local_rank < ppn && NULL != rail;
+    bool root = (0 == ompi_comm_rank(comm));
     char *bufs = member ? calloc(2, MCA_COLL_STRATA_NET_LARGE) : NULL;
-    double start = mca_coll_strata_network_now(), t = 0.0, longest = 0.0, mean[2] = {0.0, 0.0};
-    double alpha, beta = 0.0;
-    int rc = OMPI_SUCCESS, xrc = OMPI_SUCCESS;
+    double start = mca_coll_strata_network_now(), timed_from = 0.0, alpha, beta = 0.0;
+    double sum[2] = {0.0, 0.0}, mine[3], all[3] = {0.0, 0.0, 0.0};
+    size_t sizes[2] = {MCA_COLL_STRATA_NET_MID, MCA_COLL_STRATA_NET_LARGE};
+    int rc = OMPI_SUCCESS, xrc = OMPI_SUCCESS, pairs = 0;
+    double t = 0.0;
 
     if (member) {
         xrc = mca_coll_strata_network_agree(rail, timer, NULL != bufs, &theirs);
     }
     member = member && NULL != bufs && theirs && OMPI_SUCCESS == xrc;
-    for (int i = 0; i <= 8 && OMPI_SUCCESS == rc; ++i) {
-        /* the start of exchange i, and the longest time of exchange i - 1 */
-        rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &t, &longest, 1, MPI_DOUBLE,
-                                      MPI_MAX);
-        if (i >= 3) { /* exchanges 2..7: 3 of each size after one of each */
-            mean[(i - 1) % 2] += longest / 3;
+    /* the larger size, from the leaders' beta (comm rank 0's), 4 KiB whole */
+    if (root && 0.0 != figures[MCA_COLL_STRATA_NET_VALID] &&
+        figures[MCA_COLL_STRATA_NET_BETA] > 0.0) {
+        double want = MCA_COLL_STRATA_NET_RAIL_S / figures[MCA_COLL_STRATA_NET_BETA];
+
+        want = (want < MCA_COLL_STRATA_NET_MID)     ? MCA_COLL_STRATA_NET_MID
+               : (want > MCA_COLL_STRATA_NET_LARGE) ? MCA_COLL_STRATA_NET_LARGE
+                                                    : want;
+        sizes[1] = ((size_t)want + 4095) & ~(size_t)4095;
+    }
+    /* exchange j: 0 opens the connections, odd ones the smaller size, even
+     * ones the larger; allreduce j starts exchange j and ends j - 1 */
+    for (int j = 0;; ++j) {
+        mine[0] = t;
+        mine[1] = 0.0;
+        mine[2] = root ? (double)sizes[1] : 0.0;
+        if (root && 1 == j % 2) {
+            /* exchange j would begin a pair; (j - 1) / 2 pairs end with
+             * this allreduce: another one? */
+            int done = (j - 1) / 2;
+            bool spent = done >= 1 &&
+                         mca_coll_strata_network_now() - timed_from >= MCA_COLL_STRATA_NET_BUDGET_S;
+
+            mine[1] = (done >= 3 || spent) ? 1.0 : 0.0;
+        }
+        rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 3, MPI_DOUBLE, MPI_MAX);
+        if (OMPI_SUCCESS != rc) {
+            break;
+        }
+        sizes[1] = (size_t)all[2];
+        sizes[0] = sizes[1] / 4;
+        if (j >= 2) {
+            sum[j % 2 ? 1 : 0] += all[0]; /* exchange j - 1's longest time */
+            pairs += (0 == j % 2) ? 0 : 1;
+        }
+        if (1 == j) {
+            timed_from = mca_coll_strata_network_now();
+        }
+        if (all[1] > 0.0) {
+            break;
         }
         t = 0.0;
-        if (OMPI_SUCCESS == rc && member && OMPI_SUCCESS == xrc && i < 8) {
-            xrc = mca_coll_strata_network_exchange(
-                rail, timer ? 1 : 0, bufs, bufs + MCA_COLL_STRATA_NET_LARGE, sizes[i % 2], &t);
+        if (member && OMPI_SUCCESS == xrc) {
+            size_t bytes = (0 == j) ? MCA_COLL_STRATA_NET_SMALL : sizes[(j % 2) ? 0 : 1];
+
+            xrc = mca_coll_strata_network_exchange(rail, timer ? 1 : 0, bufs,
+                                                   bufs + MCA_COLL_STRATA_NET_LARGE, bytes, &t);
+            if (root) {
+                figures[MCA_COLL_STRATA_NET_BYTES] += (double)bytes * ppn;
+            }
         }
     }
     free(bufs);
-    if (OMPI_SUCCESS != rc || 0 != ompi_comm_rank(comm) ||
-        0.0 == figures[MCA_COLL_STRATA_NET_VALID] || !(mean[0] > 0.0) || !(mean[1] > 0.0)) {
+    if (OMPI_SUCCESS != rc || !root || 0.0 == figures[MCA_COLL_STRATA_NET_VALID] || pairs < 1 ||
+        !(sum[0] > 0.0) || !(sum[1] > 0.0)) {
         return rc;
     }
     /* only beta is wanted here */
-    mca_coll_strata_network_from_round_trips(0.0, mean[0], MCA_COLL_STRATA_NET_MID, mean[1],
-                                             MCA_COLL_STRATA_NET_LARGE, &alpha, &beta);
+    mca_coll_strata_network_from_round_trips(0.0, sum[0] / pairs, sizes[0], sum[1] / pairs,
+                                             sizes[1], &alpha, &beta);
     figures[MCA_COLL_STRATA_NET_RAILS_BETA] = beta;
     figures[MCA_COLL_STRATA_NET_RAILS] = ppn;
     figures[MCA_COLL_STRATA_NET_RAIL_SHARE] =
@@ -411,7 +503,7 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
 {
     const mca_coll_strata_settings_t *c = &module->settings;
     double figures[MCA_COLL_STRATA_NET_FIGURES] = {0};
-    char rtts[160] = "", rails[128] = "", eager_source[128];
+    char rtts[224] = "", rails[128] = "", eager_source[128];
     const char *source, *rails_source, *overhead_source = "none assumed";
     bool measure_all, measure_rails;
     int rc;
@@ -495,11 +587,11 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
             }
             snprintf(rtts, sizeof(rtts),
                      "; round trips between nodes 0 and 1: %d B %.1f us, %zu KiB %.1f us, "
-                     "%zu KiB %.1f us, %.1f ms in all",
+                     "%zu KiB %.1f us, %.1f ms and %.0f KiB from node 0 in all",
                      MCA_COLL_STRATA_NET_SMALL, figures[MCA_COLL_STRATA_NET_SMALL_RTT] * 1e6,
                      MCA_COLL_STRATA_NET_MID >> 10, figures[MCA_COLL_STRATA_NET_MID_RTT] * 1e6,
                      MCA_COLL_STRATA_NET_LARGE >> 10, figures[MCA_COLL_STRATA_NET_LARGE_RTT] * 1e6,
-                     figures[MCA_COLL_STRATA_NET_MS]);
+                     figures[MCA_COLL_STRATA_NET_MS], figures[MCA_COLL_STRATA_NET_BYTES] / 1024.0);
         }
     }
     if (module->decision.nics > 0) {
