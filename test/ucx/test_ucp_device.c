@@ -1724,7 +1724,9 @@ static void parse_sizes(const char *list)
 
 static void parse_tests(const char *list)
 {
-    static const struct { const char *name; unsigned bits;
+    static const struct {
+        const char *name;
+        unsigned bits;
     } names[] = {
         {"tag", T_TAG},       {"rma", T_RMA},
         {"stale", T_STALE},   {"badrkey", T_BADRKEY},
