@@ -37,8 +37,9 @@ AC_DEFUN([STRATA_CHECK_UCX], [
   or point --with-ucx=DIR at a UCX prefix, or use --without-ucx to build only the Open MPI components.])])
 
         AC_MSG_CHECKING([for the installed UCX version])
-        # 1.13 prints '# Version 1.13.1'; 1.18 '# Library version: 1.18.1'.
-        strata_ucx_version=`$UCX_INFO -v 2>/dev/null | $SED -n 's/^# Version \(@<:@0-9.@:>@*\).*/\1/p; s/^# Library version: \(@<:@0-9.@:>@*\).*/\1/p' | head -n 1`
+        # 1.12 prints '# UCT version=1.12.1 revision ...'; 1.13 '# Version
+        # 1.13.1'; 1.16 and later '# Library version: 1.18.1'.
+        strata_ucx_version=`$UCX_INFO -v 2>/dev/null | $SED -n 's/^# UCT version=\(@<:@0-9.@:>@*\).*/\1/p; s/^# Version \(@<:@0-9.@:>@*\).*/\1/p; s/^# Library version: \(@<:@0-9.@:>@*\).*/\1/p' | head -n 1`
         AS_IF([test -z "$strata_ucx_version"],
             [AC_MSG_ERROR([could not read the UCX version from '$UCX_INFO -v'])])
         AC_MSG_RESULT([$strata_ucx_version])
@@ -47,18 +48,20 @@ AC_DEFUN([STRATA_CHECK_UCX], [
         # and that are built and tested.
         AC_MSG_CHECKING([whether UCX $strata_ucx_version is supported])
         AS_CASE(["$strata_ucx_version"],
-            [1.13.*|1.18.*], [AC_MSG_RESULT([yes])],
+            [1.12.*|1.13.*|1.16.*|1.18.*|1.19.*|1.20.*|1.22.*], [AC_MSG_RESULT([yes])],
             [AC_MSG_RESULT([no])
-             AC_MSG_ERROR([UCX $strata_ucx_version is not supported: libuct_strata.so is built for UCX 1.13.x (Debian 12)
-  and 1.18.x (Debian 13). A UCT module shares UCT's internal structures, which change between
-  UCX releases; another version's differences must be added to ucx_tl/strata_ucx_compat.h and
-  tested first. Use --with-ucx=DIR to point at a supported UCX, or --without-ucx to build only
-  the Open MPI components.])])
+             AC_MSG_ERROR([UCX $strata_ucx_version is not supported: libuct_strata.so is built and tested for the UCX
+  series the distributions ship: 1.12 (Ubuntu 22.04), 1.13 (Debian 12), 1.16 (Ubuntu 24.04),
+  1.18 (Debian 13, Fedora 43), 1.19 (Fedora 44), 1.20 (Ubuntu 26.04) and 1.22 (upstream).
+  A UCT module shares UCT's internal structures, which change between UCX releases; another
+  version's differences must be added to ucx_tl/strata_ucx_compat.h and tested first. Use
+  --with-ucx=DIR to point at a supported UCX, or --without-ucx to build only the Open MPI
+  components.])])
 
         # Where the libraries live: UCX's pkg-config file knows; the prefix
         # of ucx_info is the fallback.
-        strata_ucx_prefix=`AS_DIRNAME(["$UCX_INFO"])`
-        strata_ucx_prefix=`AS_DIRNAME(["$strata_ucx_prefix"])`
+        strata_ucx_bindir=`AS_DIRNAME(["$UCX_INFO"])`
+        strata_ucx_prefix=`AS_DIRNAME(["$strata_ucx_bindir"])`
         strata_ucx_pc_path="$strata_ucx_prefix/lib/pkgconfig:$strata_ucx_prefix/lib64/pkgconfig:$PKG_CONFIG_PATH"
         strata_ucx_libdir=`PKG_CONFIG_PATH="$strata_ucx_pc_path" pkg-config --variable=libdir ucx 2>/dev/null`
         strata_ucx_incdir=`PKG_CONFIG_PATH="$strata_ucx_pc_path" pkg-config --variable=includedir ucx 2>/dev/null`
@@ -89,7 +92,11 @@ AC_DEFUN([STRATA_CHECK_UCX], [
         AC_COMPUTE_INT([strata_ucx_hdr_patch], [UCT_VERNO_PATCH], [#include <uct/api/version.h>], [strata_ucx_hdr_patch=0])
         CPPFLAGS="$strata_save_CPPFLAGS"
         LDFLAGS="$strata_save_LDFLAGS"
+        # UCX 1.12's version.h has no UCT_VERNO_PATCH: major.minor is what
+        # the internal ABI follows, the patch level is compared where known.
         strata_ucx_hdr_version="$strata_ucx_hdr_major.$strata_ucx_hdr_minor.$strata_ucx_hdr_patch"
+        AS_IF([test "x$strata_ucx_hdr_patch" = x0 && test "$strata_ucx_hdr_major.$strata_ucx_hdr_minor" = `echo "$strata_ucx_version" | cut -d. -f1,2`],
+              [strata_ucx_hdr_version="$strata_ucx_version"])
         AS_IF([test "$strata_ucx_hdr_version" != "$strata_ucx_version"],
             [AC_MSG_ERROR([UCX headers ($strata_ucx_hdr_version, $strata_ucx_incdir) do not match the installed UCX ($strata_ucx_version, $UCX_INFO).
   Install libucx-dev of the same version as libucx0, or point --with-ucx at one consistent prefix.])])

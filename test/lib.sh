@@ -81,6 +81,17 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # (set -u) sources this file for the switch above only.
 [ -n "${STRATA_BUILDDIR:-}" ] && [ -n "${STRATA_SRCDIR:-}" ] && [ -n "${STRATA_OMPI_PKGLIBDIR+set}" ] || return 0
 
+# A UCX other than the system's (config/ucx-release.sh): its ucx_info and
+# libraries first, for the test programs and every process they start.
+if [ -n "${STRATA_UCX_LIBDIR:-}" ] && [ "$STRATA_UCX_BINDIR" != /usr/bin ]; then
+    case ":$PATH:" in *":$STRATA_UCX_BINDIR:"*) ;; *) PATH="$STRATA_UCX_BINDIR:$PATH" ;; esac
+    case ":${LD_LIBRARY_PATH:-}:" in
+    *":$STRATA_UCX_LIBDIR:"*) ;;
+    *) LD_LIBRARY_PATH="$STRATA_UCX_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;;
+    esac
+    export PATH LD_LIBRARY_PATH
+fi
+
 # Open MPI finds the components of this build tree through this path; a user
 # running an uninstalled or prefix-installed Strata sets the same (README).
 STRATA_OMPI_COMPONENT_PATH="$STRATA_OMPI_PKGLIBDIR:$STRATA_BUILDDIR/components/ompi"

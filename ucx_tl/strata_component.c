@@ -106,7 +106,7 @@ static ucs_status_t uct_strata_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
     if (magic == UCT_GPU_COPY_KEY_MAGIC) {
         return UCS_OK;
     }
-    return uct_gpu_ipc_rkey_unpack(component, rkey_buffer, rkey_p, handle_p);
+    return uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_PASS);
 }
 
 static ucs_status_t uct_strata_rkey_release(uct_component_t *component, uct_rkey_t rkey,

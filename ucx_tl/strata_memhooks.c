@@ -34,9 +34,7 @@ static void uct_strata_memhooks_dispatch(ucm_event_type_t type, CUdeviceptr ptr,
         /* first, so that the allocation's own entry lands on top */
         uct_strata_memhooks_scan_deferred();
     }
-    event.mem_type.address  = (void *)ptr;
-    event.mem_type.size     = size;
-    event.mem_type.mem_type = mem_type;
+    uct_strata_memtype_event_init(&event, (void *)ptr, size, mem_type);
     ucm_event_dispatch(type, &event);
 }
 
@@ -339,9 +337,7 @@ static int uct_strata_memhooks_scan_match(void *addr, size_t length, int prot, c
     int reservation = !(prot & (PROT_READ | PROT_WRITE | PROT_EXEC)) && (path[0] == '\0') &&
                       (length >= UCT_STRATA_MEMHOOKS_MIN_RESERVATION);
 
-    event->mem_type.address  = addr;
-    event->mem_type.size     = length;
-    event->mem_type.mem_type = UCS_MEMORY_TYPE_UNKNOWN;
+    uct_strata_memtype_event_init(event, addr, length, UCS_MEMORY_TYPE_UNKNOWN);
     return nvidia_map || reservation;
 }
 

@@ -5,11 +5,13 @@
  * uct_md_ops_t, uct_iface_ops_t, uct_iface_internal_ops_t, rkey unpack), and
  * those change between UCX releases.  Everything version-dependent is
  * spelled here, keyed on UCT_API (the UCT_VERNO_* version of the headers),
- * so the rest of ucx_tl/ is written once.  Built and tested: UCX 1.13.x
- * (Debian 12) and UCX 1.18.x (Debian 13).  Each difference is keyed on the
- * first release whose headers have it (read in UCX's git history), but the
- * releases between were never built, so only those two series are
- * accepted: another one fails at compile time until its differences are
+ * so the rest of ucx_tl/ is written once.  Built and tested: the series
+ * the distributions ship, 1.12 (Ubuntu 22.04), 1.13 (Debian 12), 1.16
+ * (Ubuntu 24.04), 1.18 (Debian 13, Fedora 43), 1.19 (Fedora 44), 1.20
+ * (Ubuntu 26.04) and 1.22 (upstream).  Each difference is keyed on the
+ * first release whose headers have it (read in UCX's trees), but the
+ * releases between (1.14, 1.15, 1.17, 1.21) were never built, so they are
+ * refused: another one fails at compile time until its differences are
  * checked here and it is tested.
  *
  * The internal ABI is per minor release, so the module also checks at load
@@ -26,6 +28,7 @@
 #include <ucs/arch/cpu.h>
 #include <ucs/datastruct/callbackq.h>
 #include <ucs/datastruct/mpool.h>
+#include <ucm/api/ucm.h>
 
 #include <limits.h>
 #include <stdarg.h>
@@ -35,10 +38,14 @@
 #include <string.h>
 
 /* UCT_API is UCT_VERSION(major, minor) of the headers in use. */
-#if (UCT_API != UCT_VERSION(1, 13)) && (UCT_API != UCT_VERSION(1, 18))
-#error "Strata's UCX transport supports UCX 1.13.x and 1.18.x (their internal " \
-         "md/iface/rkey ABIs), not the UCX whose headers are in use: check this UCX " \
-         "version's differences in ucx_tl/strata_ucx_compat.h, add them, and test it"
+#if (UCT_API != UCT_VERSION(1, 12)) && (UCT_API != UCT_VERSION(1, 13)) && \
+    (UCT_API != UCT_VERSION(1, 16)) && (UCT_API != UCT_VERSION(1, 18)) && \
+    (UCT_API != UCT_VERSION(1, 19)) && (UCT_API != UCT_VERSION(1, 20)) && \
+    (UCT_API != UCT_VERSION(1, 22))
+#error "Strata's UCX transport supports UCX 1.12, 1.13, 1.16, 1.18, 1.19, 1.20 and 1.22 " \
+         "(their internal md/iface/rkey ABIs), not the UCX whose headers are in use: " \
+         "check this UCX version's differences in ucx_tl/strata_ucx_compat.h, add them, " \
+         "and test it"
 #endif
 
 /* ---- memory domain ---- */
@@ -81,7 +88,9 @@ static inline void uct_strata_md_attr_fill(uct_strata_md_attr_t *md_attr,
     md_attr->reg_mem_types             = caps->reg_mem_types;
     md_attr->reg_nonblock_mem_types    = 0;
     md_attr->cache_mem_types           = caps->cache_mem_types;
+#if UCT_API >= UCT_VERSION(1, 18)
     md_attr->gva_mem_types             = 0;
+#endif
     md_attr->detect_mem_types          = caps->detect_mem_types;
     md_attr->alloc_mem_types           = 0;
     md_attr->access_mem_types          = caps->access_mem_types;
@@ -127,14 +136,25 @@ static inline void uct_strata_md_attr_fill(uct_strata_md_attr_t *md_attr,
 #define UCT_STRATA_MEM_DEREG_ARGS uct_md_h uct_md, const uct_md_mem_dereg_params_t *params
 #define UCT_STRATA_MEM_DEREG_MEMH(_params) ((_params)->memh)
 
-/* mkey_pack: UCX 1.16 adds the address and length of the region packed. */
+/* mkey_pack: UCX 1.13 adds the params, 1.16 the address and length of the
+ * region packed. */
 #if UCT_API >= UCT_VERSION(1, 16)
 #define UCT_STRATA_MKEY_PACK_ARGS \
     uct_md_h uct_md, uct_mem_h memh, void *address, size_t length, \
         const uct_md_mkey_pack_params_t *params, void *rkey_buffer
-#else
+#elif UCT_API >= UCT_VERSION(1, 13)
 #define UCT_STRATA_MKEY_PACK_ARGS \
     uct_md_h uct_md, uct_mem_h memh, const uct_md_mkey_pack_params_t *params, void *rkey_buffer
+#else
+#define UCT_STRATA_MKEY_PACK_ARGS uct_md_h uct_md, uct_mem_h memh, void *rkey_buffer
+#endif
+
+/* mem_query's attributes: UCX 1.22 passes the v2 struct (the same field
+ * bits, more fields). */
+#if UCT_API >= UCT_VERSION(1, 22)
+typedef uct_md_mem_attr_v2_t uct_strata_md_mem_attr_t;
+#else
+typedef uct_md_mem_attr_t uct_strata_md_mem_attr_t;
 #endif
 
 /*
@@ -154,13 +174,48 @@ static inline void uct_strata_md_attr_fill(uct_strata_md_attr_t *md_attr,
 #else
 #define UCT_STRATA_MD_OPS_SOCKADDR
 #endif
-#define UCT_STRATA_MD_OPS_VERSIONED UCT_STRATA_MD_OPS_MEM_ATTACH UCT_STRATA_MD_OPS_SOCKADDR
+/* mem_elem_pack from UCX 1.22 (device-side memory elements: none here),
+ * which libuct calls without a NULL check. */
+#if UCT_API >= UCT_VERSION(1, 22)
+#define UCT_STRATA_MD_OPS_MEM_ELEM_PACK \
+    .mem_elem_pack = (uct_md_mem_elem_pack_func_t)ucs_empty_function_return_unsupported,
+#else
+#define UCT_STRATA_MD_OPS_MEM_ELEM_PACK
+#endif
+#define UCT_STRATA_MD_OPS_VERSIONED \
+    UCT_STRATA_MD_OPS_MEM_ATTACH UCT_STRATA_MD_OPS_SOCKADDR UCT_STRATA_MD_OPS_MEM_ELEM_PACK
 
 /* ---- component ---- */
 
-/* rkey_unpack(component, buffer, rkey_p, handle_p), in both. */
+/* rkey_unpack(component, buffer, rkey_p, handle_p); UCX 1.19 adds params
+ * after the buffer.  _PASS forwards the arguments to another unpack. */
+#if UCT_API >= UCT_VERSION(1, 19)
+#define UCT_STRATA_RKEY_UNPACK_ARGS \
+    uct_component_t *component, const void *rkey_buffer, const uct_rkey_unpack_params_t *params, \
+        uct_rkey_t *rkey_p, void **handle_p
+#define UCT_STRATA_RKEY_UNPACK_PASS component, rkey_buffer, params, rkey_p, handle_p
+#else
 #define UCT_STRATA_RKEY_UNPACK_ARGS \
     uct_component_t *component, const void *rkey_buffer, uct_rkey_t *rkey_p, void **handle_p
+#define UCT_STRATA_RKEY_UNPACK_PASS component, rkey_buffer, rkey_p, handle_p
+#endif
+
+/* UCX 1.12 has only UCT_TL_DEFINE, which registers from a constructor
+ * (Strata registers when its component is queried, strata_component.c),
+ * and declares uct_components_list inside a macro: 1.13's definitions. */
+#if UCT_API < UCT_VERSION(1, 13)
+#define UCT_TL_NAME(_name) uct_##_name##_tl
+#define UCT_TL_DEFINE_ENTRY(_component, _name, _query_devices, _iface_class, _cfg_prefix, \
+                            _cfg_table, _cfg_struct) \
+    uct_tl_t UCT_TL_NAME(_name) = {.name          = #_name, \
+                                   .query_devices = _query_devices, \
+                                   .iface_open    = UCS_CLASS_NEW_FUNC_NAME(_iface_class), \
+                                   .config        = {.name   = #_name " transport", \
+                                                     .prefix = _cfg_prefix, \
+                                                     .table  = _cfg_table, \
+                                                     .size   = sizeof(_cfg_struct)}}
+extern ucs_list_link_t uct_components_list;
+#endif
 
 /*
  * uct_component_t fields beyond those both have: md_vfs_init (the plugin
@@ -179,6 +234,23 @@ static inline void uct_strata_md_attr_fill(uct_strata_md_attr_t *md_attr,
 #endif
 
 /* ---- interface ---- */
+
+/* ep_invalidate, an internal op from UCX 1.13 (no endpoint to invalidate
+ * here). */
+#if UCT_API >= UCT_VERSION(1, 13)
+#define UCT_STRATA_IFACE_OPS_EP_INVALIDATE \
+    .ep_invalidate = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported,
+#else
+#define UCT_STRATA_IFACE_OPS_EP_INVALIDATE
+#endif
+
+/* A keepalive check's arguments: UCX 1.22 drops the completion. */
+#if UCT_API >= UCT_VERSION(1, 22)
+#define UCT_STRATA_EP_KEEPALIVE_CHECK_PARAM(_flags, _comp) UCT_EP_KEEPALIVE_CHECK_PARAM(_flags)
+#else
+#define UCT_STRATA_EP_KEEPALIVE_CHECK_PARAM(_flags, _comp) \
+    UCT_EP_KEEPALIVE_CHECK_PARAM(_flags, _comp)
+#endif
 
 /*
  * Reachability.  A transport writes one check,
@@ -299,10 +371,38 @@ static inline int uct_strata_ep_is_connected_v2(uct_ep_h tl_ep,
     { \
         return uct_strata_ep_is_connected_v2(tl_ep, params, _check); \
     }
+/*
+ * Internal ops of the device API (UCX 1.20: iface_query_v2, the device
+ * endpoint and, in 1.20 only, memory elements; 1.22: scatter-gather put),
+ * which libuct calls without a NULL check; 1.22's protocol selection asks
+ * iface_query_v2 of every transport.  libuct's base query, and no device
+ * endpoints.
+ */
+#if UCT_API >= UCT_VERSION(1, 20)
+#define UCT_STRATA_IFACE_OPS_DEVICE_API_1_20 \
+    .iface_query_v2   = uct_iface_base_query_v2, \
+    .ep_get_device_ep = (uct_ep_get_device_ep_func_t)ucs_empty_function_return_unsupported,
+#else
+#define UCT_STRATA_IFACE_OPS_DEVICE_API_1_20
+#endif
+#if UCT_API == UCT_VERSION(1, 20)
+#define UCT_STRATA_IFACE_OPS_DEVICE_API \
+    UCT_STRATA_IFACE_OPS_DEVICE_API_1_20.iface_mem_element_pack = \
+        (uct_iface_mem_element_pack_func_t)ucs_empty_function_return_unsupported,
+#elif UCT_API >= UCT_VERSION(1, 22)
+#define UCT_STRATA_IFACE_OPS_DEVICE_API \
+    UCT_STRATA_IFACE_OPS_DEVICE_API_1_20.ep_put_sgl_zcopy = \
+        (uct_ep_put_sgl_zcopy_func_t)ucs_empty_function_return_unsupported,
+#else
+#define UCT_STRATA_IFACE_OPS_DEVICE_API
+#endif
+
 /* Both transports are connected to an interface, never to an endpoint. */
 #define UCT_STRATA_IFACE_INTERNAL_OPS_VERSIONED(_is_reachable, _ep_is_connected) \
-    .ep_connect_to_ep_v2   = (uct_ep_connect_to_ep_v2_func_t)ucs_empty_function_return_unsupported, \
-    .iface_is_reachable_v2 = _is_reachable##_v2, .ep_is_connected = _ep_is_connected##_v2,
+    UCT_STRATA_IFACE_OPS_EP_INVALIDATE.ep_connect_to_ep_v2 = \
+        (uct_ep_connect_to_ep_v2_func_t)ucs_empty_function_return_unsupported, \
+    .iface_is_reachable_v2 = _is_reachable##_v2, .ep_is_connected = _ep_is_connected##_v2, \
+    UCT_STRATA_IFACE_OPS_DEVICE_API
 
 #else /* UCX 1.13 */
 
@@ -319,7 +419,8 @@ static inline int uct_strata_ep_is_connected_v2(uct_ep_h tl_ep,
     { \
         return _check; \
     }
-#define UCT_STRATA_IFACE_INTERNAL_OPS_VERSIONED(_is_reachable, _ep_is_connected)
+#define UCT_STRATA_IFACE_INTERNAL_OPS_VERSIONED(_is_reachable, _ep_is_connected) \
+    UCT_STRATA_IFACE_OPS_EP_INVALIDATE
 
 #endif
 
@@ -352,15 +453,31 @@ static inline int uct_strata_env_yes(const char *name)
 #define UCT_STRATA_MTYPE_COPY_WHY          " and UCX_PROTO_ENABLE=y"
 #endif
 
-/* UCX 1.17 asks estimate_perf for flags too (UCT_PERF_ATTR_FIELD_FLAGS):
- * none of Strata's transports has one, but the field must be written. */
-static inline void uct_strata_perf_attr_versioned(uct_perf_attr_t *perf_attr)
+/*
+ * estimate_perf's fields beyond those every release has, for a transport
+ * with bandwidth `bandwidth`: from UCX 1.13 max_inflight_eps (no limit),
+ * 1.17 flags (none), 1.19 path_bandwidth (UCP divides by it: the same as
+ * the bandwidth, one path, as libuct's base estimate answers).
+ */
+static inline void uct_strata_perf_attr_versioned(uct_perf_attr_t *perf_attr,
+                                                  uct_ppn_bandwidth_t bandwidth)
 {
+#if UCT_API >= UCT_VERSION(1, 13)
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
+        perf_attr->max_inflight_eps = SIZE_MAX;
+    }
+#endif
 #if UCT_API >= UCT_VERSION(1, 17)
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_FLAGS) {
         perf_attr->flags = 0;
     }
 #endif
+#if UCT_API >= UCT_VERSION(1, 19)
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_PATH_BANDWIDTH) {
+        perf_attr->path_bandwidth = bandwidth;
+    }
+#endif
+    (void)bandwidth;
 }
 
 /* ---- UCS ---- */
@@ -424,6 +541,26 @@ static inline ucs_status_t uct_strata_mpool_init(ucs_mpool_t *mp, size_t elem_si
 #else
     return ucs_mpool_init(mp, 0, elem_size, 0, UCS_SYS_CACHE_LINE_SIZE, elems_per_chunk, UINT_MAX,
                           ops, name);
+#endif
+}
+
+/*
+ * A memory-type event for UCX's memory type cache: UCX 1.22 adds the
+ * system device and memory flags, which UCP matches against each domain's
+ * required flags (an uninitialized value makes NIC registration of GPU
+ * memory erratic).  As UCX's own CUDA hooks: the device unknown, a known
+ * allocation registrable, a range of unknown type to be detected (0).
+ */
+static inline void uct_strata_memtype_event_init(ucm_event_t *event, void *address, size_t size,
+                                                 ucs_memory_type_t mem_type)
+{
+    event->mem_type.address  = address;
+    event->mem_type.size     = size;
+    event->mem_type.mem_type = mem_type;
+#if UCT_API >= UCT_VERSION(1, 22)
+    event->mem_type.sys_dev   = UCS_SYS_DEVICE_ID_UNKNOWN;
+    event->mem_type.mem_flags = (mem_type == UCS_MEMORY_TYPE_UNKNOWN) ? 0 :
+                                                                        UCS_MEM_FLAG_REGISTRABLE;
 #endif
 }
 

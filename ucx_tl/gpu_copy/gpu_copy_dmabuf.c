@@ -146,7 +146,7 @@ static int uct_gpu_copy_dmabuf_export(CUdeviceptr start, size_t length)
  * cannot be described by one dma-buf.
  */
 void uct_gpu_copy_dmabuf_mem_query(const void *address, const uct_strata_mem_info_t *info,
-                                   uct_md_mem_attr_t *mem_attr)
+                                   uct_strata_md_mem_attr_t *mem_attr)
 {
     size_t page     = ucs_get_page_size();
     uintptr_t start = (uintptr_t)info->base & ~(uintptr_t)(page - 1);

@@ -37,7 +37,7 @@ ucs_sys_device_t uct_gpu_copy_dmabuf_sys_dev(int ordinal);
  * the caller has already recognized).  The fd, when valid, is the caller's
  * to close. */
 void uct_gpu_copy_dmabuf_mem_query(const void *address, const uct_strata_mem_info_t *info,
-                                   uct_md_mem_attr_t *mem_attr);
+                                   uct_strata_md_mem_attr_t *mem_attr);
 
 #else
 
@@ -54,7 +54,7 @@ static inline ucs_sys_device_t uct_gpu_copy_dmabuf_sys_dev(int ordinal)
 
 static inline void uct_gpu_copy_dmabuf_mem_query(const void *address,
                                                  const uct_strata_mem_info_t *info,
-                                                 uct_md_mem_attr_t *mem_attr)
+                                                 uct_strata_md_mem_attr_t *mem_attr)
 {
     (void)address;
     (void)info;

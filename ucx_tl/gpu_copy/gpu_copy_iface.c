@@ -191,10 +191,11 @@ static ucs_status_t uct_gpu_copy_iface_estimate_perf(uct_iface_h tl_iface,
                                                      uct_perf_attr_t *perf_attr)
 {
     uct_gpu_copy_iface_t *iface = ucs_derived_of(tl_iface, uct_gpu_copy_iface_t);
+    uct_ppn_bandwidth_t bandwidth = {.dedicated = 0,
+                                     .shared    = uct_gpu_copy_iface_bandwidth(iface, perf_attr)};
 
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
-        perf_attr->bandwidth.dedicated = 0;
-        perf_attr->bandwidth.shared    = uct_gpu_copy_iface_bandwidth(iface, perf_attr);
+        perf_attr->bandwidth = bandwidth;
     }
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
         perf_attr->send_pre_overhead = UCT_GPU_COPY_IFACE_OVERHEAD;
@@ -208,10 +209,7 @@ static ucs_status_t uct_gpu_copy_iface_estimate_perf(uct_iface_h tl_iface,
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) {
         perf_attr->latency = ucs_linear_func_make(iface->config.latency, 0);
     }
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
-        perf_attr->max_inflight_eps = SIZE_MAX;
-    }
-    uct_strata_perf_attr_versioned(perf_attr);
+    uct_strata_perf_attr_versioned(perf_attr, bandwidth);
     return UCS_OK;
 }
 
@@ -249,7 +247,6 @@ static uct_iface_internal_ops_t uct_gpu_copy_iface_internal_ops = {
     .iface_estimate_perf = uct_gpu_copy_iface_estimate_perf,
     .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
     .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported,
     UCT_STRATA_IFACE_INTERNAL_OPS_VERSIONED(uct_gpu_copy_iface_is_reachable,
                                             uct_gpu_copy_ep_is_connected)
 };

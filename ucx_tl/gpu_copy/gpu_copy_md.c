@@ -82,7 +82,7 @@ static ucs_status_t uct_gpu_copy_md_mkey_pack(UCT_STRATA_MKEY_PACK_ARGS)
 }
 
 static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *address, size_t length,
-                                              uct_md_mem_attr_t *mem_attr)
+                                              uct_strata_md_mem_attr_t *mem_attr)
 {
     uct_strata_mem_info_t info;
     ucs_status_t status;
@@ -121,7 +121,7 @@ static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *addre
 static ucs_status_t uct_gpu_copy_md_detect_memory_type(uct_md_h uct_md, const void *address,
                                                        size_t length, ucs_memory_type_t *mem_type_p)
 {
-    uct_md_mem_attr_t mem_attr = {.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE};
+    uct_strata_md_mem_attr_t mem_attr = {.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE};
     ucs_status_t status;
 
     status = uct_gpu_copy_md_mem_query(uct_md, address, length, &mem_attr);

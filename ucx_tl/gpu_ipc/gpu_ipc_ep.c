@@ -88,7 +88,7 @@ ucs_status_t uct_gpu_ipc_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion
     uct_gpu_ipc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gpu_ipc_ep_t);
     uct_gpu_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_gpu_ipc_iface_t);
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    UCT_STRATA_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
     if (ep->failure_reported) {
         return UCS_OK;
     }

@@ -242,7 +242,6 @@ static uct_iface_internal_ops_t uct_gpu_ipc_iface_internal_ops = {
     .iface_estimate_perf = uct_base_iface_estimate_perf,
     .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
     .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported,
     UCT_STRATA_IFACE_INTERNAL_OPS_VERSIONED(uct_gpu_ipc_iface_is_reachable,
                                             uct_gpu_ipc_ep_is_connected)
 };
