@@ -28,6 +28,7 @@
 #include <ucs/arch/cpu.h>
 #include <ucs/datastruct/callbackq.h>
 #include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/queue.h>
 #include <ucm/api/ucm.h>
 
 #include <limits.h>
@@ -481,6 +482,16 @@ static inline void uct_strata_perf_attr_versioned(uct_perf_attr_t *perf_attr,
 }
 
 /* ---- UCS ---- */
+
+/* ucs_queue_is_empty() takes a const queue from UCX 1.13. */
+static inline int uct_strata_queue_is_empty(const ucs_queue_head_t *queue)
+{
+#if UCT_API >= UCT_VERSION(1, 13)
+    return ucs_queue_is_empty(queue);
+#else
+    return ucs_queue_is_empty((ucs_queue_head_t *)queue);
+#endif
+}
 
 /* A setting of type UCS_CONFIG_TYPE_BW left at "auto": UCX 1.14 renames the
  * test (the value is the same). */

@@ -7,6 +7,14 @@ ucx_standin_selftest() {
     LD_LIBRARY_PATH="$STRATA_CUDA_LIBDIR" "$STRATA_BUILDDIR/test/cuda_standin/standin_selftest"
 }
 
+# The UCX the system's Open MPI was built against (the distribution's own,
+# /usr/bin/ucx_info), MAJOR.MINOR; empty where there is none.
+strata_ompi_ucx_series() {
+    [ -x /usr/bin/ucx_info ] || return 0
+    /usr/bin/ucx_info -v 2>/dev/null |
+        sed -n 's/^# Version \([0-9]*\.[0-9]*\).*/\1/p; s/^# Library version: \([0-9]*\.[0-9]*\).*/\1/p; s/^# UCT version=\([0-9]*\.[0-9]*\).*/\1/p' | head -n 1
+}
+
 # strata_ucx_at_least MAJOR MINOR: the UCX built against is that or newer.
 strata_ucx_at_least() {
     local major minor
@@ -555,7 +563,13 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_stale 120 ucx_ucp_stale
     strata_test ucx_ucp_badrkey 120 ucx_ucp_badrkey
     strata_test ucx_ucp_ownctx 120 ucx_ucp_ownctx
-    strata_test ucx_ucp_peer_killed 120 ucx_ucp_peer_killed
+    if strata_ucx_at_least 1 13; then
+        strata_test ucx_ucp_peer_killed 120 ucx_ucp_peer_killed
+    else
+        # The same program on host memory with UCX_TLS=self,sm and no Strata
+        # module waits as long on 1.12.1 (and sees the error in 0.9 s on 1.13)
+        strata_skip ucx_ucp_peer_killed "UCX $STRATA_UCX_VERSION itself reports no error for a peer killed during a rendezvous over shared memory (host memory, no Strata module: the same)"
+    fi
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
     strata_test ucx_ucp_exhausted_resources 300 ucx_ucp_exhausted_resources
@@ -567,7 +581,14 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
     strata_test ucx_ucp_stale_hooks_off 180 ucx_ucp_stale_hooks_off
     strata_test ucx_ucp_memset_sync 120 ucx_ucp_memset_sync
-    if [ "$STRATA_HAVE_OMPI" = yes ]; then
+    strata_ompi_ucx=$(strata_ompi_ucx_series)
+    if [ "$STRATA_HAVE_OMPI" = yes ] && [ -n "$strata_ompi_ucx" ] &&
+       ! strata_ucx_at_least ${strata_ompi_ucx/./ }; then
+        # UCP refuses it ("UCP version is incompatible, required: 1.13,
+        # actual: 1.12"): a library older than the one a program was built
+        # against is not UCP's promise, newer ones are
+        strata_skip ucx_mpi "this Open MPI's pml/ucx was built against UCX $strata_ompi_ucx; UCX $STRATA_UCX_VERSION is older (the distribution that ships it builds its own Open MPI against it)"
+    elif [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test ucx_mpi_p2p_2ranks 300 ucx_mpi_p2p_2ranks
         strata_test ucx_mpi_p2p_3ranks_vmm 300 ucx_mpi_p2p_3ranks_vmm
         strata_test ucx_mpi_p2p_async 300 ucx_mpi_p2p_async

@@ -391,6 +391,14 @@ ucs_status_t uct_gpu_base_iface_flush_queue(uct_gpu_base_iface_t *iface,
 }
 
 /* UCT_FLUSH_FLAG_CANCEL cannot stop device work in flight: it waits like a flush. */
+ucs_status_t uct_gpu_base_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    uct_gpu_base_iface_t *iface = ucs_derived_of(tl_iface, uct_gpu_base_iface_t);
+
+    return ((iface->queued > 0) || !uct_strata_queue_is_empty(&iface->pending)) ? UCS_ERR_BUSY :
+                                                                                  UCS_OK;
+}
+
 ucs_status_t uct_gpu_base_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                       uct_completion_t *comp)
 {

@@ -179,6 +179,15 @@ void uct_gpu_base_iface_progress_wake(uct_gpu_base_iface_t *iface);
 unsigned uct_gpu_base_iface_progress(uct_iface_h tl_iface);
 void uct_gpu_base_iface_progress_enable(uct_iface_h tl_iface, unsigned flags);
 void uct_gpu_base_iface_progress_disable(uct_iface_h tl_iface, unsigned flags);
+/*
+ * iface_event_arm: neither transport has an event file descriptor
+ * (event_flags 0), but UCP arms an interface whose last endpoint went away
+ * whatever its flags (UCX 1.12 with adaptive progress: a fatal error on
+ * anything but UCS_OK or BUSY).  Armed means nothing left to progress: BUSY
+ * while operations or pending requests remain.
+ */
+ucs_status_t uct_gpu_base_iface_event_arm(uct_iface_h tl_iface, unsigned events);
+
 ucs_status_t uct_gpu_base_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                       uct_completion_t *comp);
 ucs_status_t uct_gpu_base_iface_fence(uct_iface_h tl_iface, unsigned flags);
@@ -192,7 +201,7 @@ ucs_status_t uct_gpu_base_iface_fence(uct_iface_h tl_iface, unsigned flags);
 static UCS_F_ALWAYS_INLINE int uct_gpu_base_iface_has_resources(const uct_gpu_base_iface_t *iface)
 {
     return (iface->outstanding < iface->config.max_events) &&
-           (ucs_queue_is_empty(&iface->pending) || iface->in_dispatch);
+           (uct_strata_queue_is_empty(&iface->pending) || iface->in_dispatch);
 }
 
 #endif /* UCT_GPU_BASE_IFACE_H */
