@@ -186,6 +186,20 @@ typedef uct_md_mem_attr_t uct_strata_md_mem_attr_t;
 #define UCT_STRATA_MD_OPS_VERSIONED \
     UCT_STRATA_MD_OPS_MEM_ATTACH UCT_STRATA_MD_OPS_SOCKADDR UCT_STRATA_MD_OPS_MEM_ELEM_PACK
 
+/*
+ * The memory types a memory-type copy domain (gpu_copy) says it accesses
+ * besides the GPU's: from UCX 1.19 host memory too, as UCX's cuda_copy
+ * does.  1.19's memory-type endpoint takes its host lane from the
+ * transports that access host memory (ucp_context_memaccess_tl_bitmap):
+ * without it no worker could be created ("no copy across memory types").
+ * Before 1.19 host stays out: it would offer gpu_copy for host-to-host RMA.
+ */
+#if UCT_API >= UCT_VERSION(1, 19)
+#define UCT_STRATA_MTYPE_COPY_ACCESS_HOST UCS_BIT(UCS_MEMORY_TYPE_HOST)
+#else
+#define UCT_STRATA_MTYPE_COPY_ACCESS_HOST 0
+#endif
+
 /* ---- component ---- */
 
 /* rkey_unpack(component, buffer, rkey_p, handle_p); UCX 1.19 adds params

@@ -40,7 +40,7 @@ static ucs_status_t uct_gpu_copy_md_query(uct_md_h uct_md, uct_strata_md_attr_t 
     static const uct_strata_md_caps_t caps = {
         .flags            = UCT_MD_FLAG_REG,
         .reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCT_GPU_COPY_MD_GPU_MEM_TYPES,
-        .access_mem_types = UCT_GPU_COPY_MD_GPU_MEM_TYPES,
+        .access_mem_types = UCT_GPU_COPY_MD_GPU_MEM_TYPES | UCT_STRATA_MTYPE_COPY_ACCESS_HOST,
         .detect_mem_types = UCT_GPU_COPY_MD_GPU_MEM_TYPES,
         /* A registration that is a no-op never goes stale. */
         .cache_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCT_GPU_COPY_MD_GPU_MEM_TYPES,
