@@ -8,6 +8,12 @@
 #   --ucx-src-optional  where the archive does not serve UCX's source package,
 #                       warn instead of failing (the UCX module is then not
 #                       built: configure says so); for CI's Debian 13 layer
+#   STRATA_UCX_RELEASES  a directory of upstream release trees, ucx-VERSION.tar.xz
+#                        (default ../shared/src beside the source tree): where
+#                        the archive does not serve UCX's source package (Debian
+#                        13's 1.18.1 here), the release of the same version is
+#                        unpacked from there instead (config/ucx-release.sh
+#                        unpack: its version checked), and setup-deps says so
 #   STRATA_UCX_SRC_ROOT  where the UCX source goes (default /usr/src/strata);
 #                        configure looks in $STRATA_UCX_SRC_ROOT/ucx-VERSION,
 #                        and in openmpi-VERSION for the Open MPI headers that
@@ -184,7 +190,11 @@ fetch_ucx_source() {
     if fetch_source ucx "$debver" "$dest" "$marker"; then
         return 0
     fi
-    local why="could not fetch the ucx=$debver source package (is a deb-src entry for the Debian archive reachable?)"
+    if "$(dirname "$0")/ucx-release.sh" unpack "$upstream" "$dest" >/dev/null 2>&1; then
+        say "the ucx=$debver source package is not served; UCX $upstream's upstream release tree unpacked into $dest instead ($(cat "$dest/.strata-origin"))"
+        return 0
+    fi
+    local why="could not fetch the ucx=$debver source package (is a deb-src entry for the Debian archive reachable?), and no UCX $upstream release tree (config/ucx-release.sh list)"
     [ $UCX_SRC_OPTIONAL = yes ] || die "$why; or unpack the UCX $upstream release into $dest"
     say "warning: $why; the UCX module cannot be built (unpack the UCX $upstream release into $dest to build it)"
 }

@@ -8,6 +8,11 @@
 #   config/ucx-release.sh strata VERSION   Strata configured (--enable-werror)
 #                                          and built against it; prints the
 #                                          build directory
+#   config/ucx-release.sh unpack VERSION DIR
+#                                          the release tree itself into DIR
+#                                          (its version checked): UCT's internal
+#                                          headers where a distribution's source
+#                                          package is not served (setup-deps.sh)
 #   config/ucx-release.sh list             the releases found
 #
 # The release trees: $STRATA_UCX_RELEASES, else ../shared/src beside the
@@ -81,9 +86,29 @@ build_strata() {
     echo "$builddir"
 }
 
+# unpack VERSION DEST: the tree, version checked, origin recorded
+unpack() {
+    local version=$1 dest=$2 t tmp
+    t=$(tarball "$version")
+    tmp=$(mktemp -d)
+    tar -C "$tmp" -xf "$t" || { rm -rf "$tmp"; die "cannot unpack $t"; }
+    if [ ! -f "$tmp/ucx-$version/src/uct/base/uct_md.h" ] ||
+       [ "$(sh "$srcdir/config/ucx-src-version.sh" "$tmp/ucx-$version")" != "$version" ]; then
+        rm -rf "$tmp"
+        die "$t is not the UCX $version release tree"
+    fi
+    mkdir -p "$(dirname "$dest")"
+    rm -rf "$dest"
+    mv "$tmp/ucx-$version" "$dest"
+    rmdir "$tmp"
+    echo "upstream release tree $t (sha256 $(sha256sum "$t" | cut -c1-16)...)" >"$dest/.strata-origin"
+    echo "$dest"
+}
+
 case "${1:-}" in
 ucx) [ $# -eq 2 ] || die "usage: ucx-release.sh ucx VERSION"; build_ucx "$2" ;;
 strata) [ $# -eq 2 ] || die "usage: ucx-release.sh strata VERSION"; build_strata "$2" ;;
+unpack) [ $# -eq 3 ] || die "usage: ucx-release.sh unpack VERSION DIR"; unpack "$2" "$3" ;;
 list) ls "$releases" 2>/dev/null | sed -n 's/^ucx-\([0-9.]*\)\.tar\.xz$/\1/p' ;;
-*) die "usage: ucx-release.sh ucx|strata VERSION, or list" ;;
+*) die "usage: ucx-release.sh ucx|strata VERSION, unpack VERSION DIR, or list" ;;
 esac

@@ -53,6 +53,10 @@ debian13_tree() {
             mkdir -p "$D13_TREE/usr/src/strata"
             rm -rf "$D13_TREE/usr/src/strata/ucx-$v"
             cp -a "$host_src" "$D13_TREE/usr/src/strata/ucx-$v"
+        elif "$STRATA_SRCDIR/config/ucx-release.sh" unpack "$v" "$D13_TREE/usr/src/strata/ucx-$v" >/dev/null; then
+            # setup-deps' own fallback, from the host (the tree sees only
+            # the source tree, not the release trees beside it)
+            echo "UCX $v source package not served; the upstream release tree used ($(cat "$D13_TREE/usr/src/strata/ucx-$v/.strata-origin"))"
         else
             echo "UCX $v source not available: the UCX module is not built on Debian 13 in this run"
         fi

@@ -230,6 +230,26 @@ ucx_ucp_copy_max_events() {
     echo "UCX $STRATA_UCX_VERSION with UCX_PROTO_ENABLE=y: the same: ok ($n soft-limit warnings)"
 }
 
+# UCX 1.22 finds plugins itself: libuct_strata.so.0 in UCX_PLUGIN_PATH (or
+# its module directory), no LD_PRELOAD, no hook.  ucx_info -d lists both
+# transports so; with the module preloaded as well (what hook/strata does in
+# an MPI job) the component is registered once.
+ucx_plugin_scan() {
+    local out
+    out=$(env LD_LIBRARY_PATH="$(strata_cuda_ld_path)" UCX_PLUGIN_PATH="$STRATA_BUILDDIR/components/ucx" \
+          ucx_info -d 2>&1) || { echo "$out"; return 1; }
+    grep -E "Component: strata|Transport: gpu_(copy|ipc)" <<<"$out" | sort | uniq -c
+    grep -q "Transport: gpu_copy" <<<"$out" && grep -q "Transport: gpu_ipc" <<<"$out" ||
+        { echo "UCX's plugin scan did not load libuct_strata.so.0"; return 1; }
+    # one "Component: strata" line per memory domain, both times
+    local once
+    once=$(grep -c "Component: strata" <<<"$out")
+    out=$(UCX_PLUGIN_PATH="$STRATA_BUILDDIR/components/ucx" strata_ucx_run ucx_info -d 2>&1) ||
+        { echo "$out"; return 1; }
+    [ "$(grep -c "Component: strata" <<<"$out")" -eq "$once" ] ||
+        { echo "preloaded and scanned: $(grep -c "Component: strata" <<<"$out") component lines, $once when scanned alone"; return 1; }
+}
+
 # The allocation hooks are in place on every entry point the driver has.
 ucx_memtype_hooks_installed() {
     UCX_LOG_LEVEL=debug ucp_tag cumemalloc --sizes 4096 >"$STRATA_TEST_TMP/out" 2>&1 || { tail "$STRATA_TEST_TMP/out"; return 1; }
@@ -555,6 +575,11 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_gpu_ipc_uct_open_refused 120 ucx_gpu_ipc_uct_open_refused
     strata_test ucx_gpu_ipc_uct_owner_restarted 120 ucx_gpu_ipc_uct_owner_restarted
     strata_test ucx_gpu_ipc_uct_inflight_mapping 120 ucx_gpu_ipc_uct_inflight_mapping
+    if strata_ucx_at_least 1 22; then
+        strata_test ucx_plugin_scan 120 ucx_plugin_scan
+    else
+        strata_skip ucx_plugin_scan "UCX $STRATA_UCX_VERSION loads only the modules it was built with (1.22 scans for plugins)"
+    fi
     strata_test ucx_ucp_tag_cumemalloc 300 ucx_ucp_tag_cumemalloc
     strata_test ucx_ucp_tag_vmm 300 ucx_ucp_tag_vmm
     strata_test ucx_ucp_tag_async 300 ucx_ucp_tag_async
