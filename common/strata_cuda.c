@@ -218,6 +218,30 @@ int strata_cuda_ctx_push(int ordinal, CUcontext *saved)
     return 0;
 }
 
+CUcontext strata_cuda_primary_ctx_retained(int ordinal)
+{
+    CUcontext ctx = NULL;
+
+    if ((ordinal >= 0) && (ordinal < STRATA_CUDA_MAX_DEVICES)) {
+        pthread_mutex_lock(&strata_cuda_primary_lock);
+        ctx = strata_cuda_primary[ordinal];
+        pthread_mutex_unlock(&strata_cuda_primary_lock);
+    }
+    return ctx;
+}
+
+int strata_cuda_current_device(int fallback)
+{
+    CUcontext current = NULL;
+    CUdevice dev;
+
+    if ((strata_cuda_load() == 0) && (strata_cuda.cuCtxGetCurrent(&current) == CUDA_SUCCESS) &&
+        (current != NULL) && (strata_cuda.cuCtxGetDevice(&dev) == CUDA_SUCCESS)) {
+        return (int)dev;
+    }
+    return fallback;
+}
+
 int strata_cuda_primary_reaches(CUdeviceptr ptr, int ordinal)
 {
     CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,

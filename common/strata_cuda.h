@@ -177,6 +177,14 @@ int strata_cuda_primary_reaches(CUdeviceptr ptr, int ordinal);
  * take away (a cuDevicePrimaryCtxReset can: see gpu_ipc).
  */
 CUcontext strata_cuda_primary_ctx(int ordinal);
+
+/* The primary context of `ordinal` if this process retained it already
+ * (strata_cuda_primary_ctx), else NULL: retains nothing. */
+CUcontext strata_cuda_primary_ctx_retained(int ordinal);
+
+/* The device of the calling thread's current context, else `fallback`:
+ * where Strata's own work for the thread goes (its primary context). */
+int strata_cuda_current_device(int fallback);
 void strata_cuda_ctx_pop(CUcontext saved);
 
 #ifdef __cplusplus

@@ -52,6 +52,8 @@
 #include "ompi/request/request.h"
 #include "opal/util/output.h"
 
+#include <time.h>
+
 #include "coll_strata_decision.h"
 #include "coll_strata_ompi.h"
 #include "coll_strata_sched.h"
@@ -348,6 +350,16 @@ typedef struct mca_coll_strata_module_t {
 OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);
 
 MCA_STRATA_OMPI_COMPONENT_EXPORT extern mca_coll_strata_component_t mca_coll_strata_component;
+
+/* Seconds on the monotonic clock (the network measurement, the exchange's
+ * patience with a refusing pml). */
+static inline double mca_coll_strata_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* The arguments (names looked up for the message) are evaluated only when
  * the message is wanted: per-call messages sit on the fast path. */

@@ -359,19 +359,27 @@ void mca_coll_strata_node_device_reap(double wait_s)
 }
 
 /* The set-up gave up after every local rank took part in the exchange:
- * all of them come here, so the node's barrier orders every close before
+ * all of them come here, also one that allocated nothing (d NULL, or no
+ * peer table: no context), so the node's barrier orders every close before
  * every free.  A failed barrier leaves the scratch allocated (a peer may
  * still map it). */
 static void mca_coll_strata_node_device_free_together(mca_coll_strata_node_device_t *d,
                                                       struct ompi_communicator_t *node_comm)
 {
-    mca_coll_strata_node_device_close(d);
+    bool allocated = (NULL != d) && (NULL != d->peer);
+
+    if (allocated) {
+        mca_coll_strata_node_device_close(d);
+    }
     if (OMPI_SUCCESS ==
-        node_comm->c_coll->coll_barrier(node_comm, node_comm->c_coll->coll_barrier_module)) {
+            node_comm->c_coll->coll_barrier(node_comm, node_comm->c_coll->coll_barrier_module) &&
+        allocated) {
         mca_coll_strata_node_device_free_scratch(d->ordinal, d->scratch);
     }
-    free(d->peer);
-    free(d);
+    if (NULL != d) {
+        free(d->peer);
+        free(d);
+    }
 }
 
 /* Can the pml in use take device buffers?  pml/ucx, with a UCP context
@@ -579,13 +587,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
             opal_output(0, "coll:strata: warning: %s: %s; device allreduce on this communicator "
                         "is staged through host memory", comm->c_name, why);
         }
-        if (NULL != d && NULL != d->peer) {
-            mca_coll_strata_node_device_free_together(d, node_comm);
-        } else {
-            free(d); /* nothing allocated; still in the barrier's count */
-            (void)node_comm->c_coll->coll_barrier(node_comm,
-                                                  node_comm->c_coll->coll_barrier_module);
-        }
+        mca_coll_strata_node_device_free_together(d, node_comm);
         return OMPI_ERROR;
     }
     module->node_device = d;

@@ -230,7 +230,8 @@ static int mca_coll_strata_bounce_get(mca_coll_strata_stage_t *st, size_t size, 
  * block whatever the size.  What this rank sends from it is garbage, what
  * it receives is lost; the call returns MPI_ERR_NO_MEM here, and the peers'
  * results that depend on this rank's data are undefined, as after any
- * error an MPI library reports on one rank.  NULL if even that fails.
+ * error an MPI library reports on one rank.  NULL if even that fails;
+ * *mapped: the bytes mapped (whole pages), what the sink's put unmaps.
  */
 #define MCA_COLL_STRATA_SINK_BLOCK ((size_t)2 << 20)
 
@@ -273,9 +274,7 @@ static char *mca_coll_strata_sink_map(size_t size, size_t *mapped)
 static void mca_coll_strata_bounce_put(mca_coll_strata_stage_t *st)
 {
     if (st->bounce_sink) {
-        size_t page = (size_t)sysconf(_SC_PAGESIZE);
-
-        munmap(st->bounce, (st->bounce_size + page - 1) / page * page);
+        munmap(st->bounce, st->bounce_size);
         st->bounce_sink = false;
     } else if (st->bounce_cached) {
         __atomic_store_n(&st->module->bounce.busy, false, __ATOMIC_RELEASE);
@@ -468,10 +467,7 @@ int mca_coll_strata_stage_in(mca_coll_strata_stage_t *st)
              ? OMPI_ERR_OUT_OF_RESOURCE
              : mca_coll_strata_bounce_get(st, total, ordinal);
     if (OMPI_SUCCESS != rc) {
-        size_t mapped = 0;
-
-        st->bounce = mca_coll_strata_sink_map(total, &mapped);
-        st->bounce_size = total;
+        st->bounce = mca_coll_strata_sink_map(total, &st->bounce_size);
         st->bounce_cached = st->bounce_pinned = false;
         st->bounce_sink = (NULL != st->bounce);
         opal_output(0,

@@ -41,7 +41,6 @@
 #include "ompi/constants.h"
 #include "ompi/mca/pml/pml.h"
 
-#include <time.h>
 
 #define MCA_COLL_STRATA_XCHG_REFUSED_S 30.0
 
@@ -76,14 +75,6 @@ static char *mca_coll_strata_xchg_at(const mca_coll_strata_xchg_t *x, size_t off
     return x->buf + off * (size_t)x->extent;
 }
 
-static double mca_coll_strata_xchg_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Post (again) the step's send: its data, or the news of a failure.  A
  * refusal marks the exchange failed and leaves the send pending, to be
  * posted again by the progress (see the top). */
@@ -110,10 +101,10 @@ static void mca_coll_strata_xchg_send(mca_coll_strata_xchg_t *x)
     }
     x->reqs[1] = MPI_REQUEST_NULL;
     if (0.0 == x->send_refused_at) {
-        x->send_refused_at = mca_coll_strata_xchg_now();
+        x->send_refused_at = mca_coll_strata_now();
     }
     mca_coll_strata_xchg_fail(x);
-    if (mca_coll_strata_xchg_now() - x->send_refused_at > MCA_COLL_STRATA_XCHG_REFUSED_S) {
+    if (mca_coll_strata_now() - x->send_refused_at > MCA_COLL_STRATA_XCHG_REFUSED_S) {
         opal_output(0,
                     "coll:strata: MPI_Allreduce: the pml refused a send to rank %d of %s for "
                     "%.0f s (%d); giving up: that rank may wait for it forever",

@@ -39,21 +39,17 @@ ucs_config_field_t uct_gpu_base_iface_config_table[] = {
 
 /* ---- context and streams ---- */
 
-/* The device whose primary context an interface adopts on first use. */
-static int uct_gpu_base_iface_ctx_device(const uct_gpu_base_iface_t *iface, CUcontext current,
-                                         CUdeviceptr hint)
+/* The device whose primary context an interface adopts on first use: the
+ * thread's, else the one owning `hint`, else the interface's. */
+static int uct_gpu_base_iface_ctx_device(const uct_gpu_base_iface_t *iface, CUdeviceptr hint)
 {
-    CUdevice dev;
     int ordinal = -1;
 
-    if ((current != NULL) && (strata_cuda.cuCtxGetDevice(&dev) == CUDA_SUCCESS)) {
-        return (int)dev;
+    if ((hint == 0) || (strata_mem_kind((const void *)hint, &ordinal) == STRATA_MEM_HOST) ||
+        (ordinal < 0)) {
+        ordinal = (iface->ordinal >= 0) ? iface->ordinal : 0;
     }
-    if ((hint != 0) && (strata_mem_kind((const void *)hint, &ordinal) != STRATA_MEM_HOST) &&
-        (ordinal >= 0)) {
-        return ordinal;
-    }
-    return (iface->ordinal >= 0) ? iface->ordinal : 0;
+    return strata_cuda_current_device(ordinal);
 }
 
 ucs_status_t uct_gpu_base_iface_ctx_enter(uct_gpu_base_iface_t *iface, CUdeviceptr hint,
@@ -75,7 +71,7 @@ ucs_status_t uct_gpu_base_iface_ctx_enter(uct_gpu_base_iface_t *iface, CUdevicep
          * device, else of the device owning `hint`: streams and events made
          * in a context of the application's own would die with it
          * (cuCtxDestroy), and every later operation with them. */
-        iface->ctx = strata_cuda_primary_ctx(uct_gpu_base_iface_ctx_device(iface, current, hint));
+        iface->ctx = strata_cuda_primary_ctx(uct_gpu_base_iface_ctx_device(iface, hint));
         if (iface->ctx == NULL) {
             ucs_error("%s/gpu%d: cannot retain the device's primary CUDA context for 0x%llx",
                       iface->ops->tl_name, iface->ordinal, (unsigned long long)hint);

@@ -341,26 +341,6 @@ static int uct_gpu_ipc_visible_ordinal(const uint8_t *uuid)
     return -1;
 }
 
-/*
- * The device whose primary context maps a peer's allocation: the calling
- * thread's (the device the application's copies run on, and so the
- * interfaces': uct_gpu_base_iface_ctx_enter), else the owner's, which can
- * always map its own memory.  Never the thread's own context: the mapping
- * is cached process-wide, and an application may destroy a context it
- * created (a cached mapping would then be dead).
- */
-static int uct_gpu_ipc_map_device(int owner_ordinal)
-{
-    CUcontext current = NULL;
-    CUdevice dev;
-
-    if ((strata_cuda.cuCtxGetCurrent(&current) == CUDA_SUCCESS) && (current != NULL) &&
-        (strata_cuda.cuCtxGetDevice(&dev) == CUDA_SUCCESS)) {
-        return (int)dev;
-    }
-    return owner_ordinal;
-}
-
 int uct_gpu_ipc_owner_is_alive(pid_t pid, uint64_t start)
 {
     /* 0: no such process (or no /proc to tell, where endpoints fail too). */
@@ -547,7 +527,13 @@ static ucs_status_t uct_gpu_ipc_cache_map_cb(void *arg, const uct_gpu_ipc_key_t 
                   key->owner_pid, (unsigned long long)key->base);
         return UCS_ERR_UNREACHABLE;
     }
-    ordinal = uct_gpu_ipc_map_device(ordinal);
+    /* The primary context of the calling thread's device (the device the
+     * application's copies run on, and so the interfaces':
+     * uct_gpu_base_iface_ctx_enter), else of the owner's, which can always
+     * map its own memory.  Never the thread's own context: the mapping is
+     * cached process-wide, and an application may destroy a context it
+     * created (a cached mapping would then be dead). */
+    ordinal = strata_cuda_current_device(ordinal);
     ctx     = strata_cuda_primary_ctx(ordinal);
     if ((ctx == NULL) || (strata_cuda_ctx_push(ordinal, &saved) != 0)) {
         ucs_debug("gpu_ipc: no primary context of device %d to map pid %u's allocation in", ordinal,
@@ -637,7 +623,9 @@ void uct_gpu_ipc_device_reset(int ordinal)
     if (uct_gpu_ipc_cache.ops == NULL) {
         return; /* nothing ever mapped */
     }
-    ctx   = strata_cuda_primary_ctx(ordinal);
+    /* every mapping was made in a primary context Strata retained: none
+     * retained for this device, none to drop (and none retained now) */
+    ctx   = strata_cuda_primary_ctx_retained(ordinal);
     count = (ctx == NULL) ? 0 : uct_gpu_ipc_cache_retire_ctx(&uct_gpu_ipc_cache, ctx);
     ucs_debug("gpu_ipc: device %d's primary context is reset: %u cached mapping(s) of peers' "
               "memory dropped",
