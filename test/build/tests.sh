@@ -163,7 +163,9 @@ build_prefix_install() {
     LD_PRELOAD="$p/lib/ucx/libuct_strata.so" "$STRATA_BUILDDIR/test/unit/uct_components" --expect strata \
         || return 1
     make -C "$dir/build" uninstall >>"$dir/make.out" 2>&1 || { tail -20 "$dir/make.out"; return 1; }
-    if ls "$p"/lib/ucx/libuct_strata.so* 2>/dev/null; then echo "left after uninstall"; return 1; fi
+    # Nothing of Strata's left, the Open MPI components included (they
+    # have no .la for libtool's uninstall to follow).
+    if find "$p" \( -type f -o -type l \) | grep .; then echo "left after uninstall"; return 1; fi
 }
 
 # The default install goes into Open MPI's and UCX's own directories.
@@ -176,12 +178,59 @@ build_default_install_dirs() {
         && [ -n "$(find "$dir" -type l -path '*/ucx/libuct_strata.so.0' -lname libuct_strata.so)" ]
 }
 
+# config/setup-deps.sh --print on each distribution it knows (os-release
+# files made here, STRATA_OS_RELEASE): the package manager and its names for
+# Open MPI's and UCX's development packages, no warning for the releases it
+# was written for; Fedora without --print installs nothing and exits 3; an
+# unknown distribution is refused by name.
+setup_deps_os_release() {
+    local file="$STRATA_TEST_TMP/os-release-$1-$2" like=""
+    case "$1" in
+    ubuntu) like=debian ;;
+    esac
+    printf 'PRETTY_NAME="%s %s"\nID=%s\nID_LIKE=%s\nVERSION_ID="%s"\n' "$1" "$2" "$1" "$like" "$2" >"$file"
+    echo "$file"
+}
+
+build_setup_deps_distros() {
+    local setup="$STRATA_SRCDIR/config/setup-deps.sh" dir="$STRATA_TEST_TMP" distro f rc
+    for distro in debian:12 debian:13 ubuntu:22.04 ubuntu:24.04 ubuntu:26.04 fedora:43 fedora:44; do
+        f=$(setup_deps_os_release "${distro%%:*}" "${distro#*:}")
+        STRATA_OS_RELEASE=$f bash "$setup" --print >"$dir/out" 2>"$dir/err" \
+            || { cat "$dir/out" "$dir/err"; echo "$distro: --print failed"; return 1; }
+        echo "$distro: $(cat "$dir/out")"
+        [ ! -s "$dir/err" ] || { cat "$dir/err"; echo "$distro: --print warned"; return 1; }
+        [ "$(wc -l <"$dir/out")" -eq 1 ] || { echo "$distro: not one command line"; return 1; }
+        case "$distro" in
+        fedora:*) grep -qE '^dnf install -y .* openmpi-devel .* ucx-devel( |$)' "$dir/out" ;;
+        *) grep -qE '^apt-get install -y .* libopenmpi-dev .* libucx-dev( |$)' "$dir/out" ;;
+        esac || { echo "$distro: not the expected package manager or names"; return 1; }
+    done
+    # Fedora without --print: the same line to run, nothing installed, status 3.
+    f=$(setup_deps_os_release fedora 43)
+    rc=0; STRATA_OS_RELEASE=$f bash "$setup" >"$dir/out" 2>&1 || rc=$?
+    cat "$dir/out"
+    [ $rc -eq 3 ] || { echo "fedora 43 without --print: exit $rc, expected 3"; return 1; }
+    grep -q '^    dnf install -y .* ucx-devel' "$dir/out" && grep -q '/usr/lib64/openmpi' "$dir/out" \
+        && [ "$(tail -n 1 "$dir/out")" = "setup-deps: Fedora: nothing installed; run the command above as root, then configure" ] \
+        || { echo "fedora 43 without --print: not the expected instructions"; return 1; }
+    # An unknown distribution: refused, by name, with or without --print.
+    printf 'NAME="Arch Linux"\nPRETTY_NAME="Arch Linux"\nID=arch\n' >"$dir/os-release-arch"
+    if STRATA_OS_RELEASE="$dir/os-release-arch" bash "$setup" --print >"$dir/out" 2>&1; then
+        cat "$dir/out"; echo "arch: --print succeeded; expected a refusal"; return 1
+    fi
+    cat "$dir/out"
+    grep -q 'no package names for Arch Linux' "$dir/out" || { echo "arch: the error does not name it"; return 1; }
+}
+
 # The C sources the last change touches follow .clang-format, on the lines it
 # changed (config/check-format.sh: base $STRATA_FORMAT_BASE, else the
 # merge-base with origin/main, else HEAD~1).
 build_format() {
     "$STRATA_SRCDIR/config/check-format.sh"
 }
+
+strata_test build_setup_deps_distros 60 build_setup_deps_distros
 
 if ! command -v "${CLANG_FORMAT:-clang-format}" >/dev/null 2>&1; then
     strata_skip build_format "clang-format is not installed (config/setup-deps.sh installs it)"

@@ -84,6 +84,12 @@ debian13_ompi_info() {
     grep -q 'MCA coll: strata' "$STRATA_TEST_TMP/ompi_info" && grep -q 'MCA hook: strata' "$STRATA_TEST_TMP/ompi_info"
 }
 
+# A new user's `make install` in the tree, the README's plain switch-on line
+# and `make uninstall` (install-check.sh).
+debian13_install() {
+    d13_run bash "$D13_SRC/test/debian13/install-check.sh" "$D13_BUILD" "$D13_BUILD/install-check"
+}
+
 # debian13_layer LAYER: the host's runner, inside the tree, on the Debian 13
 # build; passes when every test there passes.
 debian13_layer() {
@@ -111,6 +117,7 @@ else
     strata_test debian13_tree 1200 debian13_tree
     strata_test debian13_build 900 debian13_build
     strata_test debian13_ompi_info 120 debian13_ompi_info
+    strata_test debian13_install 600 debian13_install
     strata_test debian13_unit 600 debian13_layer unit
     strata_test debian13_ucx 900 debian13_layer ucx
     strata_test debian13_mpi 1200 debian13_layer mpi
