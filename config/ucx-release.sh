@@ -19,10 +19,13 @@
 # source tree (ucx-VERSION.tar.xz: `git archive` of the release tag, no
 # generated files).  The cache, $STRATA_UCX_CACHE (default
 # /var/cache/strata/ucx), keeps each build under VERSION-<the tarball's
-# sha256, 12 digits>: a second run with the same tarball costs nothing, a
-# changed tarball builds anew.  UCX is configured for what Strata's tests use
-# (shared memory, TCP; no CUDA: Strata brings its own GPU transports), about
-# 90 s with two cores; Strata's build goes to $STRATA_UCX_CACHE/strata-VERSION.
+# sha256 and the build recipe's, 12 digits>: a second run with the same
+# tarball costs nothing, a changed tarball or recipe builds anew.  UCX is
+# configured for what Strata's tests use (shared memory, TCP; no CUDA: Strata
+# brings its own GPU transports) and compiled -O1 without debug information
+# (these builds are for testing, not timing: about 50 s with two cores, where
+# the release flags, -O3 -g, took 90-160 s); Strata's build goes to
+# $STRATA_UCX_CACHE/strata-VERSION.
 set -euo pipefail
 
 srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,11 +41,16 @@ tarball() {
     echo "$t"
 }
 
-# ucx VERSION: the prefix, built once per tarball
+UCX_CONFIGURE=(--without-cuda --without-rocm --without-verbs --without-rdmacm --without-knem
+               --without-xpmem --without-ugni --without-java --without-go --disable-doxygen-doc
+               --enable-mt)
+UCX_CFLAGS="-O1 -g0"
+
+# ucx VERSION: the prefix, built once per tarball and recipe
 build_ucx() {
     local version=$1 t sum key prefix src log
     t=$(tarball "$version")
-    sum=$(sha256sum "$t" | cut -c1-12)
+    sum=$( (sha256sum <"$t"; echo "${UCX_CONFIGURE[*]} $UCX_CFLAGS") | sha256sum | cut -c1-12)
     key="$cache/$version-$sum"
     prefix="$key/prefix" src="$key/src/ucx-$version" log="$key/build.log"
     if [ -x "$prefix/bin/ucx_info" ] && [ -f "$key/done" ]; then
@@ -53,11 +61,11 @@ build_ucx() {
     mkdir -p "$key/src"
     tar -C "$key/src" -xf "$t"
     [ -f "$src/autogen.sh" ] || die "$t does not unpack to ucx-$version/"
-    echo "ucx-release.sh: building UCX $version ($t, sha256 $sum...) under $key; log: $log" >&2
-    if ! (cd "$src" && ./autogen.sh && ./contrib/configure-release --prefix="$prefix" \
-              --without-cuda --without-rocm --without-verbs --without-rdmacm --without-knem \
-              --without-xpmem --without-ugni --without-java --without-go --disable-doxygen-doc \
-              --enable-mt && make -j"$jobs" && make install) >"$log" 2>&1; then
+    echo "ucx-release.sh: building UCX $version ($t; tarball and recipe $sum...) under $key; log: $log" >&2
+    # CFLAGS come after UCX's own (-O3 -g) on each compiler line: they win.
+    if ! (cd "$src" && ./autogen.sh &&
+          CFLAGS="$UCX_CFLAGS" CXXFLAGS="$UCX_CFLAGS" ./contrib/configure-release --prefix="$prefix" \
+              "${UCX_CONFIGURE[@]}" && make -j"$jobs" && make install) >"$log" 2>&1; then
         tail -n 20 "$log" >&2
         die "building UCX $version failed (log: $log)"
     fi

@@ -7,7 +7,8 @@
 #   LAYER: build unit ucx mpi cluster bench debian13 (default: all, in that
 #          order; debian13 builds and runs unit ucx mpi cluster in a Debian 13
 #          tree), or gpu (make check-gpu: the device tests on a real GPU)
-#   -k PATTERN   run only the tests whose name contains PATTERN
+#   -k PATTERN   run only the tests whose name contains PATTERN (several
+#                alternatives separated by '|': any of them)
 #   --list       print the test names instead of running them
 #   STRATA_TEST_DEADLINE  (epoch seconds) a budget for the whole run: each
 #                test's limit is cut to what is left, and a test that would
@@ -40,11 +41,23 @@ STRATA_TEST_OUT="$builddir/test/out"
 mkdir -p "$STRATA_TEST_OUT"
 n_pass=0 n_fail=0 n_skip=0 failed_names=()
 
+# strata_selected NAME: does NAME contain the -k pattern (or one of its
+# '|' alternatives)?
+strata_selected() {
+    [ -z "$pattern" ] && return 0
+    local alt
+    local IFS='|'
+    for alt in $pattern; do
+        [[ "$1" == *"$alt"* ]] && return 0
+    done
+    return 1
+}
+
 # strata_test NAME TIMEOUT_S COMMAND...  runs COMMAND (a shell function or a
 # program) with its output in out/NAME.log; exit 0 passes.
 strata_test() {
     local name=$1 limit=$2; shift 2
-    [ -n "$pattern" ] && [[ "$name" != *"$pattern"* ]] && return 0
+    strata_selected "$name" || return 0
     if [ $list = yes ]; then echo "$name"; return 0; fi
     local log="$STRATA_TEST_OUT/$name.log" start end rc
     if [ -n "${STRATA_TEST_DEADLINE:-}" ]; then
@@ -92,7 +105,7 @@ strata_test() {
 
 # strata_skip NAME REASON
 strata_skip() {
-    [ -n "$pattern" ] && [[ "$1" != *"$pattern"* ]] && return 0
+    strata_selected "$1" || return 0
     if [ $list = yes ]; then echo "$1 (skipped: $2)"; return 0; fi
     n_skip=$((n_skip + 1)); echo "SKIP: $1 ($2)"
 }

@@ -90,10 +90,49 @@ debian13_install() {
     d13_run bash "$D13_SRC/test/debian13/install-check.sh" "$D13_BUILD" "$D13_BUILD/install-check"
 }
 
-# debian13_layer LAYER: the host's runner, inside the tree, on the Debian 13
-# build; passes when every test there passes.
+# debian13_layer LAYER [PATTERN]: the host's runner, inside the tree, on the
+# Debian 13 build (only the tests PATTERN selects, run-tests.sh -k); passes
+# when every test there passes.
 debian13_layer() {
-    d13_run bash "$D13_SRC/test/run-tests.sh" --builddir "$D13_BUILD" "$1"
+    d13_run bash "$D13_SRC/test/run-tests.sh" --builddir "$D13_BUILD" ${2:+-k "$2"} "$1"
+}
+
+# The cluster layer on Open MPI 5: what depends on the launcher and the
+# library (node discovery with PRRTE, every inter-node exchange, ob1 and
+# ucx across namespaces, device buffers, failures, clean-up), not the
+# whole layer again: the host runs all of it on the same code, and most of
+# its time is the same exchanges at more node shapes.
+D13_CLUSTER=${STRATA_DEBIAN13_CLUSTER-cluster_needs_root|cluster_topology_2x2|cluster_allreduce_strata_2x2|cluster_allreduce_strata_bynode|cluster_allreduce_inter_2+2+1|cluster_allreduce_network_measured|cluster_settings_differ|cluster_allreduce_inter_fault_3+1|cluster_allreduce_isend_refused_2x2|cluster_coll_device_2x2|cluster_coll_device_ob1_2x2|cluster_allreduce_native_2x2_ucx|cluster_allreduce_native_2x2_ob1_direct|cluster_allreduce_native_fault|cluster_bytes_counted|cluster_cleanup_after_failure}
+
+# Open MPI 5.0 on the newer UCX releases (Ubuntu 26.04's 1.20, upstream's
+# 1.22): UCX built on the host from its release tree (config/ucx-release.sh,
+# cached) and copied into the tree at the same path, its source unpacked
+# beside it for UCT's internal headers, Strata configured and built there
+# against it; then the ucx and mpi layers of that build, which put that
+# libucp first on the library path (Debian 13's pml/ucx runs on it).
+D13_UCX_RELEASES=${STRATA_DEBIAN13_UCX_RELEASES-1.20.0 1.22.0}
+
+d13_release_dir() { echo "$D13_BUILD-ucx-$1"; }
+
+debian13_release_build() {
+    local v=$1 prefix key build
+    build=$(d13_release_dir "$v")
+    prefix=$("$STRATA_SRCDIR/config/ucx-release.sh" ucx "$v") || return 1
+    key=$(dirname "$prefix")
+    rm -rf "${D13_TREE:?}$key"
+    mkdir -p "$D13_TREE$key"
+    cp -a "$prefix" "$D13_TREE$prefix"
+    "$STRATA_SRCDIR/config/ucx-release.sh" unpack "$v" "$D13_TREE$key/src" >/dev/null || return 1
+    rm -rf "$build"
+    mkdir -p "$build"
+    d13_run bash -c "cd '$build' && '$D13_SRC/configure' --enable-werror --with-ucx='$prefix' --with-ucx-src='$key/src' >configure.log 2>&1" \
+        || { tail -n 30 "$build/configure.log"; return 1; }
+    d13_run make -C "$build" -j"$(nproc)" >"$build/make.log" 2>&1 || { tail -n 40 "$build/make.log"; return 1; }
+    d13_run bash -c ". '$build/test/strata-test-env.sh' && echo \"Open MPI \$STRATA_OMPI_VERSION, UCX \$STRATA_UCX_VERSION (\$STRATA_UCX_LIBDIR)\""
+}
+
+debian13_release_layer() {
+    d13_run bash "$D13_SRC/test/run-tests.sh" --builddir "$(d13_release_dir "$1")" "$2"
 }
 
 # The staged GPU run (test/gpu/device-run.sh) rehearsed on a bare Debian 13
@@ -121,7 +160,16 @@ else
     strata_test debian13_unit 600 debian13_layer unit
     strata_test debian13_ucx 900 debian13_layer ucx
     strata_test debian13_mpi 1200 debian13_layer mpi
-    strata_test debian13_cluster 1500 debian13_layer cluster
+    strata_test debian13_cluster 1500 debian13_layer cluster "$D13_CLUSTER"
+    if [ -z "$("$STRATA_SRCDIR/config/ucx-release.sh" list 2>/dev/null)" ]; then
+        strata_skip debian13_ucx_releases "no UCX release trees (config/ucx-release.sh list: none; set STRATA_UCX_RELEASES)"
+    else
+        for v in $D13_UCX_RELEASES; do
+            strata_test "debian13_ucx_${v}_build" 1200 debian13_release_build "$v"
+            strata_test "debian13_ucx_${v}_ucx" 900 debian13_release_layer "$v" ucx
+            strata_test "debian13_ucx_${v}_mpi" 1200 debian13_release_layer "$v" mpi
+        done
+    fi
     if [ "$STRATA_HAVE_UCX" = yes ] && [ "$STRATA_HAVE_CUDA" = yes ]; then
         strata_test gpu_rehearsal_prepare 600 gpu_rehearsal_prepare
         strata_test gpu_rehearsal_full 900 gpu_rehearsal
