@@ -4,11 +4,15 @@
 #   N passed, N failed[, N skipped]
 #
 # Usage: run-tests.sh --builddir DIR [-k PATTERN] [--list] [LAYER ...]
-#   LAYER: build unit ucx mpi cluster bench debian13 (default: all, in that
-#          order; debian13 builds and runs unit ucx mpi cluster in a Debian 13
-#          tree), or gpu (make check-gpu: the device tests on a real GPU)
+#   LAYER: build unit ucx mpi cluster bench ucx_releases debian13 (default:
+#          all, in that order; ucx_releases builds and tests Strata against
+#          each upstream UCX release in ../shared/src, debian13 builds and runs
+#          unit ucx mpi cluster in a Debian 13 tree), or gpu (make check-gpu:
+#          the device tests on a real GPU)
 #   -k PATTERN   run only the tests whose name contains PATTERN (several
 #                alternatives separated by '|': any of them)
+#   -x PATTERN   leave out the tests whose name contains PATTERN (or one of
+#                its '|' alternatives)
 #   --list       print the test names instead of running them
 #   STRATA_TEST_DEADLINE  (epoch seconds) a budget for the whole run: each
 #                test's limit is cut to what is left, and a test that would
@@ -20,18 +24,19 @@ set -uo pipefail
 set -m
 
 STRATA_TEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-builddir="" pattern="" list=no layers=()
+builddir="" pattern="" exclude="" list=no layers=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --builddir) builddir=$2; shift 2 ;;
     -k) pattern=$2; shift 2 ;;
+    -x) exclude=$2; shift 2 ;;
     --list) list=yes; shift ;;
     -*) echo "run-tests.sh: unknown option '$1'" >&2; exit 2 ;;
     *) layers+=("$1"); shift ;;
     esac
 done
 [ -n "$builddir" ] || { echo "run-tests.sh: --builddir DIR is required (make check passes it)" >&2; exit 2; }
-[ ${#layers[@]} -gt 0 ] || layers=(build unit ucx mpi cluster bench debian13)
+[ ${#layers[@]} -gt 0 ] || layers=(build unit ucx mpi cluster bench ucx_releases debian13)
 [ -f "$builddir/test/strata-test-env.sh" ] || { echo "run-tests.sh: $builddir is not a configured build directory" >&2; exit 2; }
 
 . "$builddir/test/strata-test-env.sh"
@@ -41,16 +46,21 @@ STRATA_TEST_OUT="$builddir/test/out"
 mkdir -p "$STRATA_TEST_OUT"
 n_pass=0 n_fail=0 n_skip=0 failed_names=()
 
-# strata_selected NAME: does NAME contain the -k pattern (or one of its
-# '|' alternatives)?
-strata_selected() {
-    [ -z "$pattern" ] && return 0
-    local alt
-    local IFS='|'
-    for alt in $pattern; do
+# strata_matches NAME PATTERN: does NAME contain PATTERN or one of its '|'
+# alternatives?
+strata_matches() {
+    local alt IFS='|'
+    for alt in $2; do
         [[ "$1" == *"$alt"* ]] && return 0
     done
     return 1
+}
+
+# strata_selected NAME: chosen by -k (if given) and not left out by -x.
+strata_selected() {
+    [ -n "$pattern" ] && ! strata_matches "$1" "$pattern" && return 1
+    [ -n "$exclude" ] && strata_matches "$1" "$exclude" && return 1
+    return 0
 }
 
 # strata_test NAME TIMEOUT_S COMMAND...  runs COMMAND (a shell function or a

@@ -1,14 +1,20 @@
 # Debian 13 layer: the same source built and tested on Debian 13's own Open
 # MPI (5.0.x) and UCX (1.18.x), in a debootstrapped trixie tree standing for a
 # fresh Debian 13 machine (test/debian13/tree.sh).  The steps are a new
-# user's: config/setup-deps.sh, configure, make; then the unit, ucx, mpi and
-# cluster layers run there.  The build and bench layers run on the host only:
+# user's: config/setup-deps.sh, configure, make, make install (the plain
+# switch-on line, then make uninstall); then the unit, ucx and mpi layers and
+# the launcher-dependent part of the cluster layer run there, and Strata is
+# built against upstream UCX 1.20 and 1.22 for their ucx and mpi layers on
+# the same Open MPI 5.0.  The build and bench layers run on the host only:
 # they check configure's messages and the host's performance, which do not
 # depend on the distribution.
 #
 #   STRATA_DEBIAN13_TREE  where the tree lives (default /var/tmp/strata-debian13;
 #                         kept between runs: a second run only re-checks it)
 #   STRATA_DEBIAN13=no    skip the layer
+#   STRATA_DEBIAN13_CLUSTER       the cluster tests run there (-k pattern)
+#   STRATA_DEBIAN13_UCX_RELEASES  the UCX releases built there (default
+#                                 1.20.0 1.22.0; empty: none)
 
 D13_TREE=${STRATA_DEBIAN13_TREE:-/var/tmp/strata-debian13}
 # The build must be inside the source tree, the one folder of the host the
@@ -108,7 +114,8 @@ D13_CLUSTER=${STRATA_DEBIAN13_CLUSTER-cluster_needs_root|cluster_topology_2x2|cl
 # 1.22): UCX built on the host from its release tree (config/ucx-release.sh,
 # cached) and copied into the tree at the same path, its source unpacked
 # beside it for UCT's internal headers, Strata configured and built there
-# against it; then the ucx and mpi layers of that build, which put that
+# against it; then the ucx and mpi layers of that build (the mpi layer less
+# the host-buffer tests that never load UCX, test/lib.sh), which put that
 # libucp first on the library path (Debian 13's pml/ucx runs on it).
 D13_UCX_RELEASES=${STRATA_DEBIAN13_UCX_RELEASES-1.20.0 1.22.0}
 
@@ -131,8 +138,9 @@ debian13_release_build() {
     d13_run bash -c ". '$build/test/strata-test-env.sh' && echo \"Open MPI \$STRATA_OMPI_VERSION, UCX \$STRATA_UCX_VERSION (\$STRATA_UCX_LIBDIR)\""
 }
 
+# debian13_release_layer VERSION LAYER [-x PATTERN]
 debian13_release_layer() {
-    d13_run bash "$D13_SRC/test/run-tests.sh" --builddir "$(d13_release_dir "$1")" "$2"
+    d13_run bash "$D13_SRC/test/run-tests.sh" --builddir "$(d13_release_dir "$1")" "${@:3}" "$2"
 }
 
 # The staged GPU run (test/gpu/device-run.sh) rehearsed on a bare Debian 13
@@ -167,7 +175,7 @@ else
         for v in $D13_UCX_RELEASES; do
             strata_test "debian13_ucx_${v}_build" 1200 debian13_release_build "$v"
             strata_test "debian13_ucx_${v}_ucx" 900 debian13_release_layer "$v" ucx
-            strata_test "debian13_ucx_${v}_mpi" 1200 debian13_release_layer "$v" mpi
+            strata_test "debian13_ucx_${v}_mpi" 1200 debian13_release_layer "$v" mpi -x "$STRATA_MPI_UCX_INDEPENDENT"
         done
     fi
     if [ "$STRATA_HAVE_UCX" = yes ] && [ "$STRATA_HAVE_CUDA" = yes ]; then
