@@ -98,7 +98,7 @@ cluster_network_measured() {
     awk -v s="$share" 'BEGIN { if (s < 0.5) { print "each further rail adds " s ": the two rails of a node did not share its link"; exit 1 } }' || return 1
     # the measurement is bounded: at 1 Gbit/s one timed pair of large round
     # trips outlasts the leaders' budget, and the rails move messages sized
-    # from the measured bandwidth: about 3.8 MB from node 0 (16 MB before)
+    # from the measured bandwidth: about 5 MB from node 0 (16 MB before)
     awk -v kib="$(sed 's/.* and \([0-9]*\) KiB from node 0 in all.*/\1/' <<<"$world")" \
         'BEGIN { if (!(kib > 0 && kib <= 6144)) { print "the measurement sent " kib " KiB from node 0: not within (0, 6 MiB]"; exit 1 } }' || return 1
     # a TCP send's CPU time: some microseconds, never more than the latency
