@@ -70,7 +70,7 @@ PACKAGES=(
     rdma-core libibverbs-dev librdmacm-dev
     hwloc libhwloc-dev
     iproute2 util-linux procps kmod valgrind
-    gnuplot-nox python3
+    gnuplot-nox python3 python3-mpi4py
     dpkg-dev xz-utils debootstrap
 )
 
@@ -90,7 +90,7 @@ FEDORA_PACKAGES=(
     rdma-core rdma-core-devel
     hwloc hwloc-devel
     iproute util-linux procps-ng kmod valgrind
-    gnuplot python3
+    gnuplot python3 python3-mpi4py-openmpi
     rpm-build xz debootstrap
 )
 

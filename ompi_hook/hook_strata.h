@@ -32,6 +32,8 @@ typedef struct mca_hook_strata_component_t {
     int output;
     /* dlopen handle of libuct_strata.so, kept open for the life of the process */
     void *uct_handle;
+    /* a CUDA driver with a device was found when the module was loaded */
+    bool gpu;
 } mca_hook_strata_component_t;
 
 MCA_STRATA_OMPI_COMPONENT_EXPORT extern mca_hook_strata_component_t mca_hook_strata_component;

@@ -5,12 +5,14 @@
  */
 #include "hook_strata.h"
 #ifdef MCA_HOOK_STRATA_HAVE_DT
+#include "hook_strata_cuda_aware.h"
 #include "hook_strata_dt.h"
 #endif
 
 #include <dlfcn.h>
 
 #include "ompi/constants.h"
+#include "ompi/mca/pml/base/base.h"
 #include "opal/mca/base/mca_base_var.h"
 
 static int mca_hook_strata_component_register(void);
@@ -18,6 +20,7 @@ static int mca_hook_strata_component_open(void);
 static int mca_hook_strata_component_close(void);
 static void mca_hook_strata_mpi_init_top_post_opal(int argc, char **argv, int requested,
                                                   int *provided);
+static void mca_hook_strata_mpi_init_bottom(int argc, char **argv, int requested, int *provided);
 
 /* clang-format off */
 mca_hook_strata_component_t mca_hook_strata_component = {
@@ -41,6 +44,8 @@ mca_hook_strata_component_t mca_hook_strata_component = {
          * the loading (coll_strata_ompi.h). */
         .hookm_mpi_init_top_post_opal = MCA_HOOK_STRATA_LOAD_AT_OPEN
                                         ? NULL : mca_hook_strata_mpi_init_top_post_opal,
+        /* The pml is chosen by then: what MPIX_Query_cuda_support answers. */
+        .hookm_mpi_init_bottom = mca_hook_strata_mpi_init_bottom,
     },
     .load_uct = false,
     .device_datatypes = true,
@@ -50,6 +55,7 @@ mca_hook_strata_component_t mca_hook_strata_component = {
     .verbose = 0,
     .output = -1,
     .uct_handle = NULL,
+    .gpu = false,
 };
 /* clang-format on */
 
@@ -149,6 +155,17 @@ static void mca_hook_strata_mpi_init_top_post_opal(int argc, char **argv, int re
     mca_hook_strata_load_uct();
 }
 
+static void mca_hook_strata_mpi_init_bottom(int argc, char **argv, int requested, int *provided)
+{
+#ifdef MCA_HOOK_STRATA_HAVE_DT
+    if (mca_hook_strata_component.gpu && NULL != mca_hook_strata_component.uct_handle) {
+        mca_hook_strata_cuda_aware_answer(mca_hook_strata_component.output,
+                                          mca_pml_base_selected_component.pmlm_version
+                                              .mca_component_name);
+    }
+#endif
+}
+
 /* Before pml/ucx calls ucp_init: at most once per process. */
 static void mca_hook_strata_load_uct(void)
 {
@@ -157,6 +174,11 @@ static void mca_hook_strata_load_uct(void)
     if (!mca_hook_strata_component.load_uct || NULL != mca_hook_strata_component.uct_handle) {
         return;
     }
+#ifdef MCA_HOOK_STRATA_HAVE_DT
+    /* Without a driver the line still runs, quietly, on the host transports. */
+    mca_hook_strata_component.gpu =
+        mca_hook_strata_cuda_aware_probe(mca_hook_strata_component.output);
+#endif
     if (NULL == path || '\0' == path[0]) {
         opal_output(0, "hook:strata: hook_strata_load_uct is set but hook_strata_uct_module "
                        "is empty; Strata's UCX transports are not loaded");

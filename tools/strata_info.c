@@ -197,6 +197,7 @@ int main(int argc, char **argv)
     strata_info_check_memtypes(&info);
     strata_info_check_ipc(&info);
     strata_info_check_rdma(&info);
+    strata_info_check_apps(&info);
     strata_info_check_mpirun(&info);
     strata_info_report_finish(&info);
 

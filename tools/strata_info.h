@@ -101,6 +101,7 @@ void strata_info_check_memtypes(strata_info_t *info);  /* strata_info_memtypes.c
 void strata_info_check_ipc(strata_info_t *info);       /* strata_info_ipc.c */
 void strata_info_check_rdma(strata_info_t *info);      /* strata_info_rdma.c */
 void strata_info_check_locality(strata_info_t *info);  /* strata_info_topo.c, from _rdma */
+void strata_info_check_apps(strata_info_t *info);      /* strata_info_apps.c */
 void strata_info_check_mpirun(strata_info_t *info);    /* strata_info_mpirun.c */
 
 /* The major version of the Open MPI this node runs (4: ORTE's mpirun, 5:

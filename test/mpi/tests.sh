@@ -944,6 +944,12 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
             strata_test mpi_dt_got_redirect_lazy 60 mpi_dt_got_redirect test_hook_reloc
             strata_test mpi_dt_got_redirect_now 60 mpi_dt_got_redirect test_hook_reloc_now
         fi
+        # hook/strata's CUDA-aware helpers alone (test_hook_cuda_aware.c):
+        # "return 0" rewritten where it is exactly that, refused elsewhere;
+        # UCX_TLS without Strata's transports
+        if [ -x "$T/mpi/test_hook_cuda_aware" ]; then
+            strata_test mpi_hook_cuda_aware_helpers 60 mpi_dt_got_redirect test_hook_cuda_aware
+        fi
         if [ -x "$T/mpi/test_p2p_datatypes" ]; then
             strata_test mpi_dt_device_types 300 mpi_dt_device_types
             strata_test mpi_dt_device_types_gather_small 300 mpi_dt_device_types_gather_small

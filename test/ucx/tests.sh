@@ -366,6 +366,73 @@ ucx_mpi_noncontig_device() {
     [ $rc -eq 0 ] && ! grep -q "fails\|FAIL" "$out" && [ "$(grep -c ": works$" "$out")" -eq 4 ]
 }
 
+# What applications are told (test_cuda_query.c, MPIX_Query_cuda_support()
+# called directly and looked up in libmpi as ctypes does), under the README's
+# CUDA-aware line (the shipped tune file): 1 with a driver; 0 without
+# Strata's line, and 0 under the line with pml/ob1 forced (not CUDA-aware on
+# Open MPI 4.1); on a node without a driver the line answers 0 and runs on the
+# host transports without one UCX warning (hook/strata takes gpu_copy and
+# gpu_ipc out of UCX_TLS), saying so only at verbosity 10.
+ucx_mpi_cuda_query() {
+    local conf="$STRATA_SRCDIR/config/cuda-aware.conf" out="$STRATA_TEST_TMP/out" rc
+    local strata_args tune q="$STRATA_BUILDDIR/test/mpi/test_cuda_query"
+    # LD_LIBRARY_PATH: the stand-in driver, a UCX release's libraries;
+    # passed on only when set (Open MPI warns about an unset one)
+    strata_oversubscribed --bind-to none --tune "$conf" "${strata_mca_component_path[@]}" \
+        --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1 \
+        ${LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}
+    tune=("${strata_args[@]}")
+    if [ "${STRATA_OMPI_VERSION%%.*}" -ge 5 ]; then
+        # 5.0 answers from its accelerator framework: Strata's component
+        # for it is not written yet
+        echo "(Open MPI $STRATA_OMPI_VERSION: the answer with a driver is not checked)"
+    else
+        echo "-- the CUDA-aware line, with a driver"
+        LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" -x LD_LIBRARY_PATH \
+            --mca hook_strata_verbose 10 "$q" --expect 1 >"$out" 2>&1
+        rc=$?; cat "$out"
+        [ $rc -eq 0 ] && grep -q "hook:strata: MPIX_Query_cuda_support() answers 1" "$out" || return 1
+        echo "-- the same line with pml/ob1 forced"
+        LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" -x LD_LIBRARY_PATH \
+            --mca hook_strata_verbose 10 --mca pml ob1 --mca btl "self,$strata_btl_sm" "$q" --expect 0 >"$out" 2>&1
+        rc=$?; cat "$out"
+        [ $rc -eq 0 ] && grep -q "left as it is: pml is 'ob1', not ucx alone" "$out" || return 1
+        # mpi4py (3.1 on Debian 12: no Query_cuda_support of its own), the
+        # answer through ctypes as Python users ask it
+        local py=python3
+        [ -x /usr/bin/python3 ] && py=/usr/bin/python3 # the distribution's, with its mpi4py
+        if "$py" -c "import mpi4py" 2>/dev/null; then
+            echo "-- mpi4py and ctypes, the CUDA-aware line"
+            LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" -x LD_LIBRARY_PATH \
+                "$py" -c '
+import ctypes
+from mpi4py import MPI
+lib = ctypes.CDLL("libmpi.so.40")
+answer = lib.MPIX_Query_cuda_support()
+print("mpi4py %s, rank %d: MPIX_Query_cuda_support() through ctypes: %d" % (
+      __import__("mpi4py").__version__, MPI.COMM_WORLD.Get_rank(), answer))
+raise SystemExit(0 if answer == 1 else 1)' || return 1
+        else
+            echo "(mpi4py not installed: its check not run)"
+        fi
+    fi
+    echo "-- without Strata's line"
+    strata_mpirun_local 2 "$q" --expect 0 || return 1
+    echo "-- the line on a node without a CUDA driver"
+    if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+        echo "(not run: this machine has a CUDA driver installed)"
+        return 0
+    fi
+    mpirun -np 2 "${tune[@]}" "$q" --expect 0 >"$out" 2>&1
+    rc=$?; cat "$out"
+    [ $rc -eq 0 ] || return 1
+    grep -i -E "ucx|warn|strata" "$out" && { echo "the line was not quiet"; return 1; }
+    mpirun -np 2 "${tune[@]}" --mca hook_strata_verbose 10 "$q" --expect 0 >"$out" 2>&1
+    rc=$?; cat "$out"
+    [ $rc -eq 0 ] && grep -q "hook:strata: no GPU here (libcuda.so.1 not loadable: .*): UCX_TLS=self,sm " "$out" &&
+        ! grep -q -i "warn" "$out"
+}
+
 # The one-argument form of README's "CUDA-aware MPI with Strata": the shipped
 # tune file (config/cuda-aware.conf, installed as share/strata/) alone makes
 # a job CUDA-aware; only this build tree's paths go beside it.  Run 1: every
@@ -450,6 +517,8 @@ ucx_strata_info_2gpus() {
         "OK  *GPU 0 <-> GPU 0  *IPC works between two processes on one GPU" \
         "OK  *GPU 0 <-> GPU 1  *IPC works both ways" \
         "OK  *GPU 1 <-> GPU 1  *IPC works" \
+        "INFO  *MPIX_CUDA_AWARE_SUPPORT  *0, compiled into each application" \
+        "\(OK  *MPIX_Query_cuda_support()  *1 under the CUDA-aware line\|INFO  *MPIX_Query_cuda_support()  *0: Open MPI 5 answers from its accelerator\)" \
         "^  mpirun --tune $srcdir/config/cuda-aware.conf --mca opal_mca_base_component_path SYS_DEFAULT:$b/components/ompi --mca hook_strata_uct_module $b/components/ucx/libuct_strata.so -x UCX_TLS=self,sm,[a-z]*,gpu_copy,gpu_ipc -np <ranks> ./app" \
         "^Result: ready for CUDA-aware MPI with Strata" || return 1
     ! grep -n "^  MISSING" "$out"
@@ -466,6 +535,7 @@ ucx_strata_info_no_device() {
         "INFO  *transports  *none without a usable GPU" \
         "INFO  *allocation hooks  *no usable GPU (see CUDA)" \
         "INFO  *IPC  *no usable GPU (see CUDA)" \
+        "INFO  *MPIX_Query_cuda_support()  *0: no usable GPU here" \
         "^Result: NOT ready for CUDA-aware MPI with Strata; missing: \[CUDA / devices\]$"
 }
 
@@ -619,6 +689,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
         strata_test ucx_mpi_p2p_async 300 ucx_mpi_p2p_async
         strata_test ucx_mpi_noncontig_device 120 ucx_mpi_noncontig_device
         strata_test ucx_mpi_tune_cuda_aware 180 ucx_mpi_tune_cuda_aware
+        strata_test ucx_mpi_cuda_query 180 ucx_mpi_cuda_query
         if [ -n "$STRATA_CUDA_LIBDIR" ]; then
             strata_test ucx_strata_info_2gpus 120 ucx_strata_info_2gpus
             strata_test ucx_strata_info_no_device 60 ucx_strata_info_no_device

@@ -1,0 +1,79 @@
+/*
+ * The CUDA-aware launch line on a node without a driver, and the answer
+ * applications get from MPIX_Query_cuda_support() (hook_strata_cuda_aware.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
+
+#include "hook_strata_cuda_aware.h"
+
+#include "common/strata_cuda.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "opal/util/output.h"
+
+/* Strata's UCX transports, as config/cuda-aware.conf names them. */
+#define HOOK_STRATA_CA_TLS "gpu_copy,gpu_ipc"
+
+int mca_hook_strata_cuda_aware_probe(int output)
+{
+    const char *tls = getenv("UCX_TLS");
+    char trimmed[1024];
+
+    if (0 == strata_cuda_load() && strata_cuda_device_count() > 0) {
+        return 1;
+    }
+    /* UCX names every transport of UCX_TLS it cannot find in a warning, on
+     * every rank; users keep one launch line for GPU and CPU nodes. */
+    if (NULL != tls &&
+        mca_hook_strata_cuda_aware_tls_without(tls, HOOK_STRATA_CA_TLS, trimmed, sizeof(trimmed))) {
+        setenv("UCX_TLS", trimmed, 1);
+        opal_output_verbose(10, output,
+                            "hook:strata: no GPU here (%s): UCX_TLS=%s (without " HOOK_STRATA_CA_TLS
+                            ")",
+                            (0 == strata_cuda_load()) ? "no device" : strata_cuda_error(), trimmed);
+    }
+    return 0;
+}
+
+void mca_hook_strata_cuda_aware_answer(int output, const char *pml)
+{
+    Dl_info fn_info, mpi_info;
+    char why[160];
+    void *fn;
+
+    /* ob1 on Open MPI 4.1 built without CUDA copies device memory with the
+     * CPU: only pml/ucx alone makes point-to-point CUDA-aware. */
+    if (NULL == pml || 0 != strcmp(pml, "ucx")) {
+        opal_output_verbose(10, output,
+                            "hook:strata: MPIX_Query_cuda_support() left as it is: pml is '%s', "
+                            "not ucx alone",
+                            (NULL == pml) ? "" : pml);
+        return;
+    }
+    /* The definition in libmpi (the one MPI_Init is in), not one an
+     * application may have of its own. */
+    fn = dlsym(RTLD_DEFAULT, "MPIX_Query_cuda_support");
+    if (NULL == fn || 0 == dladdr(fn, &fn_info) || 0 == dladdr((void *)MPI_Init, &mpi_info) ||
+        fn_info.dli_fbase != mpi_info.dli_fbase) {
+        opal_output_verbose(10, output,
+                            "hook:strata: MPIX_Query_cuda_support() left as it is: not found in "
+                            "Open MPI's library");
+        return;
+    }
+    if (0 != mca_hook_strata_cuda_aware_return_one(fn, why, sizeof(why))) {
+        opal_output_verbose(10, output,
+                            "hook:strata: MPIX_Query_cuda_support() left as it is (%s): %s",
+                            mpi_info.dli_fname, why);
+        return;
+    }
+    opal_output_verbose(10, output,
+                        "hook:strata: MPIX_Query_cuda_support() answers 1 (%s): device buffers "
+                        "go through pml/ucx with Strata's transports",
+                        mpi_info.dli_fname);
+}
