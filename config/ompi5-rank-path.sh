@@ -52,9 +52,12 @@ candidates() {
 # The files that set the unprefixed entry, one per line.
 leaking_files() {
     local f
+    # (if, not &&: a false test as the loop's last command would fail the
+    # pipeline, and set -e the script)
     candidates | while read -r f; do
-        [ -f "$f" ] || continue
-        grep -Eq '^[[:space:]]*mca_base_component_path[[:space:]]*=' "$f" && readlink -f "$f"
+        if [ -f "$f" ] && grep -Eq '^[[:space:]]*mca_base_component_path[[:space:]]*=' "$f"; then
+            readlink -f "$f"
+        fi
     done | sort -u
 }
 
@@ -71,7 +74,10 @@ install_one() {
     tmp=$(mktemp)
     renamed "$f" >"$tmp"
     if dpkg_owned "$f"; then
-        dpkg-divert --quiet --local --rename --add "$f"
+        # the package's copy beside it first, then the diversion: the file
+        # is never missing, whatever step is interrupted
+        cp -p "$f" "$f.distrib"
+        dpkg-divert --quiet --local --no-rename --add "$f"
         install -m 644 "$tmp" "$f"
         say "$f: mca_base_component_path renamed pmix_mca_base_component_path (the package's copy diverted to $f.distrib; make uninstall restores it)"
     else
@@ -85,9 +91,10 @@ install_one() {
 uninstall_one() {
     local f=$1
     head -n 1 "$f" | grep -qxF "$MARK" || return 0
-    if dpkg_owned "$f" && dpkg-divert --list "$f" | grep -q .; then
-        rm -f "$f"
-        dpkg-divert --quiet --local --rename --remove "$f"
+    if [ -f "$f.distrib" ] && dpkg-divert --list "$f" 2>/dev/null | grep -q .; then
+        # the package's copy back in one rename, then the diversion away
+        mv -f "$f.distrib" "$f"
+        dpkg-divert --quiet --local --no-rename --remove "$f"
     elif [ -f "$f.strata-orig" ]; then
         mv -f "$f.strata-orig" "$f"
     else
@@ -100,7 +107,9 @@ uninstall_one() {
 changed_files() {
     local f
     candidates | while read -r f; do
-        [ -f "$f" ] && head -n 1 "$f" | grep -qxF "$MARK" && readlink -f "$f"
+        if [ -f "$f" ] && head -n 1 "$f" | grep -qxF "$MARK"; then
+            readlink -f "$f"
+        fi
     done | sort -u
 }
 

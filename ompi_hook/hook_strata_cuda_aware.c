@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "mpi.h"
+#include "ompi/mca/pml/base/base.h"
 #include "opal/util/output.h"
 
 /* Strata's UCX transports, as config/cuda-aware.conf names them. */
@@ -43,6 +44,7 @@ int mca_hook_strata_cuda_aware_probe(int output)
 
 void mca_hook_strata_cuda_aware_answer(int output, const char *pml)
 {
+    const char *tls = getenv("UCX_TLS");
     Dl_info fn_info, mpi_info;
     char why[160];
     void *fn;
@@ -56,10 +58,22 @@ void mca_hook_strata_cuda_aware_answer(int output, const char *pml)
                             (NULL == pml) ? "" : pml);
         return;
     }
-    /* The definition in libmpi (the one MPI_Init is in), not one an
-     * application may have of its own. */
+    /* Without gpu_copy in UCX_TLS (a user's own list replaces the tune
+     * file's) device buffers do not reach Strata. */
+    if (NULL != tls && '^' != tls[0] && 0 != strcmp(tls, "all") &&
+        !mca_hook_strata_cuda_aware_tls_names(tls, "gpu_copy")) {
+        opal_output_verbose(10, output,
+                            "hook:strata: MPIX_Query_cuda_support() left as it is: UCX_TLS=%s "
+                            "names no gpu_copy",
+                            tls);
+        return;
+    }
+    /* The definition in libmpi (the object Open MPI's pml framework is in:
+     * MPI_Init may be a profiling tool's), not one an application may have
+     * of its own. */
     fn = dlsym(RTLD_DEFAULT, "MPIX_Query_cuda_support");
-    if (NULL == fn || 0 == dladdr(fn, &fn_info) || 0 == dladdr((void *)MPI_Init, &mpi_info) ||
+    if (NULL == fn || 0 == dladdr(fn, &fn_info) ||
+        0 == dladdr((void *)&mca_pml_base_selected_component, &mpi_info) ||
         fn_info.dli_fbase != mpi_info.dli_fbase) {
         opal_output_verbose(10, output,
                             "hook:strata: MPIX_Query_cuda_support() left as it is: not found in "

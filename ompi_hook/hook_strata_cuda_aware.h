@@ -42,4 +42,7 @@ int mca_hook_strata_cuda_aware_return_one(void *fn, char *why, size_t max);
 int mca_hook_strata_cuda_aware_tls_without(const char *tls, const char *drop, char *out,
                                            size_t max);
 
+/* Whether the comma-separated list `tls` holds `name`. */
+int mca_hook_strata_cuda_aware_tls_names(const char *tls, const char *name);
+
 #endif /* MCA_HOOK_STRATA_CUDA_AWARE_H */

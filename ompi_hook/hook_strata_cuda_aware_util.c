@@ -116,6 +116,23 @@ static uint8_t *hook_strata_ca_locate(uint8_t *code, size_t *len, const uint8_t 
 }
 #endif
 
+/* Another thread may call the function meanwhile: what runs must be the old
+ * code or the new, never a mix.  The bytes past the old `ret` (padding, never
+ * run) go first; then the first 4 bytes, the instruction that changes, in
+ * one aligned store. */
+static void hook_strata_ca_write(uint8_t *code, const uint8_t *with, size_t len)
+{
+    uint32_t head;
+
+    if (len < sizeof(head) || 0 != ((uintptr_t)code & (sizeof(head) - 1))) {
+        memcpy(code, with, len);
+        return;
+    }
+    memcpy(code + sizeof(head), with + sizeof(head), len - sizeof(head));
+    memcpy(&head, with, sizeof(head));
+    __atomic_store_n((uint32_t *)(void *)code, head, __ATOMIC_SEQ_CST);
+}
+
 int mca_hook_strata_cuda_aware_return_one(void *fn, char *why, size_t max)
 {
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -140,7 +157,7 @@ int mca_hook_strata_cuda_aware_return_one(void *fn, char *why, size_t max)
     if (0 != mprotect((void *)first, last - first, PROT_READ | PROT_WRITE | PROT_EXEC)) {
         return HOOK_STRATA_CA_WHY(why, max, "its code page cannot be made writable (%m)");
     }
-    memcpy(code, with, len);
+    hook_strata_ca_write(code, with, len);
     __builtin___clear_cache((char *)code, (char *)code + len);
     if (0 != mprotect((void *)first, last - first, PROT_READ | PROT_EXEC)) {
         return HOOK_STRATA_CA_WHY(why, max, "its code page's protection cannot be restored (%m)");
@@ -160,6 +177,23 @@ static int hook_strata_ca_listed(const char *drop, const char *name, size_t len)
         comma = strchr(p, ',');
         if (((NULL == comma) ? strlen(p) : (size_t)(comma - p)) == len &&
             0 == strncmp(p, name, len)) {
+            return 1;
+        }
+        if (NULL == comma) {
+            break;
+        }
+        p = comma + 1;
+    }
+    return 0;
+}
+
+int mca_hook_strata_cuda_aware_tls_names(const char *tls, const char *name)
+{
+    const char *p = tls, *comma;
+
+    while (*p != '\0') {
+        comma = strchr(p, ',');
+        if (hook_strata_ca_listed(name, p, (NULL == comma) ? strlen(p) : (size_t)(comma - p))) {
             return 1;
         }
         if (NULL == comma) {

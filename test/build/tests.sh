@@ -168,6 +168,28 @@ build_prefix_install() {
     if find "$p" \( -type f -o -type l \) | grep .; then echo "left after uninstall"; return 1; fi
 }
 
+# config/ompi5-rank-path.sh (make install on Open MPI 5) on PMIx parameter
+# files of its own: one setting the unprefixed component path, one not (last,
+# where a false test once ended the script's loop and set -e stopped it
+# silently): check names the first, install renames its entry once (twice
+# changes nothing), uninstall restores it byte for byte.
+build_ompi5_rank_path() {
+    local d="$STRATA_TEST_TMP" tool="$STRATA_SRCDIR/config/ompi5-rank-path.sh" out
+    printf '# pmix\nmca_base_component_path = /x/pmix\n' >"$d/leak.conf"
+    printf '# other\nfoo = 1\n' >"$d/clean.conf"
+    cp "$d/leak.conf" "$d/leak.orig"
+    export STRATA_PMIX_PARAM_FILES="$d/leak.conf:$d/clean.conf"
+    out=$("$tool" check); echo "$out"
+    [ $? ] && grep -q "$d/leak.conf sets mca_base_component_path" <<<"$out" || { echo "check did not name the file"; return 1; }
+    "$tool" check >/dev/null && { echo "check passed with the entry there"; return 1; }
+    "$tool" install && "$tool" install || { echo "install failed"; return 1; }
+    grep -q '^pmix_mca_base_component_path = /x/pmix$' "$d/leak.conf" &&
+        [ "$(grep -c component_path "$d/leak.conf")" = 2 ] || { cat "$d/leak.conf"; echo "not renamed once"; return 1; }
+    "$tool" check || { echo "check still finds the entry after install"; return 1; }
+    "$tool" uninstall && cmp "$d/leak.conf" "$d/leak.orig" && [ ! -e "$d/leak.conf.strata-orig" ] ||
+        { echo "uninstall did not restore the file"; return 1; }
+}
+
 # The default install goes into Open MPI's and UCX's own directories.
 build_default_install_dirs() {
     local dir="$STRATA_TEST_TMP"
@@ -251,6 +273,11 @@ if [ "$STRATA_HAVE_OMPI" = yes ] && [ "$STRATA_HAVE_UCX" = yes ]; then
     strata_test build_cuda_explicit_missing 120 build_cuda_explicit_missing
     strata_test build_no_cuda_builds_without_gpu_parts 600 build_no_cuda_builds_without_gpu_parts
     strata_test build_prefix_install 300 build_prefix_install
+    if [ "$(id -u)" = 0 ]; then
+        strata_test build_ompi5_rank_path 60 build_ompi5_rank_path
+    else
+        strata_skip build_ompi5_rank_path "renaming PMIx's entry needs root"
+    fi
     strata_test build_default_install_dirs 120 build_default_install_dirs
 else
     strata_skip build_configure_messages "this build has no Open MPI or no UCX part"

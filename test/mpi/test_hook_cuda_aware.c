@@ -96,6 +96,9 @@ int main(void)
     check_tls("^gpu_copy", "^gpu_copy", 0);                       /* a negated list stays */
     check_tls("gpu_copy,gpu_ipc", "gpu_copy,gpu_ipc", 0);         /* nothing would be left */
     check_tls("self,,gpu_copy_x,gpu_copy", "self,gpu_copy_x", 1); /* names, not prefixes */
+    CHECK(mca_hook_strata_cuda_aware_tls_names("self,sm,gpu_copy,gpu_ipc", "gpu_copy") &&
+              !mca_hook_strata_cuda_aware_tls_names("self,sm,rc,gpu_copy_x", "gpu_copy"),
+          "tls_names");
 
     CHECK(0 == zero(), "probe_return_zero() before");
     rc = mca_hook_strata_cuda_aware_return_one((void *)probe_return_zero, why, sizeof(why));

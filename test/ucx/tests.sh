@@ -370,7 +370,7 @@ ucx_mpi_noncontig_device() {
 # called directly and looked up in libmpi as ctypes does), under the README's
 # CUDA-aware line (the shipped tune file): 1 with a driver; 0 without
 # Strata's line, and 0 under the line with pml/ob1 forced (not CUDA-aware on
-# Open MPI 4.1); on a node without a driver the line answers 0 and runs on the
+# Open MPI 4.1) or a UCX_TLS without gpu_copy; on a node without a driver the line answers 0 and runs on the
 # host transports without one UCX warning (hook/strata takes gpu_copy and
 # gpu_ipc out of UCX_TLS), saying so only at verbosity 10.
 ucx_mpi_cuda_query() {
@@ -397,6 +397,11 @@ ucx_mpi_cuda_query() {
             --mca hook_strata_verbose 10 --mca pml ob1 --mca btl "self,$strata_btl_sm" "$q" --expect 0 >"$out" 2>&1
         rc=$?; cat "$out"
         [ $rc -eq 0 ] && grep -q "left as it is: pml is 'ob1', not ucx alone" "$out" || return 1
+        echo "-- the same line with the user's own UCX_TLS, without gpu_copy"
+        LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" -x LD_LIBRARY_PATH \
+            --mca hook_strata_verbose 10 -x UCX_TLS=self,sm "$q" --expect 0 >"$out" 2>&1
+        rc=$?; cat "$out"
+        [ $rc -eq 0 ] && grep -q "left as it is: UCX_TLS=self,sm names no gpu_copy" "$out" || return 1
         # mpi4py (3.1 on Debian 12: no Query_cuda_support of its own), the
         # answer through ctypes as Python users ask it
         local py=python3
