@@ -49,17 +49,21 @@ candidates() {
     echo /etc/openpmix/pmix-mca-params.conf
 }
 
-# The files that set the unprefixed entry, one per line.
-leaking_files() {
+# candidates_where TEST: the candidate files that exist and pass TEST (a
+# function given the file), one per line, each once.  (if, not &&: a false
+# test as the loop's last command would fail the pipeline, and set -e the
+# script.)
+candidates_where() {
     local f
-    # (if, not &&: a false test as the loop's last command would fail the
-    # pipeline, and set -e the script)
     candidates | while read -r f; do
-        if [ -f "$f" ] && grep -Eq '^[[:space:]]*mca_base_component_path[[:space:]]*=' "$f"; then
+        if [ -f "$f" ] && "$1" "$f"; then
             readlink -f "$f"
         fi
     done | sort -u
 }
+
+sets_entry() { grep -Eq '^[[:space:]]*mca_base_component_path[[:space:]]*=' "$1"; }
+marked() { head -n 1 "$1" | grep -qxF "$MARK"; }
 
 # The text of FILE with the entry renamed, on stdout.
 renamed() {
@@ -90,7 +94,7 @@ install_one() {
 
 uninstall_one() {
     local f=$1
-    head -n 1 "$f" | grep -qxF "$MARK" || return 0
+    marked "$f" || return 0
     if [ -f "$f.distrib" ] && dpkg-divert --list "$f" 2>/dev/null | grep -q .; then
         # the package's copy back in one rename, then the diversion away
         mv -f "$f.distrib" "$f"
@@ -103,19 +107,9 @@ uninstall_one() {
     say "$f: restored"
 }
 
-# Files Strata changed: they no longer leak, so look for the mark.
-changed_files() {
-    local f
-    candidates | while read -r f; do
-        if [ -f "$f" ] && head -n 1 "$f" | grep -qxF "$MARK"; then
-            readlink -f "$f"
-        fi
-    done | sort -u
-}
-
 case "${1:-}" in
 check)
-    files=$(leaking_files)
+    files=$(candidates_where sets_entry)
     [ -z "$files" ] && exit 0
     for f in $files; do
         echo "strata: $f sets mca_base_component_path: Open MPI 5 ranks started by mpirun search only that path and will not load Strata (make install renames the entry; or run with --mca mca_base_component_path SYS_DEFAULT:USER_DEFAULT)"
@@ -123,7 +117,7 @@ check)
     exit 1
     ;;
 install)
-    files=$(leaking_files)
+    files=$(candidates_where sets_entry)
     [ -z "$files" ] && exit 0
     if [ -n "${DESTDIR:-}" ]; then
         for f in $files; do
@@ -136,7 +130,8 @@ install)
     ;;
 uninstall)
     [ -n "${DESTDIR:-}" ] && exit 0
-    for f in $(changed_files); do uninstall_one "$f"; done
+    # files Strata changed no longer set the entry: found by the mark
+    for f in $(candidates_where marked); do uninstall_one "$f"; done
     ;;
 *)
     echo "usage: ompi5-rank-path.sh check|install|uninstall" >&2

@@ -189,19 +189,7 @@ static int hook_strata_ca_listed(const char *drop, const char *name, size_t len)
 
 int mca_hook_strata_cuda_aware_tls_names(const char *tls, const char *name)
 {
-    const char *p = tls, *comma;
-
-    while (*p != '\0') {
-        comma = strchr(p, ',');
-        if (hook_strata_ca_listed(name, p, (NULL == comma) ? strlen(p) : (size_t)(comma - p))) {
-            return 1;
-        }
-        if (NULL == comma) {
-            break;
-        }
-        p = comma + 1;
-    }
-    return 0;
+    return hook_strata_ca_listed(tls, name, strlen(name));
 }
 
 int mca_hook_strata_cuda_aware_tls_without(const char *tls, const char *drop, char *out, size_t max)
