@@ -88,7 +88,12 @@ strata_test() {
     # Scratch space of the test: fresh for each run, kept when it fails.
     local tmp="$STRATA_TEST_OUT/$name.d"
     rm -rf "$tmp"; mkdir -p "$tmp"
-    ( export STRATA_TEST_NAME="$name" STRATA_TEST_LOG="$log" STRATA_TEST_TMP="$tmp"
+    # A TMPDIR of the test's own, short (PMIx puts sockets in it), removed
+    # after it: Open MPI 5's launcher refuses to start where a session
+    # directory of its name is left over (prterun.HOST.PID.0: a killed
+    # mpirun's, and with 32768 pids the name comes back within a CI run).
+    local sess; sess=$(mktemp -d "${TMPDIR:-/tmp}/strata-t.XXXXXX")
+    ( export STRATA_TEST_NAME="$name" STRATA_TEST_LOG="$log" STRATA_TEST_TMP="$tmp" TMPDIR="$sess"
       cd "$tmp" && "$@" ) >"$log" 2>&1 </dev/null &
     local pid=$!
     ( sleep "$limit"; touch "$marker"; kill -TERM -- -"$pid" 2>/dev/null
@@ -97,6 +102,7 @@ strata_test() {
     wait "$pid"; rc=$?
     kill -- -"$watchdog" 2>/dev/null; kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null
     [ -f "$marker" ] && { rc=124; rm -f "$marker"; }
+    rm -rf "$sess"
     end=$(date +%s.%N)
     local secs; secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
     if [ $rc -eq 0 ]; then
