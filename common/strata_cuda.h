@@ -73,6 +73,9 @@ extern "C" {
     _req(cuIpcOpenMemHandle) \
     _req(cuIpcCloseMemHandle) \
     _opt(cuDevicePrimaryCtxGetState) \
+    _opt(cuDeviceCanAccessPeer) \
+    _opt(cuMemHostRegister) \
+    _opt(cuMemHostUnregister) \
     _opt(cuMemAllocAsync) \
     _opt(cuMemAllocFromPoolAsync) \
     _opt(cuMemFreeAsync) \

@@ -158,11 +158,16 @@ static void mca_hook_strata_mpi_init_top_post_opal(int argc, char **argv, int re
 static void mca_hook_strata_mpi_init_bottom(int argc, char **argv, int requested, int *provided)
 {
 #ifdef MCA_HOOK_STRATA_HAVE_DT
-    if (mca_hook_strata_component.gpu && NULL != mca_hook_strata_component.uct_handle) {
-        mca_hook_strata_cuda_aware_answer(mca_hook_strata_component.output,
-                                          mca_pml_base_selected_component.pmlm_version
-                                              .mca_component_name);
+    const char *pml = mca_pml_base_selected_component.pmlm_version.mca_component_name;
+    int ucx_ready   = mca_hook_strata_component.gpu && NULL != mca_hook_strata_component.uct_handle;
+
+#if MCA_COLL_STRATA_OMPI_5
+    mca_hook_strata_cuda_aware_answer_accel(mca_hook_strata_component.output, pml, ucx_ready);
+#else
+    if (ucx_ready) {
+        mca_hook_strata_cuda_aware_answer(mca_hook_strata_component.output, pml);
     }
+#endif
 #endif
 }
 

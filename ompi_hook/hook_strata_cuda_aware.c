@@ -11,12 +11,17 @@
 #include "common/strata_cuda.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mpi.h"
 #include "ompi/mca/pml/base/base.h"
+#include "ompi_coll/coll_strata_ompi.h"
 #include "opal/util/output.h"
+#if MCA_COLL_STRATA_OMPI_5
+#include "opal/mca/accelerator/base/base.h"
+#endif
 
 /* Strata's UCX transports, as config/cuda-aware.conf names them. */
 #define HOOK_STRATA_CA_TLS "gpu_copy,gpu_ipc"
@@ -42,6 +47,56 @@ int mca_hook_strata_cuda_aware_probe(int output)
     return 0;
 }
 
+/* Whether UCX_TLS lets device buffers reach Strata's transports: unset,
+ * "all", a negated list, or one naming gpu_copy (a user's own list
+ * replaces the tune file's). */
+static int hook_strata_ca_tls_ok(const char *tls)
+{
+    return NULL == tls || '^' == tls[0] || 0 == strcmp(tls, "all") ||
+           mca_hook_strata_cuda_aware_tls_names(tls, "gpu_copy");
+}
+
+#if MCA_COLL_STRATA_OMPI_5
+/*
+ * Open MPI 5.0 answers 1 exactly when the selected accelerator component is
+ * named "cuda": Strata's (ompi_accel/), which makes the datatype engine and
+ * pml/ob1 CUDA-aware by itself.  pml/ucx instead hands device buffers to
+ * UCX, which takes them only with Strata's module loaded and gpu_copy in
+ * UCX_TLS; without those the answer would claim what is not there, so the
+ * name the answer is read from (Open MPI's copy of the selected component,
+ * read by nothing else after selection) is changed and the answer is 0.
+ */
+void mca_hook_strata_cuda_aware_answer_accel(int output, const char *pml, int ucx_ready)
+{
+    char *name      = opal_accelerator_base_selected_component.base_version.mca_component_name;
+    const char *tls = getenv("UCX_TLS");
+
+    if (0 != strcmp(name, "cuda")) {
+        opal_output_verbose(10, output,
+                            "hook:strata: MPIX_Query_cuda_support() answers 0: the accelerator "
+                            "component is '%s' (accelerator_cuda_strata_enable not set, or no "
+                            "device here)",
+                            name);
+        return;
+    }
+    if (NULL != pml && 0 == strcmp(pml, "ucx") && (!ucx_ready || !hook_strata_ca_tls_ok(tls))) {
+        snprintf(name,
+                 sizeof(opal_accelerator_base_selected_component.base_version.mca_component_name),
+                 "%s", "cuda-without-pml-ucx");
+        opal_output_verbose(10, output,
+                            "hook:strata: MPIX_Query_cuda_support() answers 0: pml/ucx carries "
+                            "the job and %s",
+                            ucx_ready ? "UCX_TLS names no gpu_copy"
+                                      : "Strata's UCX module is not loaded");
+        return;
+    }
+    opal_output_verbose(10, output,
+                        "hook:strata: MPIX_Query_cuda_support() answers 1: Strata's accelerator "
+                        "component is selected, device buffers go through pml/%s",
+                        (NULL == pml) ? "?" : pml);
+}
+#endif
+
 void mca_hook_strata_cuda_aware_answer(int output, const char *pml)
 {
     const char *tls = getenv("UCX_TLS");
@@ -58,10 +113,8 @@ void mca_hook_strata_cuda_aware_answer(int output, const char *pml)
                             (NULL == pml) ? "" : pml);
         return;
     }
-    /* Without gpu_copy in UCX_TLS (a user's own list replaces the tune
-     * file's) device buffers do not reach Strata. */
-    if (NULL != tls && '^' != tls[0] && 0 != strcmp(tls, "all") &&
-        !mca_hook_strata_cuda_aware_tls_names(tls, "gpu_copy")) {
+    /* Without gpu_copy in UCX_TLS device buffers do not reach Strata. */
+    if (!hook_strata_ca_tls_ok(tls)) {
         opal_output_verbose(10, output,
                             "hook:strata: MPIX_Query_cuda_support() left as it is: UCX_TLS=%s "
                             "names no gpu_copy",

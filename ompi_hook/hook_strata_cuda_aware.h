@@ -27,6 +27,13 @@ int mca_hook_strata_cuda_aware_probe(int output);
  * or why not.  Call only with the driver usable and the UCT module loaded. */
 void mca_hook_strata_cuda_aware_answer(int output, const char *pml);
 
+/* Open MPI 5.0, whose answer is the selected accelerator component's name:
+ * when it is Strata's ("cuda") but pml/ucx carries the job without Strata's
+ * UCX path (`ucx_ready` false: module not loaded or no driver; or no
+ * gpu_copy in UCX_TLS), makes the answer 0.  A line at verbosity 10 says
+ * what the answer is and why. */
+void mca_hook_strata_cuda_aware_answer_accel(int output, const char *pml, int ucx_ready);
+
 /*
  * The rewrite itself, kept apart from Open MPI for the unit test: makes the
  * function at `fn`, whose machine code must be exactly a "return 0" (x86_64:

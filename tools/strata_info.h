@@ -64,6 +64,7 @@ typedef struct strata_info {
     strata_info_rdma_dev_t rdma[STRATA_INFO_MAX_RDMA];
     int rdma_up;               /* some RDMA port is ACTIVE */
     int need_component_path;   /* Open MPI does not search the components' dir */
+    int accel_loads;           /* Strata's accelerator/cuda loads (Open MPI 5) */
 
     /* the report */
     const char *sections[16];

@@ -22,12 +22,19 @@ void strata_info_check_apps(strata_info_t *info)
     } else if (NULL == info->uct_component) {
         strata_info_line(info, STRATA_INFO_NOTE, "MPIX_Query_cuda_support()",
                          "0: Strata's UCX module does not load (see plugins)");
-    } else if (major >= 5) {
-        strata_info_line(info, STRATA_INFO_NOTE, "MPIX_Query_cuda_support()",
-                         "0: Open MPI %u answers from its accelerator framework, for which "
-                         "Strata has no component yet; device buffers work all the same "
-                         "(pml/ucx, coll/strata): tell applications with their own switch",
+    } else if (major >= 5 && !info->accel_loads) {
+        strata_info_line(info, STRATA_INFO_WARN, "MPIX_Query_cuda_support()",
+                         "0: Open MPI %u answers from its accelerator framework, and Strata's "
+                         "component for it (mca_accelerator_cuda.so) does not load (see "
+                         "plugins); device buffers work all the same through pml/ucx and "
+                         "coll/strata: tell applications with their own switch",
                          major);
+    } else if (major >= 5) {
+        strata_info_line(info, STRATA_INFO_OK, "MPIX_Query_cuda_support()",
+                         "1 under the CUDA-aware line (Strata's accelerator component, selected "
+                         "on this node's driver; pml/ob1 then carries device buffers too); 0 "
+                         "without the line, and 0 where pml/ucx runs without gpu_copy in "
+                         "UCX_TLS");
     } else if (4 == major) {
         strata_info_line(info, STRATA_INFO_OK, "MPIX_Query_cuda_support()",
                          "1 under the CUDA-aware line, after MPI_Init, with pml/ucx (hook/strata "

@@ -185,8 +185,9 @@ static void strata_info_check_uct_module(strata_info_t *info)
 }
 
 #ifdef STRATA_BUILT_OMPI_VERSION /* a build with Strata's Open MPI components */
-static void strata_info_check_ompi_component(strata_info_t *info, const char *item,
-                                             const char *file, const char *symbol)
+/* Returns 1 when the component file loads and holds its structure. */
+static int strata_info_check_ompi_component(strata_info_t *info, const char *item, const char *file,
+                                            const char *symbol)
 {
     char path[PATH_MAX + 64];
     void *handle;
@@ -194,15 +195,16 @@ static void strata_info_check_ompi_component(strata_info_t *info, const char *it
     snprintf(path, sizeof(path), "%s/%s", info->ompi_component_dir, file);
     handle = strata_info_plugin_open(info, item, path, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
-        return;
+        return 0;
     }
     if (dlsym(handle, symbol) == NULL) {
         strata_info_line(info, STRATA_INFO_MISSING, item,
                          "%s loads but has no %s: not an Open MPI component of Strata", path,
                          symbol);
-        return;
+        return 0;
     }
     strata_info_line(info, STRATA_INFO_OK, item, "loads: %s", path);
+    return 1;
 }
 
 /* Whether `dir` is in a colon-separated path list. */
@@ -291,10 +293,16 @@ void strata_info_check_plugins(strata_info_t *info)
     strata_info_section(info, "Plugins");
     strata_info_check_uct_module(info);
 #ifdef STRATA_BUILT_OMPI_VERSION
-    strata_info_check_ompi_component(info, "coll/strata", "mca_coll_strata.so",
-                                     "mca_coll_strata_component");
-    strata_info_check_ompi_component(info, "hook/strata", "mca_hook_strata.so",
-                                     "mca_hook_strata_component");
+    (void)strata_info_check_ompi_component(info, "coll/strata", "mca_coll_strata.so",
+                                           "mca_coll_strata_component");
+    (void)strata_info_check_ompi_component(info, "hook/strata", "mca_hook_strata.so",
+                                           "mca_hook_strata_component");
+#ifdef STRATA_BUILT_ACCEL
+    /* Open MPI 5.0: named "cuda" for Open MPI's loader (ompi_accel/) */
+    info->accel_loads = strata_info_check_ompi_component(info, "accelerator/cuda",
+                                                         "mca_accelerator_cuda.so",
+                                                         "mca_accelerator_cuda_component");
+#endif
     strata_info_check_component_path(info);
 #else
     strata_info_line(info, STRATA_INFO_MISSING, "coll/strata, hook/strata",

@@ -6,6 +6,13 @@ round, 2 ranks on this node; writes a table (CSV, markdown).
 
   dt_staging_bench.py --builddir BUILD --before OTHER_BUILD [--sparse-mib 512]
                       [--timed vector_4mib,vector_dense] [--rounds 3] [--out DIR]
+  dt_staging_bench.py --builddir BUILD --paths [...]
+
+--paths (Open MPI 5.0 with Strata's accelerator component, one build): the
+three ways such data can go, in the same run: "hook" (pml/ucx, hook/strata's
+redirected generic datatypes), "engine-ucx" (pml/ucx, the redirect off:
+Open MPI's datatype engine packs through the accelerator component) and
+"engine-ob1" (pml/ob1 over btl/sm, the engine again), with a plot.
 
 Cases (test/mpi/test_p2p_datatypes, device to device, one element, rank 0
 to 1 and back, the receive started once the message is there): "sparse", a
@@ -41,12 +48,31 @@ LINE = re.compile(r"^rank (\d+): (.*): send ([0-9.]+) ms, peak \+([0-9.]+) MiB; 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--builddir", required=True)
-    p.add_argument("--before", required=True, help="another Strata build directory to compare with")
+    p.add_argument("--before", help="another Strata build directory to compare with")
+    p.add_argument("--paths", action="store_true",
+                   help="compare the paths of one Open MPI 5.0 build instead (see above)")
     p.add_argument("--sparse-mib", type=int, default=512)
     p.add_argument("--timed", default="vector_4mib,vector_dense")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", default="dt-staging")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.paths and not args.before:
+        p.error("--before OTHER_BUILD or --paths is required")
+    return args
+
+
+# --paths: the variants' mpirun lines (test/lib.sh helpers) and settings
+PATHS = {
+    "hook": "strata_mpirun_gpu 2 --mca accelerator_cuda_strata_enable 1",
+    "engine-ucx": "strata_mpirun_gpu 2 --mca accelerator_cuda_strata_enable 1 "
+                  "--mca hook_strata_device_datatypes 0",
+    "engine-ob1": 'LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 2 -x LD_LIBRARY_PATH '
+                  "--mca accelerator_cuda_strata_enable 1",
+}
+
+
+def variants(args):
+    return list(PATHS) if args.paths else ["before", "after"]
 
 
 def mpirun_command(args, variant, case_args):
@@ -57,9 +83,10 @@ def mpirun_command(args, variant, case_args):
     env = shlex.quote(os.path.join(args.builddir, "test", "strata-test-env.sh"))
     lib = shlex.quote(os.path.join(SRCDIR, "test", "lib.sh"))
     other = "STRATA_BUILDDIR=%s; " % shlex.quote(args.before) if variant == "before" else ""
-    script = ". %s; %s. %s; strata_mpirun_gpu 2 %s" % (
-        env, other, lib, " ".join(shlex.quote(a) for a in [prog] + case_args +
-                                   ["--max-peak-mib", "1000000", "--timeout", "300"]))
+    run = PATHS[variant] if args.paths else "strata_mpirun_gpu 2"
+    script = ". %s; %s. %s; %s %s" % (
+        env, other, lib, run, " ".join(shlex.quote(a) for a in [prog] + case_args +
+                                        ["--max-peak-mib", "1000000", "--timeout", "300"]))
     return ["bash", "-c", script]
 
 
@@ -72,9 +99,9 @@ def cases(args):
 
 def run_rounds(args):
     records = []
-    variants = ["before", "after"]
+    names = variants(args)
     for rnd in range(args.rounds):
-        for variant in (variants if rnd % 2 == 0 else variants[::-1]):
+        for variant in (names if rnd % 2 == 0 else names[::-1]):
             for label, case_args in cases(args):
                 print("dt_staging_bench: round %d/%d, %s, %s" % (rnd + 1, args.rounds, variant, label),
                       flush=True)
@@ -101,7 +128,7 @@ def run_rounds(args):
 def summarize(args, records):
     rows = []
     for label, _ in cases(args):
-        for variant in ["before", "after"]:
+        for variant in variants(args):
             rs = [r for r in records if r[0] == label and r[1] == variant]
             rows.append({
                 "case": label, "variant": variant, "samples": len(rs),
@@ -131,7 +158,8 @@ def write_outputs(args, rows):
             w.writerow({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
     real = os.environ.get("STRATA_TEST_DRIVER") == "real"
     with open(os.path.join(args.out, "results.md"), "w") as f:
-        f.write("# Non-contiguous datatypes on device buffers: before / after\n\n")
+        f.write("# Non-contiguous datatypes on device buffers: %s\n\n" %
+                ("hook/strata against Open MPI's datatype engine" if args.paths else "before / after"))
         f.write("- date: %s\n- commit: %s (working tree)\n- machine: %s, %d CPUs\n" % (
             datetime.date.today().isoformat(), git_commit(), platform.node(), os.cpu_count() or 0))
         f.write("- command: `%s`\n" % " ".join(shlex.quote(a) for a in sys.argv))
@@ -143,8 +171,39 @@ def write_outputs(args, rows):
         for r in rows:
             f.write("| %s | %s | %.3f | %.1f | %.3f | %.1f |\n" % (
                 r["case"], r["variant"], r["send_ms"], r["send_peak_mib"], r["recv_ms"], r["recv_peak_mib"]))
+        if args.paths and write_plot(args, rows):
+            f.write("\n![plot](plot.png)\n")
     with open(os.path.join(args.out, "results.md")) as f:
         sys.stdout.write(f.read())
+
+
+def write_plot(args, rows):
+    """Send and receive times per case and path, grouped bars (gnuplot)."""
+    data = os.path.join(args.out, "plot.dat")
+    names = variants(args)
+    with open(data, "w") as f:
+        f.write("case " + " ".join("%s-send %s-recv" % (n, n) for n in names) + "\n")
+        for label, _ in cases(args):
+            vals = []
+            for n in names:
+                r = [x for x in rows if x["case"] == label and x["variant"] == n][0]
+                vals += ["%.4f" % r["send_ms"], "%.4f" % r["recv_ms"]]
+            f.write("\"%s\" %s\n" % (label, " ".join(vals)))
+    cols = ", ".join("'' u %d ti col" % (i + 2) for i in range(1, 2 * len(names)))
+    script = "\n".join([
+        "set terminal png size 900,600",
+        "set output '%s'" % os.path.join(args.out, "plot.png"),
+        "set style data histograms", "set style histogram clustered gap 1",
+        "set style fill solid 0.8 border -1", "set logscale y", "set key top left",
+        "set ylabel 'ms per call (median; CUDA stand-in, not a GPU)'",
+        "set title 'Non-contiguous device datatypes, one element d->d'",
+        "plot '%s' u 2:xtic(1) ti col, %s" % (data, cols),
+    ])
+    try:
+        proc = subprocess.run(["gnuplot"], input=script, text=True, stderr=subprocess.PIPE)
+    except OSError:
+        return False
+    return proc.returncode == 0
 
 
 def main(argv):

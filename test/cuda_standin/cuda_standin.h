@@ -84,6 +84,7 @@
     _x(cuDevicePrimaryCtxRelease) \
     _x(cuDevicePrimaryCtxGetState) \
     _x(cuDevicePrimaryCtxReset) \
+    _x(cuDeviceCanAccessPeer) \
     _x(cuCtxGetCurrent) \
     _x(cuCtxSetCurrent) \
     _x(cuCtxCreate) \
@@ -97,6 +98,8 @@
     _x(cuModuleGetFunction) \
     _x(cuLaunchKernel) \
     _x(cuMemFreeHost) \
+    _x(cuMemHostRegister) \
+    _x(cuMemHostUnregister) \
     _x(cuMemAlloc) \
     _x(cuMemAllocPitch) \
     _x(cuMemFree) \

@@ -418,6 +418,29 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active)
                       cuda_standin_primary_get_state(dev, flags, active));
 }
 
+/* Peer access between two distinct devices: the stand-in's devices share
+ * one address space, so every pair can; a device is not its own peer. */
+static CUresult cuda_standin_can_access_peer(int *can, CUdevice dev, CUdevice peer)
+{
+    if (can == NULL) {
+        return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "NULL result");
+    }
+    if (!cuda_standin_device_valid(dev)) {
+        return cuda_standin_device_check(dev);
+    }
+    if (!cuda_standin_device_valid(peer)) {
+        return cuda_standin_device_check(peer);
+    }
+    *can = (dev != peer);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+    CUDA_STANDIN_CALL(cuDeviceCanAccessPeer, CUDA_STANDIN_INITED,
+                      cuda_standin_can_access_peer(canAccessPeer, dev, peerDev));
+}
+
 static CUresult cuda_standin_ctx_get_current(CUcontext *pctx)
 {
     if (pctx == NULL) {

@@ -500,6 +500,70 @@ CUresult cuMemFreeHost(void *p)
     CUDA_STANDIN_CALL(cuMemFreeHost, CUDA_STANDIN_IN_CTX, cuda_standin_mem_free_host(p));
 }
 
+/* --- Registered host memory ---
+ * cuMemHostRegister page-locks memory the application allocated; the CPU
+ * sees no difference.  The stand-in keeps the ranges so that it refuses,
+ * as the driver does, a range that overlaps one registered already and an
+ * unregistration of an address that does not start one. */
+static cuda_standin_host_alloc_t *cuda_standin_host_registered;
+
+static CUresult cuda_standin_mem_host_register(void *ptr, size_t size, unsigned int flags)
+{
+    uintptr_t start = (uintptr_t)ptr;
+    cuda_standin_host_alloc_t *a;
+
+    if ((ptr == NULL) || (size == 0) || (flags & ~0xfu)) {
+        return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "bad pointer, size or flags");
+    }
+    if (cuda_standin_vaspace_contains(start) || cuda_standin_vaspace_contains(start + size - 1)) {
+        return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "%p is device memory", ptr);
+    }
+    for (a = cuda_standin_host_registered; a != NULL; a = a->next) {
+        if ((start < (uintptr_t)a->ptr + a->size) && ((uintptr_t)a->ptr < start + size)) {
+            return cuda_standin_error(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                                      "%zu bytes at %p overlap %zu registered at %p", size, ptr,
+                                      a->size, a->ptr);
+        }
+    }
+    a = calloc(1, sizeof(*a));
+    if (a == NULL) {
+        return cuda_standin_error(CUDA_ERROR_OUT_OF_MEMORY, "registration record");
+    }
+    a->ptr                       = ptr;
+    a->size                      = size;
+    a->next                      = cuda_standin_host_registered;
+    cuda_standin_host_registered = a;
+    return CUDA_SUCCESS;
+}
+
+static CUresult cuda_standin_mem_host_unregister(void *ptr)
+{
+    cuda_standin_host_alloc_t **pa, *a;
+
+    for (pa = &cuda_standin_host_registered; *pa != NULL; pa = &(*pa)->next) {
+        if ((*pa)->ptr == ptr) {
+            a   = *pa;
+            *pa = a->next;
+            free(a);
+            return CUDA_SUCCESS;
+        }
+    }
+    return cuda_standin_error(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                              "%p does not start a registered range", ptr);
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    CUDA_STANDIN_CALL(cuMemHostRegister, CUDA_STANDIN_IN_CTX,
+                      cuda_standin_mem_host_register(p, bytesize, Flags));
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+    CUDA_STANDIN_CALL(cuMemHostUnregister, CUDA_STANDIN_IN_CTX,
+                      cuda_standin_mem_host_unregister(p));
+}
+
 /* Fork child: pools are process state (mappings go with the vaspace). */
 void cuda_standin_mem_forget(void)
 {

@@ -68,6 +68,31 @@ static void st_test_host_alloc(void)
     st_group_end();
 }
 
+/* cuMemHostRegister/Unregister: the driver's refusals (an overlapping
+ * range, an address that starts no registered range, device memory), and
+ * cuDeviceCanAccessPeer: a device is not its own peer. */
+static void st_test_host_register(void)
+{
+    CUdeviceptr dev = st_alloc(4096);
+    char *host      = malloc(3 * 4096);
+    int can         = -1;
+
+    st_group_begin("cuMemHostRegister, cuMemHostUnregister, cuDeviceCanAccessPeer");
+    ST_OK(cuMemHostRegister(host, 3 * 4096, 0));
+    ST_CU(cuMemHostRegister(host + 4096, 4096, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    ST_CU(cuMemHostUnregister(host + 4096), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    ST_OK(cuMemHostUnregister(host));
+    ST_CU(cuMemHostUnregister(host), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    ST_CU(cuMemHostRegister(NULL, 4096, 0), CUDA_ERROR_INVALID_VALUE);
+    ST_CU(cuMemHostRegister((void *)dev, 4096, 0), CUDA_ERROR_INVALID_VALUE);
+    ST_OK(cuDeviceCanAccessPeer(&can, 0, 0));
+    ST_TRUE("a device is not its own peer", can == 0);
+    ST_CU(cuDeviceCanAccessPeer(&can, 0, 1000), CUDA_ERROR_INVALID_DEVICE);
+    ST_OK(cuMemFree(dev));
+    free(host);
+    st_group_end();
+}
+
 static void st_test_cpu_fault(void)
 {
     volatile unsigned char *cpu;
@@ -505,6 +530,7 @@ void st_test_memory(void)
 {
     st_test_alloc();
     st_test_host_alloc();
+    st_test_host_register();
     st_test_cpu_fault();
     st_test_sync_copies();
     st_test_async_copies();

@@ -82,12 +82,16 @@ debian13_build() {
         || { tail -n 40 "$D13_BUILD/make.log"; return 1; }
 }
 
-# Open MPI 5.0's ompi_info lists both components from the build tree.
+# Open MPI 5.0's ompi_info lists the three components from the build tree,
+# and the accelerator component's parameters.
 debian13_ompi_info() {
     d13_run bash -c ". '$D13_BUILD/test/strata-test-env.sh' && . '$D13_SRC/test/lib.sh' &&
-        env \"OMPI_MCA_\$STRATA_OMPI_PATH_VAR=\$STRATA_OMPI_COMPONENT_PATH\" ompi_info" >"$STRATA_TEST_TMP/ompi_info" || return 1
-    grep -E 'Open MPI:|MCA (coll|hook): strata' "$STRATA_TEST_TMP/ompi_info"
-    grep -q 'MCA coll: strata' "$STRATA_TEST_TMP/ompi_info" && grep -q 'MCA hook: strata' "$STRATA_TEST_TMP/ompi_info"
+        export \"OMPI_MCA_\$STRATA_OMPI_PATH_VAR=\$STRATA_OMPI_COMPONENT_PATH\" &&
+        ompi_info && ompi_info --param accelerator cuda --level 9" >"$STRATA_TEST_TMP/ompi_info" || return 1
+    grep -E 'Open MPI:|MCA (coll|hook): strata|MCA accelerator|accelerator_cuda_strata' "$STRATA_TEST_TMP/ompi_info"
+    grep -q 'MCA coll: strata' "$STRATA_TEST_TMP/ompi_info" && grep -q 'MCA hook: strata' "$STRATA_TEST_TMP/ompi_info" &&
+        grep -q 'MCA accelerator: cuda' "$STRATA_TEST_TMP/ompi_info" &&
+        grep -q 'parameter "accelerator_cuda_strata_enable" (current value: "false"' "$STRATA_TEST_TMP/ompi_info"
 }
 
 # A new user's `make install` in the tree, the README's plain switch-on line

@@ -464,6 +464,59 @@ dt_device() {
 # d->h, h->h.  The _gather variants: a send's gather buffer of 100 bytes (it
 # fills and drains many times per fragment), and none (a copy per run).
 mpi_dt_device_types() { dt_device 2; }
+# Open MPI 5.0 with Strata's accelerator component (ompi_accel/): the
+# README's CUDA-aware line (the shipped tune file, which switches it on)
+# with pml/ob1 forced over BTL $1 (sm or tcp): Open MPI's own datatype
+# engine and ob1 then copy device memory through the component.  Single
+# copy (CMA) stays on unless the caller's arguments take it away: ob1 must
+# not hand device memory to it.
+accel_ob1() {
+    local btl=$1 np=$2; shift 2
+    local a=() conf="$STRATA_SRCDIR/config/cuda-aware.conf"
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do a+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift
+    strata_oversubscribed --bind-to none --tune "$conf" "${strata_mca_component_path[@]}" \
+        --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1 \
+        --mca pml ob1 --mca btl "self,$btl" -x LD_LIBRARY_PATH "${a[@]}"
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np "$np" "${strata_args[@]}" "$@"
+}
+mpi_accel_api() { accel_ob1 sm 2 "$T/mpi/test_accel_api"; }
+# mpi_accel_p2p BTL [MPIRUN ARGS] -- [PROGRAM ARGS]
+mpi_accel_p2p() {
+    local btl=$1 a=(); shift
+    while [ "$1" != -- ]; do a+=("$1"); shift; done
+    shift
+    accel_ob1 "$btl" 2 --mca accelerator_cuda_strata_verbose 10 "${a[@]}" -- \
+        "$T/mpi/test_p2p_device" --max-size 4194304 "$@" >"$STRATA_TEST_TMP/out" 2>&1
+    local rc=$?; grep -v ": ok$" "$STRATA_TEST_TMP/out"
+    [ $rc -eq 0 ] && grep -q "test_p2p_device: all checks passed" "$STRATA_TEST_TMP/out" &&
+        [ "$(grep -c "accelerator:cuda (Strata): selected" "$STRATA_TEST_TMP/out")" -eq 2 ]
+}
+# Every datatype shape of the mpi layer (test_p2p_datatypes), packed and
+# unpacked by Open MPI's own datatype engine on device memory.
+mpi_accel_dt_ob1() { accel_ob1 sm 2 "$T/mpi/test_p2p_datatypes"; }
+mpi_accel_coll_ob1() { accel_ob1 sm 3 "$T/mpi/test_coll_device" --quiet; }
+# An Open MPI built with CUDA (test/mpi/preload_built_with_cuda.c makes
+# libopen-pal say so): Strata's component steps aside with one line at
+# default verbosity, the null component runs, the answer is 0.
+mpi_accel_steps_aside() {
+    local shim="$STRATA_TEST_TMP/preload_built_with_cuda.so" out="$STRATA_TEST_TMP/out" rc
+    ${CC:-cc} -shared -fPIC -O2 -Wall -Werror -o "$shim" \
+        "$STRATA_SRCDIR/test/mpi/preload_built_with_cuda.c" -ldl || return 1
+    accel_ob1 sm 2 -x LD_PRELOAD="$shim" -- "$T/mpi/test_cuda_query" --expect 0 >"$out" 2>&1
+    rc=$?; cat "$out"
+    [ $rc -eq 0 ] &&
+        [ "$(grep -c "accelerator:cuda (Strata): this Open MPI was built with CUDA support and brings its own CUDA component, which Strata's (.*mca_accelerator_cuda.so) hides: Strata's steps aside" "$out")" -eq 2 ]
+}
+# The guard: the same job without the component crashes in ob1 (the CPU
+# reads device memory), so the tests above fail without it.
+mpi_accel_off_ob1_crashes() {
+    accel_ob1 sm 2 --mca accelerator_cuda_strata_enable 0 -- "$T/mpi/test_p2p_device" \
+        --max-size 4096 >"$STRATA_TEST_TMP/out" 2>&1
+    local rc=$?; tail -n 5 "$STRATA_TEST_TMP/out"
+    [ $rc -ne 0 ] && grep -q "signal 11 (Segmentation fault)" "$STRATA_TEST_TMP/out"
+}
+
 mpi_dt_device_types_gather_small() {
     dt_device 2 --mca hook_strata_device_datatypes_chunk 100 --mca hook_strata_device_datatypes_gap 100000 \
         -- --dirs "d->d,d->h"
@@ -961,6 +1014,20 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
                 strata_test mpi_dt_device_send_copy_fails 300 mpi_dt_device_copy_fails send
             fi
             strata_test mpi_dt_device_reaches_hook 120 mpi_dt_device_reaches_hook
+        fi
+        # Open MPI 5.0: Strata's accelerator component, ob1 on device memory
+        if [ -x "$T/mpi/test_accel_api" ]; then
+            strata_test mpi_accel_api 120 mpi_accel_api
+            strata_test mpi_accel_p2p_ob1_sm 300 mpi_accel_p2p sm --
+            strata_test mpi_accel_p2p_ob1_sm_nocma 300 mpi_accel_p2p sm "${strata_mca_no_cma[@]}" --
+            # over the loopback device: the host's own interfaces come and go
+            # (the cluster layer's namespaces)
+            strata_test mpi_accel_p2p_ob1_tcp 300 mpi_accel_p2p tcp --mca btl_tcp_if_include lo --
+            strata_test mpi_accel_p2p_ob1_vmm 300 mpi_accel_p2p sm -- --alloc vmm
+            strata_test mpi_accel_dt_ob1 300 mpi_accel_dt_ob1
+            strata_test mpi_accel_coll_ob1 300 mpi_accel_coll_ob1
+            strata_test mpi_accel_off_ob1_crashes 120 mpi_accel_off_ob1_crashes
+            strata_test mpi_accel_steps_aside 120 mpi_accel_steps_aside
         fi
     fi
 fi

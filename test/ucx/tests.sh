@@ -369,57 +369,67 @@ ucx_mpi_noncontig_device() {
 # What applications are told (test_cuda_query.c, MPIX_Query_cuda_support()
 # called directly and looked up in libmpi as ctypes does), under the README's
 # CUDA-aware line (the shipped tune file): 1 with a driver; 0 without
-# Strata's line, and 0 under the line with pml/ob1 forced (not CUDA-aware on
-# Open MPI 4.1) or a UCX_TLS without gpu_copy; on a node without a driver the line answers 0 and runs on the
-# host transports without one UCX warning (hook/strata takes gpu_copy and
-# gpu_ipc out of UCX_TLS), saying so only at verbosity 10.
+# Strata's line, and 0 under the line with a UCX_TLS without gpu_copy.  With
+# pml/ob1 forced: 0 on Open MPI 4.1 (ob1 is not CUDA-aware there), 1 on 5.0
+# (Strata's accelerator component makes it so).  mpi4py asks too: 3.1
+# (Debian 12) through ctypes, 4 (Debian 13) with MPI.Query_cuda_support().
+# On a node without a driver the line answers 0 and runs on the host
+# transports without one UCX warning (hook/strata takes gpu_copy and gpu_ipc
+# out of UCX_TLS), saying so only at verbosity 10.
+cuda_query_run() {
+    local expect=$1 want=$2 out="$STRATA_TEST_TMP/out" rc; shift 2
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" -x LD_LIBRARY_PATH \
+        --mca hook_strata_verbose 10 "$@" "$q" --expect "$expect" >"$out" 2>&1
+    rc=$?; cat "$out"
+    [ $rc -eq 0 ] && grep -q "$want" "$out"
+}
+
 ucx_mpi_cuda_query() {
     local conf="$STRATA_SRCDIR/config/cuda-aware.conf" out="$STRATA_TEST_TMP/out" rc
-    local strata_args tune q="$STRATA_BUILDDIR/test/mpi/test_cuda_query"
+    local strata_args tune q="$STRATA_BUILDDIR/test/mpi/test_cuda_query" py=python3
     # LD_LIBRARY_PATH: the stand-in driver, a UCX release's libraries;
     # passed on only when set (Open MPI warns about an unset one)
     strata_oversubscribed --bind-to none --tune "$conf" "${strata_mca_component_path[@]}" \
         --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1 \
         ${LD_LIBRARY_PATH:+-x LD_LIBRARY_PATH}
     tune=("${strata_args[@]}")
+    [ -x /usr/bin/python3 ] && py=/usr/bin/python3 # the distribution's, with its mpi4py
     if [ "${STRATA_OMPI_VERSION%%.*}" -ge 5 ]; then
-        # 5.0 answers from its accelerator framework: Strata's component
-        # for it is not written yet
-        echo "(Open MPI $STRATA_OMPI_VERSION: the answer with a driver is not checked)"
+        echo "-- the CUDA-aware line, with a driver"
+        cuda_query_run 1 "hook:strata: MPIX_Query_cuda_support() answers 1: Strata's accelerator component is selected, device buffers go through pml/ucx" || return 1
+        echo "-- the same line with pml/ob1 forced"
+        cuda_query_run 1 "answers 1: .*through pml/ob1" --mca pml ob1 --mca btl "self,$strata_btl_sm" || return 1
+        echo "-- the same line with the user's own UCX_TLS, without gpu_copy"
+        cuda_query_run 0 "answers 0: pml/ucx carries the job and UCX_TLS names no gpu_copy" -x UCX_TLS=self,sm || return 1
+        echo "-- the same line with the accelerator component switched off"
+        cuda_query_run 0 "answers 0: the accelerator component is 'null'" --mca accelerator_cuda_strata_enable 0 || return 1
     else
         echo "-- the CUDA-aware line, with a driver"
-        LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" -x LD_LIBRARY_PATH \
-            --mca hook_strata_verbose 10 "$q" --expect 1 >"$out" 2>&1
-        rc=$?; cat "$out"
-        [ $rc -eq 0 ] && grep -q "hook:strata: MPIX_Query_cuda_support() answers 1" "$out" || return 1
+        cuda_query_run 1 "hook:strata: MPIX_Query_cuda_support() answers 1" || return 1
         echo "-- the same line with pml/ob1 forced"
-        LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" -x LD_LIBRARY_PATH \
-            --mca hook_strata_verbose 10 --mca pml ob1 --mca btl "self,$strata_btl_sm" "$q" --expect 0 >"$out" 2>&1
-        rc=$?; cat "$out"
-        [ $rc -eq 0 ] && grep -q "left as it is: pml is 'ob1', not ucx alone" "$out" || return 1
+        cuda_query_run 0 "left as it is: pml is 'ob1', not ucx alone" --mca pml ob1 --mca btl "self,$strata_btl_sm" || return 1
         echo "-- the same line with the user's own UCX_TLS, without gpu_copy"
+        cuda_query_run 0 "left as it is: UCX_TLS=self,sm names no gpu_copy" -x UCX_TLS=self,sm || return 1
+    fi
+    # mpi4py, as Python users ask: MPI.Query_cuda_support() where it has it
+    # (mpi4py 4.1), else MPIX_Query_cuda_support through ctypes (Debian 12's
+    # 3.1 and Debian 13's 4.0 have no call of their own)
+    if "$py" -c "import mpi4py" 2>/dev/null; then
+        echo "-- mpi4py, the CUDA-aware line"
         LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" -x LD_LIBRARY_PATH \
-            --mca hook_strata_verbose 10 -x UCX_TLS=self,sm "$q" --expect 0 >"$out" 2>&1
-        rc=$?; cat "$out"
-        [ $rc -eq 0 ] && grep -q "left as it is: UCX_TLS=self,sm names no gpu_copy" "$out" || return 1
-        # mpi4py (3.1 on Debian 12: no Query_cuda_support of its own), the
-        # answer through ctypes as Python users ask it
-        local py=python3
-        [ -x /usr/bin/python3 ] && py=/usr/bin/python3 # the distribution's, with its mpi4py
-        if "$py" -c "import mpi4py" 2>/dev/null; then
-            echo "-- mpi4py and ctypes, the CUDA-aware line"
-            LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" -x LD_LIBRARY_PATH \
-                "$py" -c '
+            "$py" -c '
 import ctypes
+import mpi4py
 from mpi4py import MPI
-lib = ctypes.CDLL("libmpi.so.40")
-answer = lib.MPIX_Query_cuda_support()
-print("mpi4py %s, rank %d: MPIX_Query_cuda_support() through ctypes: %d" % (
-      __import__("mpi4py").__version__, MPI.COMM_WORLD.Get_rank(), answer))
+if hasattr(MPI, "Query_cuda_support"):
+    how, answer = "MPI.Query_cuda_support()", int(MPI.Query_cuda_support())
+else:
+    lib = ctypes.CDLL("libmpi.so.40")
+    how, answer = "MPIX_Query_cuda_support() through ctypes", lib.MPIX_Query_cuda_support()
+print("mpi4py %s, rank %d: %s: %d" % (mpi4py.__version__, MPI.COMM_WORLD.Get_rank(), how, answer))
 raise SystemExit(0 if answer == 1 else 1)' || return 1
-        else
-            echo "(mpi4py not installed: its check not run)"
-        fi
+    else
+        echo "(mpi4py not installed: its check not run)"
     fi
     echo "-- without Strata's line"
     strata_mpirun_local 2 "$q" --expect 0 || return 1
@@ -432,10 +442,14 @@ raise SystemExit(0 if answer == 1 else 1)' || return 1
     rc=$?; cat "$out"
     [ $rc -eq 0 ] || return 1
     grep -i -E "ucx|warn|strata" "$out" && { echo "the line was not quiet"; return 1; }
-    mpirun -np 2 "${tune[@]}" --mca hook_strata_verbose 10 "$q" --expect 0 >"$out" 2>&1
+    mpirun -np 2 "${tune[@]}" --mca hook_strata_verbose 10 --mca accelerator_cuda_strata_verbose 10 \
+        "$q" --expect 0 >"$out" 2>&1
     rc=$?; cat "$out"
     [ $rc -eq 0 ] && grep -q "hook:strata: no GPU here (libcuda.so.1 not loadable: .*): UCX_TLS=self,sm " "$out" &&
-        ! grep -q -i "warn" "$out"
+        ! grep -q -i "warn" "$out" || return 1
+    # Open MPI 5.0: Strata's accelerator component stands aside, null runs
+    [ "${STRATA_OMPI_VERSION%%.*}" -lt 5 ] ||
+        grep -q "accelerator:cuda (Strata): not selected, no usable CUDA driver" "$out"
 }
 
 # The one-argument form of README's "CUDA-aware MPI with Strata": the shipped
@@ -454,8 +468,11 @@ ucx_mpi_tune_cuda_aware() {
     strata_oversubscribed --bind-to none --tune "$conf" "${strata_mca_component_path[@]}" \
         --mca hook_strata_uct_module "$STRATA_UCT_MODULE" --mca mpi_yield_when_idle 1 \
         --mca pml_base_verbose 10 --mca coll_strata_verbose 10 --mca hook_strata_verbose 10 \
-        -x LD_LIBRARY_PATH -x UCX_LOG_LEVEL=info
+        --mca accelerator_cuda_strata_verbose 10 -x LD_LIBRARY_PATH -x UCX_LOG_LEVEL=info
     tune=("${strata_args[@]}")
+    # Open MPI 5.0: the file also selects Strata's accelerator component
+    local accel=()
+    [ "${STRATA_OMPI_VERSION%%.*}" -ge 5 ] && accel=("accelerator:cuda (Strata): selected")
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" \
         "$STRATA_BUILDDIR/test/mpi/test_p2p_device" --max-size 65536 >"$out" 2>&1 &&
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np 2 "${tune[@]}" \
@@ -469,7 +486,7 @@ ucx_mpi_tune_cuda_aware() {
                 "\(ep_cfg\[[0-9]*\]: \|cfg#[0-9]* \)tag(.*gpu_copy/gpu0" \
                 "\(ep_cfg\[[0-9]*\]: \|cfg#[0-9]* \)tag(.*gpu_ipc/gpu0" \
                 "coll:strata: MPI_COMM_WORLD: selected for 2 ranks (priority 90)" \
-                "hook:strata: loaded $STRATA_UCT_MODULE"; do
+                "hook:strata: loaded $STRATA_UCT_MODULE" "${accel[@]}"; do
         grep -q -e "$want" "$out" || { echo "missing with --tune: $want"; return 1; }
     done
     grep -q "select: component ob1 selected" "$out" && { echo "ob1 selected with --tune"; return 1; }
@@ -505,6 +522,10 @@ strata_info_expect() {
 ucx_strata_info_2gpus() {
     local out="$STRATA_TEST_TMP/out" rc srcdir b
     srcdir=$(cd "$STRATA_SRCDIR" && pwd -P) b=$(strata_info_builddir)
+    # Open MPI 5.0: Strata's accelerator component too
+    local accel=("OK  *coll/strata")
+    [ "${STRATA_OMPI_VERSION%%.*}" -ge 5 ] &&
+        accel=("OK  *accelerator/cuda  *loads: $b/components/ompi/mca_accelerator_cuda.so")
     CUDA_STANDIN_DEVICES=2 strata_info_run >"$out" 2>&1; rc=$?
     cat "$out"
     [ $rc -eq 0 ] || { echo "FAIL: exit status $rc, expected 0"; return 1; }
@@ -516,6 +537,7 @@ ucx_strata_info_2gpus() {
         "OK  *transports  *gpu_copy/gpu0 gpu_copy/gpu1 gpu_ipc/gpu0 gpu_ipc/gpu1" \
         "OK  *coll/strata  *loads: $b/components/ompi/mca_coll_strata.so" \
         "OK  *hook/strata  *loads: $b/components/ompi/mca_hook_strata.so" \
+        "${accel[@]}" \
         "OK  *devices  *2 GPU(s)" "OK  *GPU 0  *.*, sm_[0-9]*, .*, PCI " "OK  *GPU 1  " \
         "OK  *allocation hooks  *installed: a cuMemAlloc of .* was announced" \
         "OK  *detection  *uct_md_detect_memory_type: cuMemAlloc memory is CUDA" \
@@ -523,7 +545,7 @@ ucx_strata_info_2gpus() {
         "OK  *GPU 0 <-> GPU 1  *IPC works both ways" \
         "OK  *GPU 1 <-> GPU 1  *IPC works" \
         "INFO  *MPIX_CUDA_AWARE_SUPPORT  *0, compiled into each application" \
-        "\(OK  *MPIX_Query_cuda_support()  *1 under the CUDA-aware line\|INFO  *MPIX_Query_cuda_support()  *0: Open MPI 5 answers from its accelerator\)" \
+        "OK  *MPIX_Query_cuda_support()  *1 under the CUDA-aware line" \
         "^  mpirun --tune $srcdir/config/cuda-aware.conf --mca opal_mca_base_component_path SYS_DEFAULT:$b/components/ompi --mca hook_strata_uct_module $b/components/ucx/libuct_strata.so -x UCX_TLS=self,sm,[a-z]*,gpu_copy,gpu_ipc -np <ranks> ./app" \
         "^Result: ready for CUDA-aware MPI with Strata" || return 1
     ! grep -n "^  MISSING" "$out"

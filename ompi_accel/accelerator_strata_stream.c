@@ -1,0 +1,207 @@
+/*
+ * accelerator/cuda (Strata): streams and events for Open MPI (pml/ob1
+ * pipelines its device copies on them), and this component's own copy
+ * stream per device.
+ *
+ * Open MPI frees a stream or event with OBJ_RELEASE, so each is an object
+ * of a class of this file whose destructor returns the driver's handle.
+ * Streams and events are made in the primary context of their device, the
+ * context that stays whatever the application does with its own.
+ */
+#include "ompi_accel/accelerator_strata.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "opal/constants.h"
+#include "opal/util/output.h"
+
+static void accelerator_strata_stream_destruct(opal_accelerator_stream_t *stream)
+{
+    if (stream->stream != NULL) {
+        (void)strata_cuda.cuStreamDestroy(*(CUstream *)stream->stream);
+        free(stream->stream);
+        stream->stream = NULL;
+    }
+}
+
+static void accelerator_strata_event_destruct(opal_accelerator_event_t *event)
+{
+    if (event->event != NULL) {
+        (void)strata_cuda.cuEventDestroy(*(CUevent *)event->event);
+        free(event->event);
+        event->event = NULL;
+    }
+}
+
+typedef opal_accelerator_stream_t accelerator_strata_stream_t;
+typedef opal_accelerator_event_t accelerator_strata_event_t;
+OBJ_CLASS_DECLARATION(accelerator_strata_stream_t);
+OBJ_CLASS_DECLARATION(accelerator_strata_event_t);
+OBJ_CLASS_INSTANCE(accelerator_strata_stream_t, opal_accelerator_stream_t, NULL,
+                   accelerator_strata_stream_destruct);
+OBJ_CLASS_INSTANCE(accelerator_strata_event_t, opal_accelerator_event_t, NULL,
+                   accelerator_strata_event_destruct);
+
+int accelerator_strata_create_stream(int dev_id, opal_accelerator_stream_t **stream)
+{
+    accelerator_strata_stream_t *s;
+    CUcontext saved;
+    CUresult res;
+
+    if (stream == NULL) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    s = OBJ_NEW(accelerator_strata_stream_t);
+    if (s == NULL) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    s->stream = malloc(sizeof(CUstream));
+    if (s->stream == NULL) {
+        OBJ_RELEASE(s);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (accelerator_strata_ctx_push(dev_id, &saved, "a stream") != OPAL_SUCCESS) {
+        free(s->stream);
+        s->stream = NULL;
+        OBJ_RELEASE(s);
+        return OPAL_ERROR;
+    }
+    res = strata_cuda.cuStreamCreate((CUstream *)s->stream, 0);
+    accelerator_strata_ctx_pop(saved);
+    if (res != CUDA_SUCCESS) {
+        accelerator_strata_report("cuStreamCreate", res, "a stream on device %d", dev_id);
+        free(s->stream);
+        s->stream = NULL;
+        OBJ_RELEASE(s);
+        return OPAL_ERROR;
+    }
+    *stream = s;
+    return OPAL_SUCCESS;
+}
+
+int accelerator_strata_create_event(int dev_id, opal_accelerator_event_t **event)
+{
+    accelerator_strata_event_t *e;
+    CUcontext saved;
+    CUresult res;
+
+    if (event == NULL) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    e = OBJ_NEW(accelerator_strata_event_t);
+    if (e == NULL) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    e->event = malloc(sizeof(CUevent));
+    if (e->event == NULL) {
+        OBJ_RELEASE(e);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (accelerator_strata_ctx_push(dev_id, &saved, "an event") != OPAL_SUCCESS) {
+        free(e->event);
+        e->event = NULL;
+        OBJ_RELEASE(e);
+        return OPAL_ERROR;
+    }
+    res = strata_cuda.cuEventCreate((CUevent *)e->event, CU_EVENT_DISABLE_TIMING);
+    accelerator_strata_ctx_pop(saved);
+    if (res != CUDA_SUCCESS) {
+        accelerator_strata_report("cuEventCreate", res, "an event on device %d", dev_id);
+        free(e->event);
+        e->event = NULL;
+        OBJ_RELEASE(e);
+        return OPAL_ERROR;
+    }
+    *event = e;
+    return OPAL_SUCCESS;
+}
+
+int accelerator_strata_record_event(int dev_id, opal_accelerator_event_t *event,
+                                    opal_accelerator_stream_t *stream)
+{
+    CUresult res;
+
+    (void)dev_id;
+    if ((event == NULL) || (event->event == NULL) || (stream == NULL) || (stream->stream == NULL)) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    res = strata_cuda.cuEventRecord(*(CUevent *)event->event, *(CUstream *)stream->stream);
+    if (res != CUDA_SUCCESS) {
+        accelerator_strata_report("cuEventRecord", res, "event %p", (void *)event);
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+int accelerator_strata_query_event(int dev_id, opal_accelerator_event_t *event)
+{
+    CUresult res;
+
+    (void)dev_id;
+    if ((event == NULL) || (event->event == NULL)) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    res = strata_cuda.cuEventQuery(*(CUevent *)event->event);
+    if (res == CUDA_SUCCESS) {
+        return OPAL_SUCCESS;
+    }
+    if (res == CUDA_ERROR_NOT_READY) {
+        return OPAL_ERR_RESOURCE_BUSY;
+    }
+    accelerator_strata_report("cuEventQuery", res, "event %p", (void *)event);
+    return OPAL_ERROR;
+}
+
+/* --- the copies' own streams: one per device, made on first use --- */
+
+#define ACCELERATOR_STRATA_MAX_DEVICES 64
+
+static CUstream accelerator_strata_copy_streams[ACCELERATOR_STRATA_MAX_DEVICES];
+static pthread_mutex_t accelerator_strata_copy_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* With the device's context current (accelerator_strata_ctx_push). */
+CUstream accelerator_strata_copy_stream(int dev_id)
+{
+    CUstream stream;
+    CUresult res;
+    int slot = (dev_id >= 0) ? dev_id : strata_cuda_current_device(0);
+
+    if ((slot < 0) || (slot >= ACCELERATOR_STRATA_MAX_DEVICES)) {
+        opal_output(0,
+                    "accelerator:cuda (Strata): device %d is beyond the %d this component serves",
+                    slot, ACCELERATOR_STRATA_MAX_DEVICES);
+        return NULL;
+    }
+    stream = __atomic_load_n(&accelerator_strata_copy_streams[slot], __ATOMIC_ACQUIRE);
+    if (stream != NULL) {
+        return stream;
+    }
+    pthread_mutex_lock(&accelerator_strata_copy_lock);
+    stream = accelerator_strata_copy_streams[slot];
+    if (stream == NULL) {
+        res = strata_cuda.cuStreamCreate(&stream, 0);
+        if (res == CUDA_SUCCESS) {
+            __atomic_store_n(&accelerator_strata_copy_streams[slot], stream, __ATOMIC_RELEASE);
+        } else {
+            accelerator_strata_report("cuStreamCreate", res, "the copy stream of device %d", slot);
+            stream = NULL;
+        }
+    }
+    pthread_mutex_unlock(&accelerator_strata_copy_lock);
+    return stream;
+}
+
+void accelerator_strata_streams_fini(void)
+{
+    int i;
+
+    pthread_mutex_lock(&accelerator_strata_copy_lock);
+    for (i = 0; i < ACCELERATOR_STRATA_MAX_DEVICES; i++) {
+        if (accelerator_strata_copy_streams[i] != NULL) {
+            (void)strata_cuda.cuStreamDestroy(accelerator_strata_copy_streams[i]);
+            accelerator_strata_copy_streams[i] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&accelerator_strata_copy_lock);
+}
