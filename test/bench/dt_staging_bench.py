@@ -191,7 +191,8 @@ def write_plot(args, rows):
             f.write("\"%s\" %s\n" % (label, " ".join(vals)))
     cols = ", ".join("'' u %d ti col" % (i + 2) for i in range(1, 2 * len(names)))
     script = "\n".join([
-        "set terminal png size 900,600",
+        "set terminal png size 900,600 noenhanced",
+        "set yrange [0.001:*]",
         "set output '%s'" % os.path.join(args.out, "plot.png"),
         "set style data histograms", "set style histogram clustered gap 1",
         "set style fill solid 0.8 border -1", "set logscale y", "set key top left",
