@@ -270,6 +270,21 @@ cluster_coll_device_ob1() {
         "$T/mpi/test_coll_device" --quiet --counts 0,1,7,1021,65537
 }
 
+# Open MPI 5.0 with Strata's accelerator component: device buffers between
+# nodes through pml/ob1 and btl/tcp (no UCX), every size and direction of
+# test_p2p_device, and every collective of test_coll_device with 2 ranks
+# per node.
+cluster_accel_ob1() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_cluster -np 2 --map-by ppr:1:node \
+        --mca accelerator_cuda_strata_enable 1 -x LD_LIBRARY_PATH \
+        "$T/mpi/test_p2p_device" --max-size 4194304 >"$STRATA_TEST_TMP/out" 2>&1
+    local rc=$?; grep -v ": ok$" "$STRATA_TEST_TMP/out"
+    [ $rc -eq 0 ] && grep -q "test_p2p_device: all checks passed" "$STRATA_TEST_TMP/out" || return 1
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_cluster -np 4 --map-by ppr:2:node \
+        $(strata_coll_mca strata) --mca accelerator_cuda_strata_enable 1 -x LD_LIBRARY_PATH \
+        "$T/mpi/test_coll_device" --quiet --counts 0,1,7,1021
+}
+
 # The GPU allreduce across nodes: every predefined op and type (and the
 # user ops and derived types, staged) of test_allreduce_ops on device
 # buffers, the native path forced.  The inter-node phase is strata's ring on
@@ -520,6 +535,9 @@ else
         strata_test cluster_coll_device_3+1 300 cluster_job 2 "" cluster_coll_device 3+1
         strata_test cluster_strata_over_han_3+1 300 cluster_job 2 "" cluster_strata_over_han
         strata_test cluster_coll_device_ob1_2x2 300 cluster_job 2 "" cluster_coll_device_ob1
+        if [ -x "$T/mpi/test_accel_api" ]; then
+            strata_test cluster_accel_ob1_2x2 300 cluster_job 2 "" cluster_accel_ob1
+        fi
         # the GPU allreduce asked for across nodes, with every other collective
         strata_test cluster_coll_device_native_bynode 300 cluster_job 2 "" cluster_coll_device bynode \
             --mca coll_strata_allreduce_device_algorithm native
