@@ -32,6 +32,9 @@ BEGIN_C_DECLS
  * loader derives from the file name mca_accelerator_cuda.so. */
 OPAL_DECLSPEC extern opal_accelerator_base_component_t mca_accelerator_cuda_component;
 
+/* Exported: the mark of this component's file (accelerator_strata_component.c). */
+OPAL_DECLSPEC extern const char mca_accelerator_cuda_strata_marker[];
+
 /* The operations table handed to the framework. */
 extern opal_accelerator_base_module_t accelerator_strata_module;
 

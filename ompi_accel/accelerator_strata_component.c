@@ -25,10 +25,11 @@
 #include "common/strata_cuda.h"
 #include "ompi_coll/coll_strata_ompi.h"
 
-/* Kept in the binary so that `make install` can tell this component's file
- * from an Open MPI's own mca_accelerator_cuda.so (ompi_accel/Makefile.am). */
-__attribute__((used)) static const char accelerator_strata_marker[] =
-    "STRATA_ACCELERATOR_CUDA_COMPONENT";
+/* What tells this component's file from an Open MPI's own
+ * mca_accelerator_cuda.so: `make install` looks for the string
+ * (ompi_accel/Makefile.am), hook/strata for the symbol in the object that
+ * holds the selected module's functions (hook_strata_cuda_aware.c). */
+OPAL_DECLSPEC const char mca_accelerator_cuda_strata_marker[] = "STRATA_ACCELERATOR_CUDA_COMPONENT";
 
 static bool accelerator_strata_enable;
 static int accelerator_strata_verbose;

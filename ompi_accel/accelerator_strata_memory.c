@@ -47,36 +47,16 @@ int accelerator_strata_check_addr(const void *addr, int *dev_id, uint64_t *flags
     return 1;
 }
 
-/* The device whose primary context a copy between dest and src runs in:
- * the one the caller named, else the device of either buffer, else the
- * calling thread's (device 0 where it has none). */
-static int accelerator_strata_copy_device(int dest_dev_id, int src_dev_id, const void *dest,
-                                          const void *src)
-{
-    int ordinal = -1;
-
-    if (dest_dev_id >= 0) {
-        return dest_dev_id;
-    }
-    if (src_dev_id >= 0) {
-        return src_dev_id;
-    }
-    if ((strata_mem_kind(dest, &ordinal) != STRATA_MEM_HOST) && (ordinal >= 0)) {
-        return ordinal;
-    }
-    if ((strata_mem_kind(src, &ordinal) != STRATA_MEM_HOST) && (ordinal >= 0)) {
-        return ordinal;
-    }
-    return strata_cuda_current_device(0);
-}
-
 /*
  * Whether every page of [ptr, ptr + len) is mapped in this process.  A side
  * of a copy that the driver does not call device memory is host memory to
- * it, and the driver's CPU reads or writes it: an address that is neither
- * (a device buffer freed, another process's device address) would be a
- * crash there instead of an error here.  mincore() fails with ENOMEM on a
- * range with unmapped pages and touches nothing.
+ * it, and the driver's CPU reads or writes it: an address mapped nowhere
+ * (an unmapped page: e.g. another process's device address outside this
+ * process's reservations) would be a crash there instead of an error here.
+ * mincore() fails with ENOMEM on a range with unmapped pages and touches
+ * nothing.  It does not see protections: an address inside a mapping the
+ * CPU may not touch (the driver's own reserved range, where a freed device
+ * buffer lies) passes, and there the driver itself refuses the copy.
  */
 static int accelerator_strata_host_mapped(const void *ptr, size_t len)
 {
@@ -86,6 +66,9 @@ static int accelerator_strata_host_mapped(const void *ptr, size_t len)
     uintptr_t end   = (uintptr_t)ptr + len;
     size_t chunk;
 
+    if (end < (uintptr_t)ptr) {
+        return 0; /* wraps around the address space */
+    }
     while (start < end) {
         chunk = end - start;
         if (chunk > sizeof(vec) * page) {
@@ -99,28 +82,62 @@ static int accelerator_strata_host_mapped(const void *ptr, size_t len)
     return 1;
 }
 
-/* Both sides of a copy are device memory the driver knows or mapped host
- * memory; otherwise a line naming the side, and OPAL_ERR_BAD_PARAM. */
-static int accelerator_strata_copy_sides_ok(void *dest, const void *src, size_t size)
+/* What a copy's side is, once per copy (the datatype engine copies run by
+ * run, so this is on its path). */
+typedef struct accelerator_strata_side {
+    strata_mem_kind_t kind;
+    int dev;
+} accelerator_strata_side_t;
+
+static int accelerator_strata_side(const void *ptr, size_t size, const char *role,
+                                   accelerator_strata_side_t *side)
 {
-    if ((strata_mem_kind(src, NULL) == STRATA_MEM_HOST) &&
-        !accelerator_strata_host_mapped(src, size)) {
+    side->dev  = -1;
+    side->kind = strata_mem_kind(ptr, &side->dev);
+    if ((side->kind == STRATA_MEM_HOST) && !accelerator_strata_host_mapped(ptr, size)) {
         opal_output(0,
-                    "accelerator:cuda (Strata): a copy of %zu bytes from %p: the source is "
-                    "neither device memory of this process nor mapped host memory (freed, or "
-                    "another process's address)",
-                    size, src);
+                    "accelerator:cuda (Strata): a copy of %zu bytes, %s %p: neither device "
+                    "memory of this process nor mapped host memory",
+                    size, role, ptr);
         return OPAL_ERR_BAD_PARAM;
     }
-    if ((strata_mem_kind(dest, NULL) == STRATA_MEM_HOST) &&
-        !accelerator_strata_host_mapped(dest, size)) {
-        opal_output(0,
-                    "accelerator:cuda (Strata): a copy of %zu bytes to %p: the destination is "
-                    "neither device memory of this process nor mapped host memory (freed, or "
-                    "another process's address)",
-                    size, dest);
+    return OPAL_SUCCESS;
+}
+
+/* The device whose primary context a copy runs in: the one the caller
+ * named, else the device of either buffer, else the calling thread's
+ * (device 0 where it has none). */
+static int accelerator_strata_copy_device(int dest_dev_id, int src_dev_id,
+                                          const accelerator_strata_side_t *dest,
+                                          const accelerator_strata_side_t *src)
+{
+    if (dest_dev_id >= 0) {
+        return dest_dev_id;
+    }
+    if (src_dev_id >= 0) {
+        return src_dev_id;
+    }
+    if ((dest->kind != STRATA_MEM_HOST) && (dest->dev >= 0)) {
+        return dest->dev;
+    }
+    if ((src->kind != STRATA_MEM_HOST) && (src->dev >= 0)) {
+        return src->dev;
+    }
+    return strata_cuda_current_device(0);
+}
+
+/* Both sides checked and the copy's device chosen; OPAL_ERR_BAD_PARAM with
+ * a line naming the side that is neither device nor mapped host memory. */
+static int accelerator_strata_copy_prepare(int dest_dev_id, int src_dev_id, void *dest,
+                                           const void *src, size_t size, int *dev)
+{
+    accelerator_strata_side_t d, s;
+
+    if ((accelerator_strata_side(src, size, "from", &s) != OPAL_SUCCESS) ||
+        (accelerator_strata_side(dest, size, "to", &d) != OPAL_SUCCESS)) {
         return OPAL_ERR_BAD_PARAM;
     }
+    *dev = accelerator_strata_copy_device(dest_dev_id, src_dev_id, &d, &s);
     return OPAL_SUCCESS;
 }
 
@@ -144,10 +161,10 @@ int accelerator_strata_mem_copy_async(int dest_dev_id, int src_dev_id, void *des
     if (size == 0) {
         return OPAL_SUCCESS;
     }
-    if (accelerator_strata_copy_sides_ok(dest, src, size) != OPAL_SUCCESS) {
+    if (accelerator_strata_copy_prepare(dest_dev_id, src_dev_id, dest, src, size, &dev) !=
+        OPAL_SUCCESS) {
         return OPAL_ERR_BAD_PARAM;
     }
-    dev = accelerator_strata_copy_device(dest_dev_id, src_dev_id, dest, src);
     if (accelerator_strata_ctx_push(dev, &saved, "an asynchronous copy") != OPAL_SUCCESS) {
         return OPAL_ERROR;
     }
@@ -164,6 +181,7 @@ int accelerator_strata_mem_copy_async(int dest_dev_id, int src_dev_id, void *des
 int accelerator_strata_mem_copy(int dest_dev_id, int src_dev_id, void *dest, const void *src,
                                 size_t size, opal_accelerator_transfer_type_t type)
 {
+    const char *call;
     CUcontext saved;
     CUstream stream;
     CUresult res;
@@ -179,10 +197,10 @@ int accelerator_strata_mem_copy(int dest_dev_id, int src_dev_id, void *dest, con
         memcpy(dest, src, size);
         return OPAL_SUCCESS;
     }
-    if (accelerator_strata_copy_sides_ok(dest, src, size) != OPAL_SUCCESS) {
+    if (accelerator_strata_copy_prepare(dest_dev_id, src_dev_id, dest, src, size, &dev) !=
+        OPAL_SUCCESS) {
         return OPAL_ERR_BAD_PARAM;
     }
-    dev = accelerator_strata_copy_device(dest_dev_id, src_dev_id, dest, src);
     if (accelerator_strata_ctx_push(dev, &saved, "a copy") != OPAL_SUCCESS) {
         return OPAL_ERROR;
     }
@@ -194,12 +212,14 @@ int accelerator_strata_mem_copy(int dest_dev_id, int src_dev_id, void *dest, con
         return OPAL_ERROR;
     }
     res = strata_cuda.cuMemcpyAsync((CUdeviceptr)dest, (CUdeviceptr)src, size, stream);
+    call = "cuMemcpyAsync";
     if (res == CUDA_SUCCESS) {
-        res = strata_cuda.cuStreamSynchronize(stream);
+        res  = strata_cuda.cuStreamSynchronize(stream);
+        call = "cuStreamSynchronize";
     }
     accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {
-        accelerator_strata_report("cuMemcpyAsync", res, "%zu bytes from %p to %p", size, src, dest);
+        accelerator_strata_report(call, res, "a copy of %zu bytes from %p to %p", size, src, dest);
         return OPAL_ERROR;
     }
     return OPAL_SUCCESS;
@@ -210,7 +230,7 @@ int accelerator_strata_mem_move(int dest_dev_id, int src_dev_id, void *dest, con
 {
     uintptr_t d = (uintptr_t)dest, s = (uintptr_t)src;
     void *tmp = NULL;
-    int rc;
+    int rc, dev = -1;
 
     if ((dest == NULL) || (src == NULL)) {
         return OPAL_ERR_BAD_PARAM;
@@ -225,10 +245,12 @@ int accelerator_strata_mem_move(int dest_dev_id, int src_dev_id, void *dest, con
         memmove(dest, src, size);
         return OPAL_SUCCESS;
     }
-    /* Overlapping device ranges: through a device buffer of its own. */
-    rc = accelerator_strata_mem_alloc(accelerator_strata_copy_device(dest_dev_id, src_dev_id, dest,
-                                                                     src),
-                                      &tmp, size);
+    /* Overlapping device ranges: through a device buffer of its own, on the
+     * copy's device, allocated and freed there. */
+    rc = accelerator_strata_copy_prepare(dest_dev_id, src_dev_id, dest, src, size, &dev);
+    if (rc == OPAL_SUCCESS) {
+        rc = accelerator_strata_mem_alloc(dev, &tmp, size);
+    }
     if (rc != OPAL_SUCCESS) {
         return rc;
     }
@@ -238,7 +260,7 @@ int accelerator_strata_mem_move(int dest_dev_id, int src_dev_id, void *dest, con
         rc = accelerator_strata_mem_copy(dest_dev_id, MCA_ACCELERATOR_NO_DEVICE_ID, dest, tmp, size,
                                          MCA_ACCELERATOR_TRANSFER_UNSPEC);
     }
-    (void)accelerator_strata_mem_release(MCA_ACCELERATOR_NO_DEVICE_ID, tmp);
+    (void)accelerator_strata_mem_release(dev, tmp);
     return rc;
 }
 
@@ -284,19 +306,40 @@ int accelerator_strata_mem_release(int dev_id, void *ptr)
     return OPAL_SUCCESS;
 }
 
+/* The device whose context answers a query about ptr: the caller's, else
+ * the memory's, else the calling thread's (device 0 where it has none). */
+static int accelerator_strata_query_device(int dev_id, const void *ptr)
+{
+    int ordinal = -1;
+
+    if (dev_id >= 0) {
+        return dev_id;
+    }
+    if ((strata_mem_kind(ptr, &ordinal) != STRATA_MEM_HOST) && (ordinal >= 0)) {
+        return ordinal;
+    }
+    return strata_cuda_current_device(0);
+}
+
 /* Queries on memory the driver may not know: the caller decides what a
  * failure means, so the detail is at verbosity 20 only. */
 int accelerator_strata_get_address_range(int dev_id, const void *ptr, void **base, size_t *size)
 {
     CUdeviceptr b = 0;
     size_t len    = 0;
+    CUcontext saved;
     CUresult res;
 
-    (void)dev_id;
     if ((ptr == NULL) || (base == NULL) || (size == NULL)) {
         return OPAL_ERR_BAD_PARAM;
     }
+    /* The driver answers only with a context current on this thread. */
+    if (accelerator_strata_ctx_push(accelerator_strata_query_device(dev_id, ptr), &saved,
+                                    "an address range") != OPAL_SUCCESS) {
+        return OPAL_ERROR;
+    }
     res = strata_cuda.cuMemGetAddressRange(&b, &len, (CUdeviceptr)ptr);
+    accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {
         opal_output_verbose(20, accelerator_strata_output,
                             "accelerator:cuda (Strata): cuMemGetAddressRange(%p): %d, not device "
@@ -313,22 +356,30 @@ int accelerator_strata_get_buffer_id(int dev_id, const void *addr,
                                      opal_accelerator_buffer_id_t *buf_id)
 {
     unsigned long long id = 0;
+    CUcontext saved;
     CUresult res;
 
-    (void)dev_id;
     if ((addr == NULL) || (buf_id == NULL)) {
         return OPAL_ERR_BAD_PARAM;
     }
-    res = strata_cuda.cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)addr);
+    if (accelerator_strata_ctx_push(accelerator_strata_query_device(dev_id, addr), &saved,
+                                    "a buffer id") != OPAL_SUCCESS) {
+        return OPAL_ERROR;
+    }
+    res = strata_cuda.cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                            (CUdeviceptr)addr);
+    if (res == CUDA_SUCCESS) {
+        /* Registration caches key on the id: a buffer freed and allocated
+         * again at the same address gets a new one.  Synchronous memory
+         * operations, as for every device buffer Strata hands on. */
+        strata_mem_set_sync_memops((uintptr_t)addr);
+    }
+    accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {
         opal_output_verbose(20, accelerator_strata_output,
                             "accelerator:cuda (Strata): no buffer id for %p: %d", addr, (int)res);
         return OPAL_ERROR;
     }
-    /* Registration caches key on the id: a buffer freed and allocated
-     * again at the same address gets a new one.  Synchronous memory
-     * operations, as for every device buffer Strata hands on. */
-    strata_mem_set_sync_memops((uintptr_t)addr);
     *buf_id = id;
     return OPAL_SUCCESS;
 }
@@ -347,7 +398,8 @@ int accelerator_strata_host_register(int dev_id, void *ptr, size_t size)
     if (accelerator_strata_ctx_push(dev_id, &saved, "a host registration") != OPAL_SUCCESS) {
         return OPAL_ERROR;
     }
-    res = strata_cuda.cuMemHostRegister(ptr, size, 0);
+    /* Portable: pinned for every context, whichever device asked. */
+    res = strata_cuda.cuMemHostRegister(ptr, size, CU_MEMHOSTREGISTER_PORTABLE);
     accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {
         accelerator_strata_report("cuMemHostRegister", res, "%zu bytes at %p", size, ptr);

@@ -43,6 +43,27 @@ OBJ_CLASS_INSTANCE(accelerator_strata_stream_t, opal_accelerator_stream_t, NULL,
 OBJ_CLASS_INSTANCE(accelerator_strata_event_t, opal_accelerator_event_t, NULL,
                    accelerator_strata_event_destruct);
 
+/*
+ * The device a stream or event for `dev_id` belongs to: that one, or with
+ * MCA_ACCELERATOR_NO_DEVICE_ID the device of the thread's current context.
+ * Without one there is no device paired with the thread yet: -1, and the
+ * caller does without (pml/ob1 asks for its streams in MPI_Init, before an
+ * application that picks its GPU after MPI_Init did so; making them on
+ * device 0 would put a context on GPU 0 in every rank).
+ */
+static int accelerator_strata_object_device(int dev_id, const char *what)
+{
+    int dev = (dev_id >= 0) ? dev_id : strata_cuda_current_device(-1);
+
+    if (dev < 0) {
+        opal_output_verbose(10, accelerator_strata_output,
+                            "accelerator:cuda (Strata): no %s made: no CUDA context is current "
+                            "on this thread, so no device is paired with it yet",
+                            what);
+    }
+    return dev;
+}
+
 int accelerator_strata_create_stream(int dev_id, opal_accelerator_stream_t **stream)
 {
     accelerator_strata_stream_t *s;
@@ -51,6 +72,10 @@ int accelerator_strata_create_stream(int dev_id, opal_accelerator_stream_t **str
 
     if (stream == NULL) {
         return OPAL_ERR_BAD_PARAM;
+    }
+    dev_id = accelerator_strata_object_device(dev_id, "stream");
+    if (dev_id < 0) {
+        return OPAL_ERR_NOT_AVAILABLE;
     }
     s = OBJ_NEW(accelerator_strata_stream_t);
     if (s == NULL) {
@@ -88,6 +113,10 @@ int accelerator_strata_create_event(int dev_id, opal_accelerator_event_t **event
 
     if (event == NULL) {
         return OPAL_ERR_BAD_PARAM;
+    }
+    dev_id = accelerator_strata_object_device(dev_id, "event");
+    if (dev_id < 0) {
+        return OPAL_ERR_NOT_AVAILABLE;
     }
     e = OBJ_NEW(accelerator_strata_event_t);
     if (e == NULL) {

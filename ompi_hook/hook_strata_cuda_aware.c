@@ -20,7 +20,9 @@
 #include "ompi_coll/coll_strata_ompi.h"
 #include "opal/util/output.h"
 #if MCA_COLL_STRATA_OMPI_5
+#include "opal/mca/accelerator/accelerator.h"
 #include "opal/mca/accelerator/base/base.h"
+#include "opal/runtime/opal_params_core.h"
 #endif
 
 /* Strata's UCX transports, as config/cuda-aware.conf names them. */
@@ -48,29 +50,65 @@ int mca_hook_strata_cuda_aware_probe(int output)
 }
 
 /* Whether UCX_TLS lets device buffers reach Strata's transports: unset,
- * "all", a negated list, or one naming gpu_copy (a user's own list
- * replaces the tune file's). */
+ * "all", a negated list that does not name gpu_copy, or a list naming it
+ * (a user's own list replaces the tune file's). */
 static int hook_strata_ca_tls_ok(const char *tls)
 {
-    return NULL == tls || '^' == tls[0] || 0 == strcmp(tls, "all") ||
-           mca_hook_strata_cuda_aware_tls_names(tls, "gpu_copy");
+    if (NULL == tls || 0 == strcmp(tls, "all")) {
+        return 1;
+    }
+    if ('^' == tls[0]) {
+        return !mca_hook_strata_cuda_aware_tls_names(tls + 1, "gpu_copy");
+    }
+    return mca_hook_strata_cuda_aware_tls_names(tls, "gpu_copy");
 }
 
 #if MCA_COLL_STRATA_OMPI_5
+/* Whether the selected accelerator module is Strata's: the object holding
+ * its functions exports Strata's mark (an Open MPI built with CUDA has a
+ * "cuda" component of its own, which is never touched). */
+static int hook_strata_ca_accel_is_strata(void)
+{
+    Dl_info info;
+    void *handle, *mark;
+
+    if (opal_built_with_cuda_support || NULL == opal_accelerator.check_addr ||
+        0 == dladdr((void *)opal_accelerator.check_addr, &info) || NULL == info.dli_fname) {
+        return 0;
+    }
+    handle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (NULL == handle) {
+        return 0;
+    }
+    mark = dlsym(handle, "mca_accelerator_cuda_strata_marker");
+    dlclose(handle);
+    return NULL != mark;
+}
+
 /*
  * Open MPI 5.0 answers 1 exactly when the selected accelerator component is
  * named "cuda": Strata's (ompi_accel/), which makes the datatype engine and
  * pml/ob1 CUDA-aware by itself.  pml/ucx instead hands device buffers to
  * UCX, which takes them only with Strata's module loaded and gpu_copy in
  * UCX_TLS; without those the answer would claim what is not there, so the
- * name the answer is read from (Open MPI's copy of the selected component,
- * read by nothing else after selection) is changed and the answer is 0.
+ * name the answer is read from is changed and the answer is 0.  That name
+ * is Open MPI's copy of the selected component; after selection it is read
+ * by the answer, by comparisons with "null" (pml/ob1, the datatype engine:
+ * unaffected), and by btl/ofi, mtl/ofi and btl/smcuda, which take device
+ * memory only from a "cuda" component: under pml/ucx without Strata's path
+ * no device buffer goes through them correctly anyway.
  */
 void mca_hook_strata_cuda_aware_answer_accel(int output, const char *pml, int ucx_ready)
 {
     char *name      = opal_accelerator_base_selected_component.base_version.mca_component_name;
     const char *tls = getenv("UCX_TLS");
 
+    if (0 == strcmp(name, "cuda") && !hook_strata_ca_accel_is_strata()) {
+        opal_output_verbose(10, output,
+                            "hook:strata: MPIX_Query_cuda_support() left as it is: the "
+                            "accelerator component is Open MPI's own CUDA component");
+        return;
+    }
     if (0 != strcmp(name, "cuda")) {
         opal_output_verbose(10, output,
                             "hook:strata: MPIX_Query_cuda_support() answers 0: the accelerator "
@@ -86,7 +124,7 @@ void mca_hook_strata_cuda_aware_answer_accel(int output, const char *pml, int uc
         opal_output_verbose(10, output,
                             "hook:strata: MPIX_Query_cuda_support() answers 0: pml/ucx carries "
                             "the job and %s",
-                            ucx_ready ? "UCX_TLS names no gpu_copy"
+                            ucx_ready ? "UCX_TLS leaves out gpu_copy"
                                       : "Strata's UCX module is not loaded");
         return;
     }
@@ -117,7 +155,7 @@ void mca_hook_strata_cuda_aware_answer(int output, const char *pml)
     if (!hook_strata_ca_tls_ok(tls)) {
         opal_output_verbose(10, output,
                             "hook:strata: MPIX_Query_cuda_support() left as it is: UCX_TLS=%s "
-                            "names no gpu_copy",
+                            "leaves out gpu_copy",
                             tls);
         return;
     }

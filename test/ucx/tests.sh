@@ -400,7 +400,9 @@ ucx_mpi_cuda_query() {
         echo "-- the same line with pml/ob1 forced"
         cuda_query_run 1 "answers 1: .*through pml/ob1" --mca pml ob1 --mca btl "self,$strata_btl_sm" || return 1
         echo "-- the same line with the user's own UCX_TLS, without gpu_copy"
-        cuda_query_run 0 "answers 0: pml/ucx carries the job and UCX_TLS names no gpu_copy" -x UCX_TLS=self,sm || return 1
+        cuda_query_run 0 "answers 0: pml/ucx carries the job and UCX_TLS leaves out gpu_copy" -x UCX_TLS=self,sm || return 1
+        echo "-- the same line with a UCX_TLS that excludes Strata's transports"
+        cuda_query_run 0 "answers 0: pml/ucx carries the job and UCX_TLS leaves out gpu_copy" -x "UCX_TLS=^gpu_copy,gpu_ipc" || return 1
         echo "-- the same line with the accelerator component switched off"
         cuda_query_run 0 "answers 0: the accelerator component is 'null'" --mca accelerator_cuda_strata_enable 0 || return 1
     else
@@ -409,7 +411,9 @@ ucx_mpi_cuda_query() {
         echo "-- the same line with pml/ob1 forced"
         cuda_query_run 0 "left as it is: pml is 'ob1', not ucx alone" --mca pml ob1 --mca btl "self,$strata_btl_sm" || return 1
         echo "-- the same line with the user's own UCX_TLS, without gpu_copy"
-        cuda_query_run 0 "left as it is: UCX_TLS=self,sm names no gpu_copy" -x UCX_TLS=self,sm || return 1
+        cuda_query_run 0 "left as it is: UCX_TLS=self,sm leaves out gpu_copy" -x UCX_TLS=self,sm || return 1
+        echo "-- the same line with a UCX_TLS that excludes Strata's transports"
+        cuda_query_run 0 "left as it is: UCX_TLS=^gpu_copy,gpu_ipc leaves out gpu_copy" -x "UCX_TLS=^gpu_copy,gpu_ipc" || return 1
     fi
     # mpi4py, as Python users ask: MPI.Query_cuda_support() where it has it
     # (mpi4py 4.1), else MPIX_Query_cuda_support through ctypes (Debian 12's
