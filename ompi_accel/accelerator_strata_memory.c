@@ -211,7 +211,7 @@ int accelerator_strata_mem_copy(int dest_dev_id, int src_dev_id, void *dest, con
         accelerator_strata_ctx_pop(saved);
         return OPAL_ERROR;
     }
-    res = strata_cuda.cuMemcpyAsync((CUdeviceptr)dest, (CUdeviceptr)src, size, stream);
+    res  = strata_cuda.cuMemcpyAsync((CUdeviceptr)dest, (CUdeviceptr)src, size, stream);
     call = "cuMemcpyAsync";
     if (res == CUDA_SUCCESS) {
         res  = strata_cuda.cuStreamSynchronize(stream);
@@ -366,8 +366,7 @@ int accelerator_strata_get_buffer_id(int dev_id, const void *addr,
                                     "a buffer id") != OPAL_SUCCESS) {
         return OPAL_ERROR;
     }
-    res = strata_cuda.cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                            (CUdeviceptr)addr);
+    res = strata_cuda.cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, (CUdeviceptr)addr);
     if (res == CUDA_SUCCESS) {
         /* Registration caches key on the id: a buffer freed and allocated
          * again at the same address gets a new one.  Synchronous memory
