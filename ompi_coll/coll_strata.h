@@ -464,6 +464,15 @@ const char *mca_coll_strata_op_name(struct ompi_op_t *op);
 /* MPI_SUM ... MPI_NO_OP: a static object, the same for the whole run */
 bool mca_coll_strata_op_is_predefined(struct ompi_op_t *op);
 
+/* coll_strata_allreduce.c: the host path's decision for an allreduce of
+ * count x dtype with op (cached), or NULL with *why when it goes to the
+ * module below strata; *scratch holds a fresh one */
+const mca_coll_strata_decision_t *
+mca_coll_strata_allreduce_host_decision(mca_coll_strata_module_t *module, int count,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm,
+                                        mca_coll_strata_decision_t *scratch, const char **why);
+
 /* coll_strata_allreduce.c */
 int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -510,11 +519,56 @@ int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, cons
 int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, bool willing, char *why,
                                    size_t why_len);
 void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module);
+
+/*
+ * One run of the pipeline (coll_strata_pipeline.c): the reduction over
+ * every rank of `count` elements (each rank's input at sbuf: MPI_IN_PLACE
+ * resolved by the caller), and where this rank's part of it goes: elements
+ * [out_lo, out_hi) of the reduced vector, element out_lo at `out`.  The
+ * phases are the same for each collective; the part differs:
+ *   MPI_Allreduce                  the whole vector, every rank
+ *   MPI_Reduce_scatter(_block)     the rank's block
+ *   MPI_Reduce                     the whole vector at the root, none elsewhere
+ * (the replicated algorithm's owners write straight to `out` only where
+ * the part is the whole vector.)
+ */
+typedef struct mca_coll_strata_pipeline_args_t {
+    const void *sbuf;
+    void *out;
+    size_t count, out_lo, out_hi;
+    struct ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+    const char *coll; /* "MPI_Allreduce"...: for messages */
+} mca_coll_strata_pipeline_args_t;
+
+int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
+                                 const mca_coll_strata_pipeline_args_t *a,
+                                 const mca_coll_strata_decision_t *decision,
+                                 mca_coll_strata_node_t *node);
+/* The run for MPI_Allreduce (sbuf may be MPI_IN_PLACE). */
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
                                        void *rbuf, size_t count,
                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        const mca_coll_strata_decision_t *decision,
                                        mca_coll_strata_node_t *node);
+
+/* coll_strata_reductions.c: MPI_Reduce, MPI_Reduce_scatter_block and
+ * MPI_Reduce_scatter on host buffers (or staged copies): strata's pipeline
+ * where it may run, else the module below strata */
+int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
+                                   struct ompi_communicator_t *comm,
+                                   const mca_coll_strata_pipeline_args_t *a, bool *ran);
+int mca_coll_strata_reduce_host(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                int root, struct ompi_communicator_t *comm);
+int mca_coll_strata_reduce_scatter_block_host(mca_coll_strata_module_t *module, const void *sbuf,
+                                              void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                              struct ompi_op_t *op,
+                                              struct ompi_communicator_t *comm);
+int mca_coll_strata_reduce_scatter_host(mca_coll_strata_module_t *module, const void *sbuf,
+                                        void *rbuf, const int *rcounts,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm);
 
 /* coll_strata_xchg.c: one allreduce of `count` elements at `buf` among the
  * members of `comm` by schedule `alg` (coll_strata_sched.h), in place,

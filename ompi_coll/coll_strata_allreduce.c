@@ -88,7 +88,7 @@ mca_coll_strata_allreduce_slot(mca_coll_strata_module_t *module, int count)
 /* The host path's decision for this call: the cached one (see
  * mca_coll_strata_ar_cached_t), or NULL with *why set when the call goes
  * to the fallback, or a fresh one in *scratch (cached when it may be). */
-static const mca_coll_strata_decision_t *
+const mca_coll_strata_decision_t *
 mca_coll_strata_allreduce_host_decision(mca_coll_strata_module_t *module, int count,
                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                         struct ompi_communicator_t *comm,

@@ -86,12 +86,14 @@ typedef struct mca_coll_strata_elem_args_t {
     int root;
 } mca_coll_strata_elem_args_t;
 
+/* Host buffers or their staged copies: strata's pipeline where it may run
+ * (coll_strata_reductions.c), the same choice on every rank. */
 static int mca_coll_strata_reduce_run(mca_coll_strata_module_t *m, struct ompi_communicator_t *comm,
                                       const void *s, void *r, int n, void *arg)
 {
     mca_coll_strata_elem_args_t *a = arg;
 
-    return MCA_COLL_STRATA_FALLBACK(m, reduce, comm, s, r, n, a->dtype, a->op, a->root);
+    return mca_coll_strata_reduce_host(m, s, r, n, a->dtype, a->op, a->root, comm);
 }
 
 static int mca_coll_strata_scan_run(mca_coll_strata_module_t *m, struct ompi_communicator_t *comm,
@@ -131,8 +133,7 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
     }
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
                     !mca_coll_strata_elem_big(m, count, dtype))) {
-        MCA_COLL_STRATA_TRACE("MPI_Reduce", comm, sbuf, rbuf, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, reduce, comm, sbuf, rbuf, count, dtype, op, root);
+        return mca_coll_strata_reduce_host(m, sbuf, rbuf, count, dtype, op, root, comm);
     }
     return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_REDUCE, root, "MPI_Reduce",
                                        sbuf, rbuf, count, dtype, true, mca_coll_strata_reduce_run,
@@ -425,15 +426,20 @@ int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcou
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED(
-        "MPI_Reduce_scatter", comm, sbuf, rbuf,
-        MCA_COLL_STRATA_FALLBACK(m, reduce_scatter, comm, sbuf, rbuf, rcounts, dtype, op));
+    int rc = mca_coll_strata_settings_ready(m, comm);
+
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        return mca_coll_strata_reduce_scatter_host(m, sbuf, rbuf, rcounts, dtype, op, comm);
+    }
     mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, rcounts, 0, dtype);
-    MCA_COLL_STRATA_STAGED(
-        &st, comm, sbuf, rbuf,
-        MCA_COLL_STRATA_FALLBACK(m, reduce_scatter, comm, MCA_COLL_STRATA_S(&st, sbuf),
-                                 MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype, op));
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           mca_coll_strata_reduce_scatter_host(m, MCA_COLL_STRATA_S(&st, sbuf),
+                                                               MCA_COLL_STRATA_R(&st, rbuf),
+                                                               rcounts, dtype, op, comm));
 }
 
 int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -445,13 +451,18 @@ int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED(
-        "MPI_Reduce_scatter_block", comm, sbuf, rbuf,
-        MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block, comm, sbuf, rbuf, rcount, dtype, op));
+    int rc = mca_coll_strata_settings_ready(m, comm);
+
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        return mca_coll_strata_reduce_scatter_block_host(m, sbuf, rbuf, rcount, dtype, op, comm);
+    }
     mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter_block");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, NULL, rcount, dtype);
-    MCA_COLL_STRATA_STAGED(
-        &st, comm, sbuf, rbuf,
-        MCA_COLL_STRATA_FALLBACK(m, reduce_scatter_block, comm, MCA_COLL_STRATA_S(&st, sbuf),
-                                 MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype, op));
+    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+                           mca_coll_strata_reduce_scatter_block_host(
+                               m, MCA_COLL_STRATA_S(&st, sbuf), MCA_COLL_STRATA_R(&st, rbuf),
+                               rcount, dtype, op, comm));
 }

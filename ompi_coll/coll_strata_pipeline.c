@@ -64,7 +64,10 @@ typedef struct mca_coll_strata_pipeline_t {
     mca_coll_strata_node_t *node; /* where the slots live, how data moves */
     const mca_coll_strata_decision_t *decision;
     const char *sbuf;
-    char *rbuf;
+    /* this rank's part of the result: elements [out_lo, out_hi) of the
+     * reduced vector, element out_lo at `out` (mca_coll_strata_pipeline_args_t) */
+    char *out;
+    size_t out_lo, out_hi;
     size_t count;
     ptrdiff_t extent;
     struct ompi_datatype_t *dtype;
@@ -300,7 +303,7 @@ static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool 
         mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, &len);
     }
     bytes_off = off * (size_t)p->extent;
-    dst = p->private_result ? p->rbuf + first * (size_t)p->extent
+    dst = p->private_result ? p->out + first * (size_t)p->extent
                             : node->ops->result(node, slot) + bytes_off;
     /* Inputs in local rank order 1, 0, 2, 3, ...: the order this pipeline
      * has always reduced in (b op a, then each further input). */
@@ -349,12 +352,27 @@ static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool
     }
 }
 
+/* The part of chunk c this rank copies out: elements [*lo, *hi) of the
+ * vector (empty where its window misses the chunk). */
+static void mca_coll_strata_pipeline_window(const mca_coll_strata_pipeline_t *p, uint64_t c,
+                                            size_t *lo, size_t *hi)
+{
+    size_t first, n;
+
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    *lo = (first > p->out_lo) ? first : p->out_lo;
+    *hi = (first + n < p->out_hi) ? first + n : p->out_hi;
+    if (*hi < *lo) {
+        *hi = *lo;
+    }
+}
+
 static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_out, g = p->base + c;
     mca_coll_strata_node_t *node = p->node;
-    size_t first, n;
-    int rc;
+    size_t first, n, lo, hi;
+    int rc = OMPI_SUCCESS;
 
     if (p->private_result) {
         /* The result is already in rbuf once this rank published it. */
@@ -367,21 +385,29 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
                                                  p->result_owners, g + 1)) {
         return;
     } else {
-        if (mca_coll_strata_pipeline_peer_failed(p, p->result_owners, MCA_COLL_STRATA_PART_RESULT,
+        /* Only the ranks whose part of the result is in this chunk depend
+         * on it (all of them for MPI_Allreduce); the others still wait for
+         * it, so that the result area's reuse rule holds. */
+        mca_coll_strata_pipeline_window(p, c, &lo, &hi);
+        if (lo < hi &&
+            mca_coll_strata_pipeline_peer_failed(p, p->result_owners, MCA_COLL_STRATA_PART_RESULT,
                                                  c) &&
             OMPI_SUCCESS == p->node_error) {
             p->peer_failed = true;
             p->node_error = MPI_ERR_OTHER;
         }
         mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-        rc = node->ops->copy(node, p->rbuf + first * (size_t)p->extent,
-                             node->ops->result(node, mca_coll_strata_pipeline_slot(p, c)),
-                             n * (size_t)p->extent);
-        if (OMPI_SUCCESS == rc && p->fail_copy_out) {
-            rc = OMPI_ERROR;
-        }
-        if (OMPI_SUCCESS == rc) {
-            rc = node->ops->complete(node);
+        if (lo < hi) {
+            rc = node->ops->copy(node, p->out + (lo - p->out_lo) * (size_t)p->extent,
+                                 node->ops->result(node, mca_coll_strata_pipeline_slot(p, c)) +
+                                     (lo - first) * (size_t)p->extent,
+                                 (hi - lo) * (size_t)p->extent);
+            if (OMPI_SUCCESS == rc && p->fail_copy_out) {
+                rc = OMPI_ERROR;
+            }
+            if (OMPI_SUCCESS == rc) {
+                rc = node->ops->complete(node);
+            }
         }
         mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_OWN, rc);
     }
@@ -396,6 +422,25 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
                                        const mca_coll_strata_decision_t *decision,
                                        mca_coll_strata_node_t *node)
 {
+    mca_coll_strata_pipeline_args_t a = {
+        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
+        .out = rbuf,
+        .count = count,
+        .out_lo = 0,
+        .out_hi = count,
+        .dtype = dtype,
+        .op = op,
+        .coll = "MPI_Allreduce",
+    };
+
+    return mca_coll_strata_pipeline_run(module, &a, decision, node);
+}
+
+int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
+                                 const mca_coll_strata_pipeline_args_t *a,
+                                 const mca_coll_strata_decision_t *decision,
+                                 mca_coll_strata_node_t *node)
+{
     unsigned idle = 0;
     bool yielded = false;
     mca_coll_strata_pipeline_t p = {
@@ -403,21 +448,27 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
         .shm = node->shm,
         .node = node,
         .decision = decision,
-        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
-        .rbuf = rbuf,
-        .count = count,
-        .dtype = dtype,
-        .op = op,
+        .sbuf = a->sbuf,
+        .out = a->out,
+        .out_lo = a->out_lo,
+        .out_hi = a->out_hi,
+        .count = a->count,
+        .dtype = a->dtype,
+        .op = a->op,
         .base = module->chunk_serial,
         .me = module->topo.local_rank,
         .owner = module->topo.local_rank < decision->nslices,
     };
+    struct ompi_datatype_t *dtype = a->dtype;
+    size_t count = a->count;
 
     p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm;
     /* Local rank 0 keeps publishing to the result area while ranks without a
-     * rail need it; every other replicated owner works in its own rbuf. */
+     * rail need it; every other replicated owner works in its own rbuf
+     * (where the whole vector is this rank's part: MPI_Allreduce). */
     p.private_result = p.replicated && p.owner &&
-                       !(0 == p.me && module->topo.local_size > decision->nslices);
+                       !(0 == p.me && module->topo.local_size > decision->nslices) &&
+                       0 == p.out_lo && count == p.out_hi;
     p.result_owners = p.replicated ? 1 : decision->nslices;
     p.fail_copy_out = !p.private_result &&
                       mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_COPY_OUT);
@@ -466,10 +517,12 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
 
         if (!warned) {
             warned = true;
-            opal_output(0, "coll:strata: MPI_Allreduce failed (%s): a part of the reduction "
+            opal_output(0,
+                        "coll:strata: %s failed (%s): a part of the reduction "
                         "failed on this rank's rail or on another rank of its node (see the "
                         "messages of the ranks concerned); the result is undefined, later "
-                        "calls are not affected", module->topo.node_comm->c_name);
+                        "calls are not affected",
+                        a->coll, module->topo.node_comm->c_name);
         }
     }
     return p.node_error;

@@ -189,4 +189,4 @@ strata_mpirun_gpu() {
 # out its longest host-buffer tests: they run on pml/ob1 with shared memory
 # and never load UCX, so they are the run the same Open MPI already made with
 # its own UCX (the host's mpi layer, the debian13 layer's).
-STRATA_MPI_UCX_INDEPENDENT=${STRATA_MPI_UCX_INDEPENDENT-mpi_allreduce_ops_tuned|mpi_allreduce_ops_strata|mpi_strata_valgrind|mpi_coll_free_loop_host}
+STRATA_MPI_UCX_INDEPENDENT=${STRATA_MPI_UCX_INDEPENDENT-mpi_allreduce_ops_tuned|mpi_allreduce_ops_strata|mpi_reduce_ops_strata|mpi_reduce_scatter|mpi_strata_valgrind|mpi_coll_free_loop_host}

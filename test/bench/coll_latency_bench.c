@@ -6,10 +6,12 @@
  *                      [--op NAME[,NAME...]|all] [--label TEXT]
  *
  * For each collective of --colls (allreduce, reduce, bcast, allgather,
- * alltoall, iallreduce; default all), each reduction operation of --op where
- * the collective reduces (allreduce, reduce, iallreduce) and each size (powers
- * of two from --min to --max bytes, default 8 B .. 4 KiB, the per-rank block
- * for allgather and alltoall; sizes below one element are skipped), it runs
+ * alltoall, iallreduce, reduce_scatter_block; default all but the last),
+ * each reduction operation of --op where the collective reduces (allreduce,
+ * reduce, iallreduce, reduce_scatter_block) and each size (powers of two
+ * from --min to --max bytes, default 8 B .. 4 KiB, the per-rank block for
+ * allgather, alltoall and reduce_scatter_block; sizes below one element are
+ * skipped), it runs
  * --warmup calls, then --repeats times --iters calls back to back (no barrier
  * between calls, as codes call them).  A repeat's figure is the slowest rank's
  * mean time per call; the best repeat is reported, since what disturbs a
@@ -108,14 +110,23 @@ static void bench_iallreduce(char *s, char *r, int n, int size)
     MPI_Wait(&req, MPI_STATUS_IGNORE);
 }
 
+static void bench_reduce_scatter_block(char *s, char *r, int n, int size)
+{
+    MPI_Reduce_scatter_block(s, r, n, bench_type, bench_op, MPI_COMM_WORLD);
+}
+
 static const struct {
     const char *name;
     bench_call_fn call;
     int reduces; /* takes an MPI_Op */
 } bench_colls[] = {
-    {"allreduce", bench_allreduce, 1}, {"reduce", bench_reduce, 1},
-    {"bcast", bench_bcast, 0},         {"allgather", bench_allgather, 0},
-    {"alltoall", bench_alltoall, 0},   {"iallreduce", bench_iallreduce, 1},
+    {"allreduce", bench_allreduce, 1},
+    {"reduce", bench_reduce, 1},
+    {"bcast", bench_bcast, 0},
+    {"allgather", bench_allgather, 0},
+    {"alltoall", bench_alltoall, 0},
+    {"iallreduce", bench_iallreduce, 1},
+    {"reduce_scatter_block", bench_reduce_scatter_block, 1},
 };
 
 /* whether NAME is an item of the comma-separated LIST */

@@ -42,6 +42,31 @@ cluster_allreduce() {
     fi
 }
 
+# MPI_Reduce, MPI_Reduce_scatter_block and MPI_Reduce_scatter across nodes
+# (coll_strata_reductions.c) at PLACEMENT (see cluster_allreduce): every op
+# and type of test_allreduce_ops on MPI_COMM_WORLD up to 256 KiB, each rank
+# checking its part; verbosity 20 must show strata's pipeline with an
+# inter-node exchange (not only the module below strata).
+cluster_reductions() {
+    local coll map out="$STRATA_TEST_TMP/out"
+    case "$1" in
+    2+2+1) map=(-np 5 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:2,$STRATA_CLUSTER-n3:1") ;;
+    bynode) map=(-np 4 --map-by node) ;;
+    3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
+    esac
+    for coll in reduce reduce_scatter_block reduce_scatter; do
+        echo "== $coll"
+        strata_mpirun_cluster "${map[@]}" $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+            "$T/mpi/test_allreduce_ops" --quiet --only-comm world --max-bytes 256K --coll "$coll" \
+            >"$out" 2>&1 || { grep -v "coll:strata" "$out"; return 1; }
+        grep -v "coll:strata" "$out"
+        grep -o "coll:strata: MPI_Reduce[_a-z]* MPI_COMM_WORLD .*inter-node [a-z_]*" "$out" |
+            sed 's/.*: \([a-z]*\), .*inter-node \([a-z_]*\)/\1 \2/' | sort | uniq -c
+        grep -q "coll:strata: MPI_Reduce[_a-z]* MPI_COMM_WORLD .*inter-node \(ring\|doubling\|halving_doubling\|coll\)," "$out" ||
+            { echo "no $coll ran strata's pipeline across nodes"; return 1; }
+    done
+}
+
 # Each inter-node algorithm forced in turn (ring, doubling, halving_doubling)
 # at PLACEMENT: 2x2 (2 nodes), 2+2+1 (3), 4x2 (4), 2+1+1+1+1 (5; uneven):
 # every op and type (MPI_COMM_WORLD, up to 64 KiB), the basic cases and
@@ -511,6 +536,8 @@ else
     strata_test cluster_allreduce_strata_bynode 300 cluster_job 2 "" cluster_allreduce strata bynode
     strata_test cluster_allreduce_strata_4x2 300 cluster_job 4 "" cluster_allreduce strata 4x2
     strata_test cluster_allreduce_strata_2x1 300 cluster_job 2 "" cluster_allreduce strata 2x1
+    strata_test cluster_reductions_2+2+1 300 cluster_job 3 "" cluster_reductions 2+2+1
+    strata_test cluster_reductions_bynode 300 cluster_job 2 "" cluster_reductions bynode
     strata_test cluster_allreduce_inter_2x2 400 cluster_job 2 "" cluster_allreduce_inter 2x2
     strata_test cluster_allreduce_inter_2+2+1 400 cluster_job 3 "" cluster_allreduce_inter 2+2+1
     strata_test cluster_allreduce_inter_4x2 600 cluster_job 4 "" cluster_allreduce_inter 4x2

@@ -3,7 +3,7 @@
  * coll_strata_test_fail, set for that rank only), with MPI_ERRORS_RETURN:
  *
  *   mpirun -np N test_allreduce_fault --expect fail|ok|own [--failing R] [--count N]
- *                                     [--timeout S]
+ *                                     [--timeout S] [--coll NAME] [--root R]
  *
  * The first call, an MPI_INT sum of --count elements (default 1 Mi), must
  * return on every rank within --timeout seconds (default 60; a hang prints
@@ -12,7 +12,10 @@
  * set-up, by handing the call on) every rank must get MPI_SUCCESS and the
  * right sums, with --expect own (a failure only rank --failing's own result
  * depends on, e.g. its copy out of the node's result) that rank must get an
- * error and every other rank MPI_SUCCESS and the right sums.  Then later calls on the same communicator, small and large,
+ * error and every other rank MPI_SUCCESS and the right sums.  --coll
+ * reduce_scatter_block (each rank's block: count/ranks elements) or reduce
+ * (to --root, default 0; the others' results are nobody's) makes every call
+ * that collective instead, each rank checking its part.  Then later calls on the same communicator, small and large,
  * separate and in place, must all be right.  Exits 1 naming the first
  * wrong value or rank.
  */
@@ -23,7 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int rank, size, timeout_s = 60;
+static int rank, size, timeout_s = 60, root = 0;
+static const char *coll = "allreduce";
 static const char *phase = "start";
 
 static void on_alarm(int sig)
@@ -56,26 +60,51 @@ static long long expected(long i)
     return sum;
 }
 
-/* One allreduce of count elements; returns its rc, checks values if ok. */
+/* This rank's part of the reduced vector of count elements: [*lo, *hi). */
+static void part(long count, long *lo, long *hi)
+{
+    *lo = 0;
+    *hi = count;
+    if (!strcmp(coll, "reduce_scatter_block")) {
+        *lo = count / size * rank;
+        *hi = *lo + count / size;
+    } else if (!strcmp(coll, "reduce") && rank != root) {
+        *hi = 0;
+    }
+}
+
+/* One call of the collective over count elements; returns its rc, checks
+ * this rank's part if ok. */
 static int call(long count, int in_place, int check, int *wrong)
 {
     int *sbuf = malloc(sizeof(int) * (size_t)(count ? count : 1));
     int *rbuf = malloc(sizeof(int) * (size_t)(count ? count : 1));
+    const void *s = in_place ? MPI_IN_PLACE : (const void *)sbuf;
+    long lo, hi;
     int rc;
 
+    part(count, &lo, &hi);
     for (long i = 0; i < count; ++i) {
         sbuf[i] = input(rank, i);
         rbuf[i] = in_place ? sbuf[i] : -1;
     }
     alarm((unsigned)timeout_s);
-    rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : sbuf, rbuf, (int)count, MPI_INT, MPI_SUM,
-                       MPI_COMM_WORLD);
+    if (!strcmp(coll, "reduce_scatter_block")) {
+        rc = MPI_Reduce_scatter_block(s, rbuf, (int)(count / size), MPI_INT, MPI_SUM,
+                                      MPI_COMM_WORLD);
+    } else if (!strcmp(coll, "reduce")) {
+        /* only the root may pass MPI_IN_PLACE */
+        rc = MPI_Reduce(rank == root ? s : sbuf, rank == root ? rbuf : NULL, (int)count, MPI_INT,
+                        MPI_SUM, root, MPI_COMM_WORLD);
+    } else {
+        rc = MPI_Allreduce(s, rbuf, (int)count, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    }
     alarm(0);
     *wrong = 0;
-    for (long i = 0; check && MPI_SUCCESS == rc && i < count; ++i) {
-        if (rbuf[i] != expected(i)) {
+    for (long i = lo; check && MPI_SUCCESS == rc && i < hi; ++i) {
+        if (rbuf[i - lo] != expected(i)) {
             printf("test_allreduce_fault: FAIL rank %d: %s: element %ld is %d, expected %lld\n",
-                   rank, phase, i, rbuf[i], expected(i));
+                   rank, phase, i, rbuf[i - lo], expected(i));
             *wrong = 1;
             break;
         }
@@ -101,13 +130,19 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--count")) count = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--timeout")) timeout_s = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--failing")) failing = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--coll")) coll = argv[i + 1];
+        else if (!strcmp(argv[i], "--root")) root = atoi(argv[i + 1]);
     }
     if (NULL == expect ||
         (strcmp(expect, "fail") && strcmp(expect, "ok") && strcmp(expect, "own")) ||
-        (!strcmp(expect, "own") && (failing < 0 || failing >= size))) {
+        (!strcmp(expect, "own") && (failing < 0 || failing >= size)) ||
+        (strcmp(coll, "allreduce") && strcmp(coll, "reduce_scatter_block") &&
+         strcmp(coll, "reduce")) ||
+        root < 0 || root >= size) {
         if (0 == rank)
             fprintf(stderr,
-                    "usage: test_allreduce_fault --expect fail|ok|own [--failing R] [--count N]\n");
+                    "usage: test_allreduce_fault --expect fail|ok|own [--failing R] [--count N] "
+                    "[--coll allreduce|reduce_scatter_block|reduce] [--root R]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     /* whether this rank must get an error from the first call, and must

@@ -4,7 +4,7 @@
  * component the job selected (tuned, han, strata...):
  *
  *   mpirun -np 4 test_allreduce_ops [--max-bytes N] [--large] [--quiet]
- *                                   [--only-comm world]
+ *                                   [--only-comm world] [--coll NAME]
  *
  * In this tree, e.g. with strata (or tuned, han) selected:
  *   source build/test/strata-test-env.sh && source test/lib.sh
@@ -16,6 +16,17 @@
  *                      on MPI_COMM_WORLD
  *   --quiet            print only the closing OK lines
  *   --only-comm world  only MPI_COMM_WORLD (no dup, splits, interleaving)
+ *   --coll NAME        the collective: allreduce (the default), reduce,
+ *                      reduce_scatter_block or reduce_scatter; the same
+ *                      cases and references, each rank checking its part
+ *                      of the reduced vector: the root the whole of it
+ *                      (roots first, middle and last in turn; the others
+ *                      pass rbuf NULL), every rank its block of
+ *                      count/ranks elements, or of uneven counts (ranks
+ *                      weighted 0, 1, 2, 0, 1, 2...: some get none).
+ *                      MPI_IN_PLACE in each form the standard allows (at
+ *                      the root; the input in rbuf).  The derived-datatype
+ *                      phase is the allreduce's only.
  *   --device           (test_allreduce_ops_device, built where CUDA is) the
  *                      same calls on device buffers: each variant's memory,
  *                      guards and poison included, is copied to a
@@ -98,9 +109,14 @@
 #define GUARD_BYTES 64
 #define POISON 0xA5
 
+typedef enum { C_ALLREDUCE, C_REDUCE, C_RSB, C_RS, NCOLLS } coll_id_t;
+static const char *const coll_names[NCOLLS] = {"allreduce", "reduce", "reduce_scatter_block",
+                                               "reduce_scatter"};
+
 static struct {
     long max_bytes; /* -1: no cap */
     bool large, quiet, only_world, device;
+    coll_id_t coll;
 } opt = {.max_bytes = -1};
 
 static int world_rank, world_size;
@@ -366,6 +382,7 @@ struct test_case {
     long double tol;      /* relative error allowed; 0: exact */
     const layout_t *layout;
     const noncomm_t *nc;
+    int root;                                      /* MPI_Reduce's (--coll reduce) */
     void (*fill)(const test_case_t *c, char *buf); /* this rank's input */
     bool (*check)(const test_case_t *c, const comm_t *cm, const char *rbuf, const char *before,
                   long i, mismatch_t *m); /* element i of the result */
@@ -1188,34 +1205,122 @@ static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v,
 }
 #endif
 
+/* This rank's part of the reduced vector under --coll, [*lo, *hi), and the
+ * elements of its rbuf (0: rbuf is NULL); rcounts (MPI_Reduce_scatter) is
+ * filled for every rank. */
+static void coll_part(const comm_t *cm, const test_case_t *c, variant_t v, int *rcounts, long *lo,
+                      long *hi, long *rbuf_elems)
+{
+    long count = c->count, w = 0, left = count;
+
+    *lo = 0;
+    *hi = count;
+    *rbuf_elems = count;
+    switch (opt.coll) {
+    case C_ALLREDUCE:
+    case NCOLLS: break;
+    case C_REDUCE:
+        if (cm->rank != c->root) {
+            *hi = 0;
+            *rbuf_elems = 0;
+        }
+        break;
+    case C_RSB:
+        *lo = (count / cm->size) * cm->rank;
+        *hi = *lo + count / cm->size;
+        *rbuf_elems = (v == INPLACE) ? count : *hi - *lo;
+        break;
+    case C_RS:
+        for (int r = 0; r < cm->size; r++) w += r % 3;
+        for (int r = 0; r < cm->size; r++) {
+            rcounts[r] = (w == 0) ? (int)count : (int)(count * (r % 3) / w);
+            left -= rcounts[r];
+        }
+        for (int r = cm->size - 1; r >= 0 && left > 0; r--) {
+            if (w == 0 || r % 3 != 0) {
+                rcounts[r] += (int)left; /* the remainder to the last weighted rank */
+                left = 0;
+            }
+        }
+        *lo = 0;
+        for (int r = 0; r < cm->rank; r++) *lo += rcounts[r];
+        *hi = *lo + rcounts[cm->rank];
+        *rbuf_elems = (v == INPLACE) ? count : *hi - *lo;
+        break;
+    }
+}
+
+static int coll_call(const comm_t *cm, const test_case_t *c, const void *sbuf, void *rbuf,
+                     const int *rcounts)
+{
+    switch (opt.coll) {
+    case C_REDUCE:
+        return MPI_Reduce(sbuf, rbuf, (int)c->count, c->dt, c->mpi_op, c->root, cm->comm);
+    case C_RSB:
+        return MPI_Reduce_scatter_block(sbuf, rbuf, (int)(c->count / cm->size), c->dt, c->mpi_op,
+                                        cm->comm);
+    case C_RS: return MPI_Reduce_scatter(sbuf, rbuf, rcounts, c->dt, c->mpi_op, cm->comm);
+    default: return MPI_Allreduce(sbuf, rbuf, (int)c->count, c->dt, c->mpi_op, cm->comm);
+    }
+}
+
+/* The check of elements [lo, hi) of the result, this rank's part at rbuf:
+ * the checks index the whole vector, so the part is put at its place in
+ * one (--coll other than allreduce; the derived types' gaps are the
+ * allreduce's only). */
+static void verify_part(const comm_t *cm, const test_case_t *c, variant_t v, const char *rbuf,
+                        long lo, long hi)
+{
+    char *whole = xmalloc((size_t)c->count * c->extent + 1);
+    mismatch_t m;
+
+    memcpy(whole + (size_t)lo * c->extent, rbuf, (size_t)(hi - lo) * c->extent);
+    for (long i = lo; i < hi; i++) {
+        if (!c->check(c, cm, whole, NULL, i, &m)) {
+            fail(cm, c, v, "index %s expected %s got %s", m.index, m.expected, m.got);
+        }
+    }
+    free(whole);
+}
+
 /* One call.  Memory: [guard][rbuf][guard], or [guard][sbuf][rbuf][guard] for
  * ADJACENT.  A result identical to an already verified one of the same case
  * needs no second reference computation: the check depends on the bytes
- * alone (the reference is most of the test's time). */
+ * alone (the reference is most of the test's time).  Under --coll, rbuf
+ * holds this rank's part (the whole input where it is MPI_IN_PLACE). */
 static void run_variant(const comm_t *cm, const test_case_t *c, variant_t v, const char *input,
                         char **verified)
 {
     size_t bytes = (size_t)c->count * c->extent;
-    size_t lead = GUARD_BYTES + (v == ADJACENT ? bytes : 0);
-    char *block = xmalloc(lead + bytes + GUARD_BYTES), *rbuf = block + lead, *sbuf = NULL;
-    char *before = NULL;
+    int *rcounts = xmalloc(sizeof(int) * (size_t)cm->size);
+    long lo, hi, rbuf_elems;
+    size_t rbytes, part;
+    /* MPI_Reduce: only the root may pass MPI_IN_PLACE */
+    bool inplace = v == INPLACE && (opt.coll != C_REDUCE || cm->rank == c->root);
+    size_t lead;
+    char *block, *rbuf, *sbuf = NULL, *before = NULL;
     double t0;
     int rc;
 
-    memset(block, POISON, lead + bytes + GUARD_BYTES);
-    if (v == SEPARATE) sbuf = xmalloc(bytes);
+    coll_part(cm, c, v, rcounts, &lo, &hi, &rbuf_elems);
+    rbytes = (size_t)rbuf_elems * c->extent;
+    part = (size_t)(hi - lo) * c->extent;
+    lead = GUARD_BYTES + (v == ADJACENT ? bytes : 0);
+    block = xmalloc(lead + rbytes + GUARD_BYTES);
+    rbuf = block + lead;
+    memset(block, POISON, lead + rbytes + GUARD_BYTES);
+    if (v == SEPARATE || (v == INPLACE && !inplace)) sbuf = xmalloc(bytes);
     if (v == ADJACENT) sbuf = block + GUARD_BYTES;
-    memcpy(v == INPLACE ? rbuf : sbuf, input, bytes);
+    memcpy(inplace ? rbuf : sbuf, input, bytes);
     if (c->has_gaps) {
         before = xmalloc(bytes);
         memcpy(before, rbuf, bytes);
     }
     t0 = MPI_Wtime();
     if (opt.device) {
-        rc = device_allreduce(cm, c, v, block, lead + bytes + GUARD_BYTES, sbuf, rbuf, bytes);
+        rc = device_allreduce(cm, c, v, block, lead + rbytes + GUARD_BYTES, sbuf, rbuf, bytes);
     } else {
-        rc = MPI_Allreduce(v == INPLACE ? MPI_IN_PLACE : sbuf, rbuf, (int)c->count, c->dt,
-                           c->mpi_op, cm->comm);
+        rc = coll_call(cm, c, inplace ? MPI_IN_PLACE : sbuf, rbuf_elems > 0 ? rbuf : NULL, rcounts);
     }
     mpi_seconds += MPI_Wtime() - t0;
     if (rc != MPI_SUCCESS) {
@@ -1223,33 +1328,41 @@ static void run_variant(const comm_t *cm, const test_case_t *c, variant_t v, con
         int len = 0;
 
         MPI_Error_string(rc, msg, &len);
-        fail(cm, c, v, "MPI_Allreduce returned %d (%s)", rc, msg);
+        fail(cm, c, v, "MPI_%s returned %d (%s)", coll_names[opt.coll], rc, msg);
     }
     check_untouched(cm, c, v, (unsigned char *)block, GUARD_BYTES, "guard before the buffers:");
-    check_untouched(cm, c, v, (unsigned char *)rbuf + bytes, GUARD_BYTES, "guard after rbuf:");
-    if (v != INPLACE) {
+    check_untouched(cm, c, v, (unsigned char *)rbuf + rbytes, GUARD_BYTES, "guard after rbuf:");
+    if (!inplace) {
         check_sbuf(cm, c, v, (unsigned char *)sbuf, (const unsigned char *)input, bytes);
     }
     /* With gaps the check depends on `before` too, which differs per variant. */
-    if (*verified == NULL || c->has_gaps || memcmp(rbuf, *verified, bytes) != 0) {
-        verify_result(cm, c, v, rbuf, before);
+    if (*verified == NULL || c->has_gaps || memcmp(rbuf, *verified, part) != 0) {
+        if (opt.coll == C_ALLREDUCE) {
+            verify_result(cm, c, v, rbuf, before);
+        } else if (hi > lo) {
+            verify_part(cm, c, v, rbuf, lo, hi);
+        }
     }
     if (*verified == NULL) {
-        *verified = xmalloc(bytes);
-        memcpy(*verified, rbuf, bytes);
+        *verified = xmalloc(part + 1);
+        memcpy(*verified, rbuf, part);
     }
     stat_cases[cm->stat]++;
-    if (v == SEPARATE) free(sbuf);
+    if (v == SEPARATE || (v == INPLACE && !inplace)) free(sbuf);
     free(before);
     free(block);
+    free(rcounts);
 }
 
 static void run_case(const comm_t *cm, const test_case_t *proto, unsigned variants)
 {
     test_case_t c = *proto;
     char *input, *verified = NULL;
+    const int roots[3] = {0, cm->size / 2, cm->size - 1};
 
     c.count = capped_count(c.count, c.extent);
+    if (opt.coll == C_RSB) c.count -= c.count % cm->size; /* count/ranks each */
+    c.root = roots[c.seed % 3];                           /* the same on every rank: the seed is */
     input = xmalloc((size_t)c.count * c.extent);
     c.fill(&c, input);
     for (int v = 0; v < NVARIANTS; v++) {
@@ -1439,9 +1552,9 @@ static void run_phase(const comm_t *cm, const char *name, void (*phase)(const co
 
     phase(cm);
     if (!opt.quiet && cm->rank == 0) {
-        printf(PROG ": %s (%d ranks): %s: %ld cases, %.2f s (%.2f s in MPI_Allreduce)\n",
-               cm->name, cm->size, name, stat_cases[cm->stat] - before, MPI_Wtime() - t0,
-               mpi_seconds - mpi0);
+        printf(PROG ": %s (%d ranks): %s: %ld cases, %.2f s (%.2f s in MPI_%s)\n", cm->name,
+               cm->size, name, stat_cases[cm->stat] - before, MPI_Wtime() - t0, mpi_seconds - mpi0,
+               coll_names[opt.coll]);
         fflush(stdout);
     }
 }
@@ -1453,7 +1566,7 @@ static void test_comm(const comm_t *cm)
     run_phase(cm, "crossovers", phase_crossovers);
     run_phase(cm, "alternating sizes", phase_alternating);
     run_phase(cm, "user ops", phase_user_ops);
-    run_phase(cm, "derived datatypes", phase_derived);
+    if (opt.coll == C_ALLREDUCE) run_phase(cm, "derived datatypes", phase_derived);
     if (opt.large && cm->comm == MPI_COMM_WORLD) run_phase(cm, ">= 64 MiB", phase_large);
 }
 
@@ -1570,6 +1683,14 @@ static bool parse_options(int argc, char **argv)
         } else if (!strcmp(argv[i], "--device")) {
             opt.device = true;
 #endif
+        } else if (!strcmp(argv[i], "--coll") && i + 1 < argc) {
+            int k;
+
+            for (k = 0; k < NCOLLS && strcmp(argv[i + 1], coll_names[k]); k++) {
+            }
+            if (k == NCOLLS) return false;
+            opt.coll = (coll_id_t)k;
+            i++;
         } else if (!strcmp(argv[i], "--only-comm") && i + 1 < argc &&
                    !strcmp(argv[i + 1], "world")) {
             opt.only_world = true;
@@ -1578,7 +1699,7 @@ static bool parse_options(int argc, char **argv)
             return false;
         }
     }
-    return true;
+    return !(opt.device && opt.coll != C_ALLREDUCE); /* --device: MPI_Allreduce only */
 }
 
 int main(int argc, char **argv)
@@ -1592,7 +1713,8 @@ int main(int argc, char **argv)
     if (!parse_options(argc, argv)) {
         if (world_rank == 0) {
             fprintf(stderr, "usage: " PROG " [--max-bytes N[K|M|G]] [--large] [--quiet] "
-                            "[--only-comm world]\n");
+                            "[--only-comm world] [--coll allreduce|reduce|"
+                            "reduce_scatter_block|reduce_scatter]\n");
         }
         MPI_Finalize();
         return 2;

@@ -54,6 +54,23 @@ mpi_allreduce_own_fault() {
         grep -q "test_allreduce_fault: OK: 1 of 4 ranks returned an error from the first call" "$STRATA_TEST_LOG.out"
 }
 
+# The same failure in the other reductions (coll_strata_reductions.c):
+# rank 1 fails its copies out of the node's result.  MPI_Reduce_scatter_block:
+# rank 1 alone returns an error (its block); MPI_Reduce to rank 1: the root
+# alone; MPI_Reduce to rank 0: rank 1 copies nothing out, so no rank fails.
+# mpi_reduction_own_fault EXPECT ARGS...
+mpi_reduction_own_fault() {
+    local expect=$1 want; shift
+    strata_mpirun_local 4 $(strata_coll_mca strata) --mca coll_strata_allreduce_algorithm rail \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=copy_out; exec "$@"' _ \
+        "$T/mpi/test_allreduce_fault" --expect "$expect" --failing 1 --timeout 60 "$@" \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    want="1 of 4 ranks"
+    [ "$expect" = ok ] && want="0 of 4 ranks"
+    [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: $want returned an error from the first call" "$STRATA_TEST_LOG.out"
+}
+
 # One rank has another value of a setting that shapes the allreduce's
 # schedule than the others (as a node's own openmpi-mca-params.conf can
 # give): the communicator's first collective compares them, rank 0 names
@@ -86,6 +103,24 @@ mpi_strata_settings_first() {
 mpi_allreduce_ops() {
     local coll=$1 np=$2; shift 2
     strata_mpirun_local "$np" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_ops" --quiet "$@"
+}
+
+# mpi_reduce_ops COLL NP [ARGS]: test_allreduce_ops --coll COLL with strata,
+# verbosity 20 showing that strata's pipeline ran it (not only the module
+# below it) on MPI_COMM_WORLD.
+mpi_reduce_ops() {
+    local coll=$1 np=$2 out="$STRATA_TEST_TMP/out" name rc; shift 2
+    strata_mpirun_local "$np" $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        "$T/mpi/test_allreduce_ops" --quiet --coll "$coll" "$@" >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    case "$coll" in
+    reduce) name=MPI_Reduce ;;
+    reduce_scatter_block) name=MPI_Reduce_scatter_block ;;
+    reduce_scatter) name=MPI_Reduce_scatter ;;
+    esac
+    grep "coll:strata: $name MPI_COMM_WORLD" "$out" |
+        grep -o "[a-z]*, [0-9]* slice(s), inter-node [a-z_]*\|fallback ([^)]*)" | sort | uniq -c
+    [ $rc -eq 0 ] && grep -q "coll:strata: $name MPI_COMM_WORLD count=[0-9]* .*: \(rail\|leader\), " "$out"
 }
 
 # Arguments MPI rejects stay rejected with strata on; the communicator
@@ -905,6 +940,17 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_allreduce_ops_strata_np4 300 mpi_allreduce_ops strata 4
     strata_test mpi_allreduce_ops_strata_np3 300 mpi_allreduce_ops strata 3
     strata_test mpi_allreduce_ops_strata_large 300 mpi_allreduce_ops strata 4 --large --only-comm world
+    # MPI_Reduce, MPI_Reduce_scatter_block and MPI_Reduce_scatter on strata's
+    # pipeline (coll_strata_reductions.c): the same cases and references,
+    # each rank checking its part (roots first, middle, last; uneven blocks,
+    # some empty; MPI_IN_PLACE), every communicator of the test (odd sizes
+    # among them) or MPI_COMM_WORLD alone
+    strata_test mpi_reduce_ops_strata_np4 300 mpi_reduce_ops reduce 4
+    strata_test mpi_reduce_scatter_block_ops_strata_np3 300 mpi_reduce_ops reduce_scatter_block 3 --only-comm world
+    strata_test mpi_reduce_scatter_ops_strata_np4 300 mpi_reduce_ops reduce_scatter 4
+    strata_test mpi_reduce_scatter_block_own_fault 120 mpi_reduction_own_fault own --coll reduce_scatter_block
+    strata_test mpi_reduce_root_fault 120 mpi_reduction_own_fault own --coll reduce --root 1
+    strata_test mpi_reduce_nonroot_fault 120 mpi_reduction_own_fault ok --coll reduce --root 0
     strata_test mpi_allreduce_setup_fault_nodes 120 mpi_allreduce_setup_fault nodes
     strata_test mpi_allreduce_setup_fault_pipeline 120 mpi_allreduce_setup_fault pipeline
     strata_test mpi_allreduce_setup_fault_leaders 120 mpi_allreduce_setup_fault leaders

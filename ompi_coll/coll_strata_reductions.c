@@ -1,0 +1,148 @@
+/*
+ * coll/strata MPI_Reduce, MPI_Reduce_scatter_block and MPI_Reduce_scatter:
+ * the allreduce's pipeline (coll_strata_pipeline.c), each rank copying out
+ * only its part of the result: the root the whole vector, or every rank its
+ * block (docs/design.md, "The other reductions").  The phases are the
+ * allreduce's: the node's reduce-scatter into the shared segment, one
+ * exchange per rail between nodes, the copy out.
+ *
+ * The decision is the allreduce's for the whole vector (count, datatype,
+ * op and topology: the same on every rank, so every rank takes the same
+ * path whether its buffers are host memory or staged device memory), with
+ * one change: the replicated path lets its owners write the whole vector
+ * into their receive buffers, which these calls do not have; it runs as the
+ * leader path instead (one slice, the same exchange).  Handed on to the
+ * module below strata, as for the allreduce: non-commutative ops, derived
+ * datatypes, one rank, set-up failures, coll_strata_allreduce_algorithm
+ * fallback, and vectors of more than INT_MAX elements.  Verbosity 20 names
+ * what ran.
+ */
+#include "coll_strata.h"
+
+#include <limits.h>
+
+#include "ompi/constants.h"
+
+int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
+                                   struct ompi_communicator_t *comm,
+                                   const mca_coll_strata_pipeline_args_t *a, bool *ran)
+{
+    mca_coll_strata_decision_t scratch, d;
+    const mca_coll_strata_decision_t *decision = NULL;
+    const char *why = "more than INT_MAX elements";
+
+    *ran = false;
+    if (a->count <= (size_t)INT_MAX) {
+        decision = mca_coll_strata_allreduce_host_decision(module, (int)a->count, a->dtype, a->op,
+                                                           comm, &scratch, &why);
+    }
+    if (NULL == decision || MCA_COLL_STRATA_ALG_FALLBACK == decision->algorithm) {
+        MCA_COLL_STRATA_VERBOSE(20, "%s %s count=%zu %s %s: fallback (%s)", a->coll, comm->c_name,
+                                a->count, a->dtype->name, mca_coll_strata_op_name(a->op),
+                                (NULL == decision) ? why : decision->reason);
+        return OMPI_SUCCESS;
+    }
+    d = *decision;
+    if (MCA_COLL_STRATA_ALG_REPLICATED == d.algorithm) {
+        d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
+        d.nslices = 1;
+    }
+    MCA_COLL_STRATA_VERBOSE(20,
+                            "%s %s count=%zu %s %s: %s, %d slice(s), inter-node %s, %d node(s), "
+                            "this rank's part %zu element(s) (%s)",
+                            a->coll, comm->c_name, a->count, a->dtype->name,
+                            mca_coll_strata_op_name(a->op), mca_coll_strata_alg_name(d.algorithm),
+                            d.nslices, mca_coll_strata_inter_name(d.inter), module->topo.nnodes,
+                            a->out_hi - a->out_lo, d.reason);
+    *ran = true;
+    return mca_coll_strata_pipeline_run(module, a, &d, &module->node_host);
+}
+
+int mca_coll_strata_reduce_host(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                int root, struct ompi_communicator_t *comm)
+{
+    bool at_root = ompi_comm_rank(comm) == root;
+    mca_coll_strata_pipeline_args_t a = {
+        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
+        .out = at_root ? rbuf : NULL,
+        .count = (size_t)count,
+        .out_lo = 0,
+        .out_hi = at_root ? (size_t)count : 0,
+        .dtype = dtype,
+        .op = op,
+        .coll = "MPI_Reduce",
+    };
+    bool ran = false;
+    int rc;
+
+    if (count > 0) {
+        rc = mca_coll_strata_reduction_host(module, comm, &a, &ran);
+        if (ran || OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    return MCA_COLL_STRATA_FALLBACK(module, reduce, comm, sbuf, rbuf, count, dtype, op, root);
+}
+
+int mca_coll_strata_reduce_scatter_block_host(mca_coll_strata_module_t *module, const void *sbuf,
+                                              void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                              struct ompi_op_t *op,
+                                              struct ompi_communicator_t *comm)
+{
+    size_t me = (size_t)ompi_comm_rank(comm), n = (size_t)ompi_comm_size(comm);
+    mca_coll_strata_pipeline_args_t a = {
+        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
+        .out = rbuf,
+        .count = (size_t)rcount * n,
+        .out_lo = (size_t)rcount * me,
+        .out_hi = (size_t)rcount * (me + 1),
+        .dtype = dtype,
+        .op = op,
+        .coll = "MPI_Reduce_scatter_block",
+    };
+    bool ran = false;
+    int rc;
+
+    if (rcount > 0) {
+        rc = mca_coll_strata_reduction_host(module, comm, &a, &ran);
+        if (ran || OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    return MCA_COLL_STRATA_FALLBACK(module, reduce_scatter_block, comm, sbuf, rbuf, rcount, dtype,
+                                    op);
+}
+
+int mca_coll_strata_reduce_scatter_host(mca_coll_strata_module_t *module, const void *sbuf,
+                                        void *rbuf, const int *rcounts,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm)
+{
+    int me = ompi_comm_rank(comm), n = ompi_comm_size(comm);
+    mca_coll_strata_pipeline_args_t a = {
+        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
+        .out = rbuf,
+        .dtype = dtype,
+        .op = op,
+        .coll = "MPI_Reduce_scatter",
+    };
+    bool ran = false;
+    int rc;
+
+    /* This rank's block starts after the blocks of the ranks before it. */
+    for (int r = 0; r < n; ++r) {
+        if (r == me) {
+            a.out_lo = a.count;
+        }
+        a.count += (size_t)rcounts[r];
+    }
+    a.out_hi = a.out_lo + (size_t)rcounts[me];
+    if (a.count > 0) {
+        rc = mca_coll_strata_reduction_host(module, comm, &a, &ran);
+        if (ran || OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    return MCA_COLL_STRATA_FALLBACK(module, reduce_scatter, comm, sbuf, rbuf, rcounts, dtype, op);
+}
