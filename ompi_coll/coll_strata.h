@@ -507,11 +507,12 @@ bool mca_coll_strata_node_device_reaches(const mca_coll_strata_module_t *module,
 void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module);
 void mca_coll_strata_node_device_reap(double wait_s);
 /* The pipeline on device buffers through the node area, in the primary
- * context of the device the area was set up on (after a successful set-up). */
-int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
-                                          void *rbuf, size_t count, struct ompi_datatype_t *dtype,
-                                          struct ompi_op_t *op,
-                                          const mca_coll_strata_decision_t *decision);
+ * context of the device the area was set up on (after a successful set-up);
+ * `a` as for mca_coll_strata_pipeline_run. */
+struct mca_coll_strata_pipeline_args_t;
+int mca_coll_strata_node_device_run(mca_coll_strata_module_t *module,
+                                    const struct mca_coll_strata_pipeline_args_t *a,
+                                    const mca_coll_strata_decision_t *decision);
 
 /* coll_strata_pipeline.c: the pipeline's resources (shared-memory slots,
  * one exchange and its scratch per slot), made once per communicator;
@@ -539,6 +540,11 @@ typedef struct mca_coll_strata_pipeline_args_t {
     struct ompi_datatype_t *dtype;
     struct ompi_op_t *op;
     const char *coll; /* "MPI_Allreduce"...: for messages */
+    /* not an allreduce: some rank's part is less than the whole vector, so
+     * the replicated path (whose owners write the whole vector to `out`)
+     * runs as the leader path on every rank (the same for all: a rank
+     * whose own part is the whole vector must not decide otherwise) */
+    bool partial;
 } mca_coll_strata_pipeline_args_t;
 
 int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
@@ -558,6 +564,13 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
 int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
                                    struct ompi_communicator_t *comm,
                                    const mca_coll_strata_pipeline_args_t *a, bool *ran);
+/* coll_strata_allreduce.c: the native path (the pipeline on the GPUs) for
+ * the allreduce and these, when every rank agrees it can run (*ran); `name`
+ * starts the verbose line.  Called by every rank for the same calls. */
+int mca_coll_strata_reduction_native(mca_coll_strata_module_t *module,
+                                     struct ompi_communicator_t *comm,
+                                     const mca_coll_strata_pipeline_args_t *a, const char *name,
+                                     bool *ran);
 int mca_coll_strata_reduce_host(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
                                 int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                 int root, struct ompi_communicator_t *comm);
@@ -569,6 +582,19 @@ int mca_coll_strata_reduce_scatter_host(mca_coll_strata_module_t *module, const 
                                         void *rbuf, const int *rcounts,
                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                         struct ompi_communicator_t *comm);
+/* ... and their native path, asked by every rank first wherever some rank
+ * has a CUDA driver (*ran: it ran, the call is done) */
+int mca_coll_strata_reduce_native(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
+                                  int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  int root, struct ompi_communicator_t *comm, bool *ran);
+int mca_coll_strata_reduce_scatter_block_native(mca_coll_strata_module_t *module, const void *sbuf,
+                                                void *rbuf, int rcount,
+                                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                                struct ompi_communicator_t *comm, bool *ran);
+int mca_coll_strata_reduce_scatter_native(mca_coll_strata_module_t *module, const void *sbuf,
+                                          void *rbuf, const int *rcounts,
+                                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                          struct ompi_communicator_t *comm, bool *ran);
 
 /* coll_strata_xchg.c: one allreduce of `count` elements at `buf` among the
  * members of `comm` by schedule `alg` (coll_strata_sched.h), in place,

@@ -16,6 +16,7 @@
  */
 #include "coll_strata.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include <common/kernels/strata_reduce.h>
@@ -182,42 +183,52 @@ static const char *mca_coll_strata_allreduce_network(mca_coll_strata_module_t *m
 
 /*
  * The native path: the pipeline on the GPUs, its inter-node phase strata's
- * ring on device data.  Every rank comes here for the same calls (the tests
- * before the agreement use only what is the same everywhere) and the ranks
- * agree whether all of them can run it: device buffers on every rank, a
- * kernel for the op and type, at most STRATA_REDUCE_MAX_SRCS local ranks.
- * *ran says whether it ran.
+ * ring on device data, for the allreduce and the other reductions
+ * (coll_strata_reductions.c: `a` says where this rank's part goes).  Every
+ * rank comes here for the same calls (the tests before the agreement use
+ * only what is the same everywhere) and the ranks agree whether all of them
+ * can run it: device buffers on every rank (the input, and the output where
+ * the rank has a part), a kernel for the op and type, at most
+ * STRATA_REDUCE_MAX_SRCS local ranks.  *ran says whether it ran.
  */
-static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, const void *sbuf,
-                                            void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                            struct ompi_op_t *op,
-                                            struct ompi_communicator_t *comm, bool *ran)
+int mca_coll_strata_reduction_native(mca_coll_strata_module_t *module,
+                                     struct ompi_communicator_t *comm,
+                                     const mca_coll_strata_pipeline_args_t *a, const char *name,
+                                     bool *ran)
 {
     const mca_coll_strata_settings_t *c = &module->settings;
     mca_coll_strata_decision_t decision;
     int mine, all, ordinal = -1, rc;
+    bool has_part = a->out_hi > a->out_lo;
     size_t size;
 
     *ran = false;
-    ompi_datatype_type_size(dtype, &size);
+    ompi_datatype_type_size(a->dtype, &size);
     /* any_driver is set by a successful set-up, so the topology is known */
     if (!module->any_driver || MCA_COLL_STRATA_SETUP_READY != module->setup ||
-        NULL != mca_coll_strata_allreduce_unsupported(module, dtype, op) ||
+        a->count > (size_t)INT_MAX ||
+        NULL != mca_coll_strata_allreduce_unsupported(module, a->dtype, a->op) ||
         MCA_COLL_STRATA_SETUP_FAILED == module->device_setup ||
         !mca_coll_strata_decide_try_native(c->device_algorithm, c->device_native_min,
-                                           (size_t)count * size)) {
+                                           a->count * size)) {
         return OMPI_SUCCESS;
     }
-    mca_coll_strata_allreduce_decide(module, count, dtype, op, true, true, &decision);
+    mca_coll_strata_allreduce_decide(module, (int)a->count, a->dtype, a->op, true, true, &decision);
     if (MCA_COLL_STRATA_ALG_FALLBACK == decision.algorithm) {
         /* one rank per node: nothing for the node phase to do; staged */
         return OMPI_SUCCESS;
     }
-    mine = (STRATA_MEM_DEVICE == mca_coll_strata_kind(rbuf, &ordinal)) &&
-           (MPI_IN_PLACE == sbuf || STRATA_MEM_DEVICE == mca_coll_strata_kind(sbuf, NULL)) &&
+    /* the replicated path's owners write the whole vector to `out` */
+    if (MCA_COLL_STRATA_ALG_REPLICATED == decision.algorithm && a->partial) {
+        decision.algorithm = MCA_COLL_STRATA_ALG_LEADER;
+        decision.nslices = 1;
+    }
+    mine = (STRATA_MEM_DEVICE == mca_coll_strata_kind(a->sbuf, &ordinal)) &&
+           (!has_part || STRATA_MEM_DEVICE == mca_coll_strata_kind(a->out, NULL)) &&
            module->topo.local_size <= STRATA_REDUCE_MAX_SRCS &&
-           mca_coll_strata_node_device_reduces(op, dtype) &&
-           mca_coll_strata_node_device_reaches(module, comm, sbuf, rbuf, ordinal);
+           mca_coll_strata_node_device_reduces(a->op, a->dtype) &&
+           mca_coll_strata_node_device_reaches(module, comm, a->sbuf, has_part ? a->out : NULL,
+                                               ordinal);
     rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &mine, &all, 1, MPI_INT, MPI_MIN);
     if (OMPI_SUCCESS != rc || !all) {
         return rc;
@@ -232,16 +243,35 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
     if (MCA_COLL_STRATA_SETUP_READY != module->device_setup) {
         return OMPI_SUCCESS; /* agreed inside the set-up: staged from now on */
     }
-    MCA_COLL_STRATA_VERBOSE(20, "allreduce %s count=%d %s %s device->device: native, %s, "
-                            "%d slice(s), inter-node %s%s, %d node(s) (%s)", comm->c_name, count,
-                            dtype->name, mca_coll_strata_op_name(op),
-                            mca_coll_strata_alg_name(decision.algorithm), decision.nslices,
-                            mca_coll_strata_inter_name(decision.inter),
-                            mca_coll_strata_allreduce_network(module, &decision),
-                            module->topo.nnodes, decision.reason);
+    MCA_COLL_STRATA_VERBOSE(
+        20,
+        "%s %s count=%zu %s %s device->device: native, %s, "
+        "%d slice(s), inter-node %s%s, %d node(s) (%s)",
+        name, comm->c_name, a->count, a->dtype->name, mca_coll_strata_op_name(a->op),
+        mca_coll_strata_alg_name(decision.algorithm), decision.nslices,
+        mca_coll_strata_inter_name(decision.inter),
+        mca_coll_strata_allreduce_network(module, &decision), module->topo.nnodes, decision.reason);
     *ran = true;
-    return mca_coll_strata_node_device_allreduce(module, sbuf, rbuf, (size_t)count, dtype, op,
-                                                 &decision);
+    return mca_coll_strata_node_device_run(module, a, &decision);
+}
+
+static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, const void *sbuf,
+                                            void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                            bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a = {
+        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
+        .out = rbuf,
+        .count = (size_t)count,
+        .out_lo = 0,
+        .out_hi = (size_t)count,
+        .dtype = dtype,
+        .op = op,
+        .coll = "MPI_Allreduce",
+    };
+
+    return mca_coll_strata_reduction_native(module, comm, &a, "allreduce", ran);
 }
 
 int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,

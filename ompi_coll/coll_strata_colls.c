@@ -127,8 +127,13 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, op, root};
     int rc = mca_coll_strata_settings_ready(m, comm);
+    bool ran;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    rc = mca_coll_strata_reduce_native(m, sbuf, rbuf, count, dtype, op, root, comm, &ran);
+    if (ran || OMPI_SUCCESS != rc) {
         return rc;
     }
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
@@ -427,8 +432,13 @@ int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcou
     mca_coll_strata_stage_t st;
 
     int rc = mca_coll_strata_settings_ready(m, comm);
+    bool ran;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    rc = mca_coll_strata_reduce_scatter_native(m, sbuf, rbuf, rcounts, dtype, op, comm, &ran);
+    if (ran || OMPI_SUCCESS != rc) {
         return rc;
     }
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
@@ -452,8 +462,13 @@ int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
     mca_coll_strata_stage_t st;
 
     int rc = mca_coll_strata_settings_ready(m, comm);
+    bool ran;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    rc = mca_coll_strata_reduce_scatter_block_native(m, sbuf, rbuf, rcount, dtype, op, comm, &ran);
+    if (ran || OMPI_SUCCESS != rc) {
         return rc;
     }
     if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {

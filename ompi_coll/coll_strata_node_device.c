@@ -615,7 +615,9 @@ bool mca_coll_strata_node_device_reaches(const mca_coll_strata_module_t *module,
     int want = (MCA_COLL_STRATA_SETUP_NONE == module->device_setup) ? ordinal
                                                                     : module->device_ordinal;
 
-    if (ordinal == want && strata_cuda_primary_reaches((CUdeviceptr)(uintptr_t)rbuf, want) &&
+    /* rbuf NULL: no output on this rank (an MPI_Reduce's non-root) */
+    if (ordinal == want &&
+        (NULL == rbuf || strata_cuda_primary_reaches((CUdeviceptr)(uintptr_t)rbuf, want)) &&
         (MPI_IN_PLACE == sbuf || strata_cuda_primary_reaches((CUdeviceptr)(uintptr_t)sbuf, want))) {
         return true;
     }
@@ -657,10 +659,9 @@ void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)
     mca_coll_strata_node_device_reap(0.0);
 }
 
-int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
-                                          void *rbuf, size_t count, struct ompi_datatype_t *dtype,
-                                          struct ompi_op_t *op,
-                                          const mca_coll_strata_decision_t *decision)
+int mca_coll_strata_node_device_run(mca_coll_strata_module_t *module,
+                                    const mca_coll_strata_pipeline_args_t *a,
+                                    const mca_coll_strata_decision_t *decision)
 {
     mca_coll_strata_node_device_t *d = module->node_device;
     CUcontext saved = STRATA_CUDA_CTX_UNCHANGED;
@@ -674,13 +675,12 @@ int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, cons
     if (mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_CONTEXT) ||
         0 != strata_cuda_ctx_push(module->device_ordinal, &saved)) {
         opal_output(0,
-                    "coll:strata: MPI_Allreduce on device buffers: no CUDA context for "
+                    "coll:strata: %s on device buffers: no CUDA context for "
                     "device %d: this call fails",
-                    module->device_ordinal);
+                    a->coll, module->device_ordinal);
         d->no_context = true;
     }
-    rc = mca_coll_strata_pipeline_allreduce(module, sbuf, rbuf, count, dtype, op, decision,
-                                            mca_coll_strata_node_device(module));
+    rc = mca_coll_strata_pipeline_run(module, a, decision, mca_coll_strata_node_device(module));
     d->no_context = false;
     strata_cuda_ctx_pop(saved);
     return rc;
@@ -720,10 +720,9 @@ void mca_coll_strata_node_device_reap(double wait_s)
     (void)wait_s;
 }
 
-int mca_coll_strata_node_device_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
-                                          void *rbuf, size_t count, struct ompi_datatype_t *dtype,
-                                          struct ompi_op_t *op,
-                                          const mca_coll_strata_decision_t *decision)
+int mca_coll_strata_node_device_run(mca_coll_strata_module_t *module,
+                                    const mca_coll_strata_pipeline_args_t *a,
+                                    const mca_coll_strata_decision_t *decision)
 {
     return OMPI_ERR_NOT_SUPPORTED; /* never set up */
 }

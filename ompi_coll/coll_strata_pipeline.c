@@ -464,11 +464,11 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
 
     p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm;
     /* Local rank 0 keeps publishing to the result area while ranks without a
-     * rail need it; every other replicated owner works in its own rbuf
-     * (where the whole vector is this rank's part: MPI_Allreduce). */
+     * rail need it; every other replicated owner works in its own rbuf (the
+     * replicated path runs only where every rank's part is the whole
+     * vector: MPI_Allreduce). */
     p.private_result = p.replicated && p.owner &&
-                       !(0 == p.me && module->topo.local_size > decision->nslices) &&
-                       0 == p.out_lo && count == p.out_hi;
+                       !(0 == p.me && module->topo.local_size > decision->nslices);
     p.result_owners = p.replicated ? 1 : decision->nslices;
     p.fail_copy_out = !p.private_result &&
                       mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_COPY_OUT);

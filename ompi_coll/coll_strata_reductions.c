@@ -3,19 +3,21 @@
  * the allreduce's pipeline (coll_strata_pipeline.c), each rank copying out
  * only its part of the result: the root the whole vector, or every rank its
  * block (docs/design.md, "The other reductions").  The phases are the
- * allreduce's: the node's reduce-scatter into the shared segment, one
- * exchange per rail between nodes, the copy out.
+ * allreduce's: the node's reduce-scatter into the shared segment (or the
+ * GPUs' scratch), one exchange per rail between nodes, the copy out.
  *
- * The decision is the allreduce's for the whole vector (count, datatype,
- * op and topology: the same on every rank, so every rank takes the same
- * path whether its buffers are host memory or staged device memory), with
- * one change: the replicated path lets its owners write the whole vector
- * into their receive buffers, which these calls do not have; it runs as the
- * leader path instead (one slice, the same exchange).  Handed on to the
- * module below strata, as for the allreduce: non-commutative ops, derived
- * datatypes, one rank, set-up failures, coll_strata_allreduce_algorithm
- * fallback, and vectors of more than INT_MAX elements.  Verbosity 20 names
- * what ran.
+ * Two paths, as for the allreduce: native (device buffers on every rank,
+ * the pipeline on the GPUs; the ranks agree first, coll_strata_allreduce.c)
+ * and host (host buffers, or the host copies of staged device buffers).
+ * The host path's decision is the allreduce's for the whole vector (count,
+ * datatype, op and topology: the same on every rank, so every rank takes the
+ * same path whether its buffers are host memory or staged), with one change:
+ * the replicated path lets its owners write the whole vector into their
+ * receive buffers, which these calls do not have; it runs as the leader path
+ * instead (one slice, the same exchange).  Handed on to the module below
+ * strata, as for the allreduce: non-commutative ops, derived datatypes, one
+ * rank, set-up failures, coll_strata_allreduce_algorithm fallback, and
+ * vectors of more than INT_MAX elements.  Verbosity 20 names what ran.
  */
 #include "coll_strata.h"
 
@@ -43,7 +45,7 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
         return OMPI_SUCCESS;
     }
     d = *decision;
-    if (MCA_COLL_STRATA_ALG_REPLICATED == d.algorithm) {
+    if (MCA_COLL_STRATA_ALG_REPLICATED == d.algorithm && a->partial) {
         d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
         d.nslices = 1;
     }
@@ -58,12 +60,16 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
     return mca_coll_strata_pipeline_run(module, a, &d, &module->node_host);
 }
 
-int mca_coll_strata_reduce_host(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
-                                int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                int root, struct ompi_communicator_t *comm)
+/* ---- each collective's part: where this rank's result goes ------------- */
+
+static void mca_coll_strata_reduce_args(mca_coll_strata_pipeline_args_t *a, const void *sbuf,
+                                        void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op, int root,
+                                        struct ompi_communicator_t *comm)
 {
     bool at_root = ompi_comm_rank(comm) == root;
-    mca_coll_strata_pipeline_args_t a = {
+
+    *a = (mca_coll_strata_pipeline_args_t){
         .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
         .out = at_root ? rbuf : NULL,
         .count = (size_t)count,
@@ -72,10 +78,64 @@ int mca_coll_strata_reduce_host(mca_coll_strata_module_t *module, const void *sb
         .dtype = dtype,
         .op = op,
         .coll = "MPI_Reduce",
+        .partial = true,
     };
+}
+
+static void mca_coll_strata_rsb_args(mca_coll_strata_pipeline_args_t *a, const void *sbuf,
+                                     void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                                     struct ompi_op_t *op, struct ompi_communicator_t *comm)
+{
+    size_t me = (size_t)ompi_comm_rank(comm), n = (size_t)ompi_comm_size(comm);
+
+    *a = (mca_coll_strata_pipeline_args_t){
+        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
+        .out = rbuf,
+        .count = (size_t)rcount * n,
+        .out_lo = (size_t)rcount * me,
+        .out_hi = (size_t)rcount * (me + 1),
+        .dtype = dtype,
+        .op = op,
+        .coll = "MPI_Reduce_scatter_block",
+        .partial = true,
+    };
+}
+
+static void mca_coll_strata_rs_args(mca_coll_strata_pipeline_args_t *a, const void *sbuf,
+                                    void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
+                                    struct ompi_op_t *op, struct ompi_communicator_t *comm)
+{
+    int me = ompi_comm_rank(comm), n = ompi_comm_size(comm);
+
+    *a = (mca_coll_strata_pipeline_args_t){
+        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
+        .out = rbuf,
+        .dtype = dtype,
+        .op = op,
+        .coll = "MPI_Reduce_scatter",
+        .partial = true,
+    };
+    /* This rank's block starts after the blocks of the ranks before it. */
+    for (int r = 0; r < n; ++r) {
+        if (r == me) {
+            a->out_lo = a->count;
+        }
+        a->count += (size_t)rcounts[r];
+    }
+    a->out_hi = a->out_lo + (size_t)rcounts[me];
+}
+
+/* ---- the host path (host buffers, staged copies) ----------------------- */
+
+int mca_coll_strata_reduce_host(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                int root, struct ompi_communicator_t *comm)
+{
+    mca_coll_strata_pipeline_args_t a;
     bool ran = false;
     int rc;
 
+    mca_coll_strata_reduce_args(&a, sbuf, rbuf, count, dtype, op, root, comm);
     if (count > 0) {
         rc = mca_coll_strata_reduction_host(module, comm, &a, &ran);
         if (ran || OMPI_SUCCESS != rc) {
@@ -90,20 +150,11 @@ int mca_coll_strata_reduce_scatter_block_host(mca_coll_strata_module_t *module, 
                                               struct ompi_op_t *op,
                                               struct ompi_communicator_t *comm)
 {
-    size_t me = (size_t)ompi_comm_rank(comm), n = (size_t)ompi_comm_size(comm);
-    mca_coll_strata_pipeline_args_t a = {
-        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
-        .out = rbuf,
-        .count = (size_t)rcount * n,
-        .out_lo = (size_t)rcount * me,
-        .out_hi = (size_t)rcount * (me + 1),
-        .dtype = dtype,
-        .op = op,
-        .coll = "MPI_Reduce_scatter_block",
-    };
+    mca_coll_strata_pipeline_args_t a;
     bool ran = false;
     int rc;
 
+    mca_coll_strata_rsb_args(&a, sbuf, rbuf, rcount, dtype, op, comm);
     if (rcount > 0) {
         rc = mca_coll_strata_reduction_host(module, comm, &a, &ran);
         if (ran || OMPI_SUCCESS != rc) {
@@ -119,25 +170,11 @@ int mca_coll_strata_reduce_scatter_host(mca_coll_strata_module_t *module, const 
                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                         struct ompi_communicator_t *comm)
 {
-    int me = ompi_comm_rank(comm), n = ompi_comm_size(comm);
-    mca_coll_strata_pipeline_args_t a = {
-        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
-        .out = rbuf,
-        .dtype = dtype,
-        .op = op,
-        .coll = "MPI_Reduce_scatter",
-    };
+    mca_coll_strata_pipeline_args_t a;
     bool ran = false;
     int rc;
 
-    /* This rank's block starts after the blocks of the ranks before it. */
-    for (int r = 0; r < n; ++r) {
-        if (r == me) {
-            a.out_lo = a.count;
-        }
-        a.count += (size_t)rcounts[r];
-    }
-    a.out_hi = a.out_lo + (size_t)rcounts[me];
+    mca_coll_strata_rs_args(&a, sbuf, rbuf, rcounts, dtype, op, comm);
     if (a.count > 0) {
         rc = mca_coll_strata_reduction_host(module, comm, &a, &ran);
         if (ran || OMPI_SUCCESS != rc) {
@@ -145,4 +182,49 @@ int mca_coll_strata_reduce_scatter_host(mca_coll_strata_module_t *module, const 
         }
     }
     return MCA_COLL_STRATA_FALLBACK(module, reduce_scatter, comm, sbuf, rbuf, rcounts, dtype, op);
+}
+
+/* ---- the native path: every rank asks, where some rank has a driver ---- */
+
+static int mca_coll_strata_reduction_try_native(mca_coll_strata_module_t *module,
+                                                struct ompi_communicator_t *comm,
+                                                const mca_coll_strata_pipeline_args_t *a, bool *ran)
+{
+    *ran = false;
+    if (OPAL_LIKELY(!module->any_driver) || 0 == a->count) {
+        return OMPI_SUCCESS;
+    }
+    return mca_coll_strata_reduction_native(module, comm, a, a->coll, ran);
+}
+
+int mca_coll_strata_reduce_native(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
+                                  int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  int root, struct ompi_communicator_t *comm, bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+
+    mca_coll_strata_reduce_args(&a, sbuf, rbuf, count, dtype, op, root, comm);
+    return mca_coll_strata_reduction_try_native(module, comm, &a, ran);
+}
+
+int mca_coll_strata_reduce_scatter_block_native(mca_coll_strata_module_t *module, const void *sbuf,
+                                                void *rbuf, int rcount,
+                                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                                struct ompi_communicator_t *comm, bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+
+    mca_coll_strata_rsb_args(&a, sbuf, rbuf, rcount, dtype, op, comm);
+    return mca_coll_strata_reduction_try_native(module, comm, &a, ran);
+}
+
+int mca_coll_strata_reduce_scatter_native(mca_coll_strata_module_t *module, const void *sbuf,
+                                          void *rbuf, const int *rcounts,
+                                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                          struct ompi_communicator_t *comm, bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+
+    mca_coll_strata_rs_args(&a, sbuf, rbuf, rcounts, dtype, op, comm);
+    return mca_coll_strata_reduction_try_native(module, comm, &a, ran);
 }

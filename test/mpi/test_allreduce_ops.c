@@ -1163,10 +1163,15 @@ static void verify_result(const comm_t *cm, const test_case_t *c, variant_t v, c
     }
 }
 
+static int coll_call(const comm_t *cm, const test_case_t *c, const void *sbuf, void *rbuf,
+                     const int *rcounts);
+
 #ifdef STRATA_TEST_DEVICE
-/* The call on device twins of the variant's memory; the bytes come back. */
-static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v, char *block,
-                            size_t block_bytes, char *sbuf, char *rbuf, size_t bytes)
+/* The call on device twins of the variant's memory (rbuf NULL stays NULL);
+ * the bytes come back. */
+static int device_call(const comm_t *cm, const test_case_t *c, variant_t v, char *block,
+                       size_t block_bytes, char *sbuf, char *rbuf, size_t bytes, bool inplace,
+                       bool no_rbuf, const int *rcounts)
 {
     CUdeviceptr dblock, dsbuf = 0;
     char *drbuf, *dsb = NULL;
@@ -1174,16 +1179,15 @@ static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v,
 
     dblock = stest_dev_dup(block, block_bytes);
     drbuf  = (char *)(uintptr_t)dblock + (rbuf - block);
-    if (v == SEPARATE) {
-        dsbuf = stest_dev_dup(sbuf, bytes);
-        dsb   = (char *)(uintptr_t)dsbuf;
-    } else if (v == ADJACENT) {
+    if (v == ADJACENT) {
         dsb = (char *)(uintptr_t)dblock + (sbuf - block);
+    } else if (sbuf != NULL) {
+        dsbuf = stest_dev_dup(sbuf, bytes);
+        dsb = (char *)(uintptr_t)dsbuf;
     }
-    rc = MPI_Allreduce(v == INPLACE ? MPI_IN_PLACE : dsb, drbuf, (int)c->count, c->dt, c->mpi_op,
-                       cm->comm);
+    rc = coll_call(cm, c, inplace ? MPI_IN_PLACE : dsb, no_rbuf ? NULL : drbuf, rcounts);
     stest_dev_read_free(block, dblock, block_bytes);
-    if (v == SEPARATE) {
+    if (dsbuf != 0) {
         stest_dev_read_free(sbuf, dsbuf, bytes);
     }
     return rc;
@@ -1198,8 +1202,9 @@ static int device_init(void)
     return stest_dev_open(0, &dev);
 }
 #else
-static int device_allreduce(const comm_t *cm, const test_case_t *c, variant_t v, char *block,
-                            size_t block_bytes, char *sbuf, char *rbuf, size_t bytes)
+static int device_call(const comm_t *cm, const test_case_t *c, variant_t v, char *block,
+                       size_t block_bytes, char *sbuf, char *rbuf, size_t bytes, bool inplace,
+                       bool no_rbuf, const int *rcounts)
 {
     return MPI_ERR_OTHER; /* not reached: --device is refused without CUDA */
 }
@@ -1318,7 +1323,8 @@ static void run_variant(const comm_t *cm, const test_case_t *c, variant_t v, con
     }
     t0 = MPI_Wtime();
     if (opt.device) {
-        rc = device_allreduce(cm, c, v, block, lead + rbytes + GUARD_BYTES, sbuf, rbuf, bytes);
+        rc = device_call(cm, c, v, block, lead + rbytes + GUARD_BYTES, sbuf, rbuf, bytes, inplace,
+                         rbuf_elems == 0, rcounts);
     } else {
         rc = coll_call(cm, c, inplace ? MPI_IN_PLACE : sbuf, rbuf_elems > 0 ? rbuf : NULL, rcounts);
     }
@@ -1699,7 +1705,7 @@ static bool parse_options(int argc, char **argv)
             return false;
         }
     }
-    return !(opt.device && opt.coll != C_ALLREDUCE); /* --device: MPI_Allreduce only */
+    return true;
 }
 
 int main(int argc, char **argv)

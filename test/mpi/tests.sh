@@ -1016,6 +1016,11 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_allreduce_ops_device_native_np4 300 allreduce_ops_device 4 native
         strata_test mpi_allreduce_ops_device_native_np3 300 allreduce_ops_device 3 native --only-comm world
         strata_test mpi_allreduce_ops_device_staged_np3 300 allreduce_ops_device 3 staged --only-comm world
+        # the other reductions on device buffers: on the GPUs (native forced)
+        # and staged, every op and type, each rank's part checked
+        strata_test mpi_reduce_ops_device_native_np3 300 allreduce_ops_device 3 native --coll reduce
+        strata_test mpi_reduce_scatter_ops_device_native_np4 300 allreduce_ops_device 4 native --coll reduce_scatter --only-comm world
+        strata_test mpi_reduce_scatter_block_ops_device_staged_np3 300 allreduce_ops_device 3 staged --coll reduce_scatter_block --only-comm world
         strata_test mpi_coll_device_native_auto 120 coll_device_native_auto
         strata_test mpi_coll_device_native_auto_shared 120 coll_device_native_auto_shared
         strata_test mpi_coll_device_native_ucx 300 coll_device 4 ucx --mca coll_strata_allreduce_device_algorithm native -- \
