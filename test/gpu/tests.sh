@@ -26,6 +26,12 @@ gpu_reduce_kernels()       { T="$STRATA_BUILDDIR/test" reduce_kernels --device; 
 gpu_allreduce_ops_native() { T="$STRATA_BUILDDIR/test" allreduce_ops_device 4 native; }
 # 8 ranks sharing the GPU (8 inputs per kernel), MPI_COMM_WORLD only.
 gpu_allreduce_ops_native_np8() { T="$STRATA_BUILDDIR/test" allreduce_ops_device 8 native --only-comm world; }
+# MPI_Reduce and MPI_Reduce_scatter on the GPUs (issue 27's first step),
+# every op and type, each rank's part checked, MPI_COMM_WORLD only.
+gpu_reductions_native() {
+    T="$STRATA_BUILDDIR/test" allreduce_ops_device 4 native --only-comm world --coll reduce_scatter &&
+        T="$STRATA_BUILDDIR/test" allreduce_ops_device 3 native --only-comm world --coll reduce
+}
 
 if [ -n "$STRATA_CUDA_LIBDIR" ]; then
     strata_skip gpu_layer "run through 'make check-gpu' (STRATA_TEST_DRIVER=real) on a GPU machine"
@@ -45,5 +51,6 @@ else
         strata_test gpu_reduce_kernels 300 gpu_reduce_kernels
         strata_test gpu_allreduce_ops_native 600 gpu_allreduce_ops_native
         strata_test gpu_allreduce_ops_native_np8 600 gpu_allreduce_ops_native_np8
+        strata_test gpu_reductions_native 300 gpu_reductions_native
     fi
 fi
