@@ -945,7 +945,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     # each rank checking its part (roots first, middle, last; uneven blocks,
     # some empty; MPI_IN_PLACE), every communicator of the test (odd sizes
     # among them) or MPI_COMM_WORLD alone
-    strata_test mpi_reduce_ops_strata_np4 300 mpi_reduce_ops reduce 4
+    strata_test mpi_reduce_ops_strata_np3 300 mpi_reduce_ops reduce 3 --only-comm world
     strata_test mpi_reduce_scatter_block_ops_strata_np3 300 mpi_reduce_ops reduce_scatter_block 3 --only-comm world
     strata_test mpi_reduce_scatter_ops_strata_np4 300 mpi_reduce_ops reduce_scatter 4
     strata_test mpi_reduce_scatter_block_own_fault 120 mpi_reduction_own_fault own --coll reduce_scatter_block
@@ -1018,7 +1018,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_allreduce_ops_device_staged_np3 300 allreduce_ops_device 3 staged --only-comm world
         # the other reductions on device buffers: on the GPUs (native forced)
         # and staged, every op and type, each rank's part checked
-        strata_test mpi_reduce_ops_device_native_np3 300 allreduce_ops_device 3 native --coll reduce
+        strata_test mpi_reduce_ops_device_native_np3 300 allreduce_ops_device 3 native --coll reduce --only-comm world
         strata_test mpi_reduce_scatter_ops_device_native_np4 300 allreduce_ops_device 4 native --coll reduce_scatter --only-comm world
         strata_test mpi_reduce_scatter_block_ops_device_staged_np3 300 allreduce_ops_device 3 staged --coll reduce_scatter_block --only-comm world
         strata_test mpi_coll_device_native_auto 120 coll_device_native_auto
