@@ -7,7 +7,7 @@ node, and writes a table (CSV, markdown) and a plot (PNG, gnuplot).
   coll_overhead.py --builddir BUILD [--before OTHER_BUILD] [--np 4 | --nodes N --ppn K [--rate 1gbit]]
                    [--variants tuned,han,strata] [--op sum|NAME,...|all]
                    [--min 8] [--max 4K] [--iters 2000] [--repeats 5] [--rounds 3]
-                   [--colls allreduce,reduce,bcast,allgather,alltoall,iallreduce]
+                   [--colls allreduce,reduce,bcast,allgather,alltoall,iallreduce,reduce_scatter_block]
                    [--type int|float|char]
                    [--out DIR]
 
@@ -72,7 +72,7 @@ from allreduce_bench import reexec_in_cluster  # noqa: E402
 
 OPS = ("sum", "prod", "max", "min", "land", "lor", "lxor", "band", "bor", "bxor")
 FLOAT_OPS = ("sum", "prod", "max", "min")
-REDUCING = ("allreduce", "reduce", "iallreduce")
+REDUCING = ("allreduce", "reduce", "iallreduce", "reduce_scatter_block")
 MPI_TYPES = {"int": "MPI_INT", "float": "MPI_FLOAT", "char": "MPI_SIGNED_CHAR"}
 
 
