@@ -564,6 +564,11 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
 int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
                                    struct ompi_communicator_t *comm,
                                    const mca_coll_strata_pipeline_args_t *a, bool *ran);
+/* coll_strata_allreduce.c: the communicator's set-up at the first call
+ * strata's own algorithms could run (every rank, same inputs), so that the
+ * native path knows at once whether some rank has a CUDA driver */
+void mca_coll_strata_setup_early(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op);
 /* coll_strata_allreduce.c: the native path (the pipeline on the GPUs) for
  * the allreduce and these, when every rank agrees it can run (*ran); `name`
  * starts the verbose line.  Called by every rank for the same calls. */

@@ -274,6 +274,21 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module, co
     return mca_coll_strata_reduction_native(module, comm, &a, "allreduce", ran);
 }
 
+void mca_coll_strata_setup_early(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    /* Set up at the first call strata's algorithms could run, whatever the
+     * buffers (the tests are the same on every rank): then whether some
+     * rank has a CUDA driver is known before the native path is asked
+     * about, so a first device call can already run on the GPUs. */
+    if (OPAL_UNLIKELY(MCA_COLL_STRATA_SETUP_NONE == module->setup) && ompi_comm_size(comm) > 1 &&
+        NULL == mca_coll_strata_allreduce_unsupported(module, dtype, op)) {
+        const char *why;
+
+        (void)mca_coll_strata_module_ready(module, comm, &why);
+    }
+}
+
 int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               struct ompi_communicator_t *comm,
@@ -291,16 +306,7 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    /* Set up at the first call strata's algorithms could run, whatever the
-     * buffers (the tests are the same on every rank): then whether some
-     * rank has a CUDA driver is known before the native path is asked
-     * about, so a first device allreduce can already run on the GPUs. */
-    if (OPAL_UNLIKELY(MCA_COLL_STRATA_SETUP_NONE == module->setup) && ompi_comm_size(comm) > 1 &&
-        NULL == mca_coll_strata_allreduce_unsupported(module, dtype, op)) {
-        const char *why;
-
-        (void)mca_coll_strata_module_ready(module, comm, &why);
-    }
+    mca_coll_strata_setup_early(module, comm, dtype, op);
     /* Every rank asks, whatever its buffers (only where some rank has a
      * CUDA driver: a host-only job pays this one branch). */
     if (OPAL_UNLIKELY(module->any_driver)) {

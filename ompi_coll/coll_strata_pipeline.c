@@ -12,8 +12,10 @@
  *               halving-doubling: coll_strata_xchg.c; or the rail's own
  *               allreduce)
  *   publish     owner j marks its slice final
- *   copy out    every local rank copies the whole chunk's result out: the
- *               intra-node allgather
+ *   copy out    every local rank copies its part of the chunk's result out:
+ *               the whole chunk for MPI_Allreduce (the intra-node allgather),
+ *               the part of the rank's block or the root's vector for the
+ *               other reductions (coll_strata_reductions.c)
  * The leader path is the same schedule with one slice.  The replicated
  * (small-message) path gives every owner the whole chunk instead of a slice:
  * each reduces all inputs straight into its own receive buffer and
@@ -40,8 +42,9 @@
  * chunk in its failure word for the slot before the counter that
  * announces its part; a rank that waited for that counter reads the word
  * and fails the call too.  So a failed part makes every rank whose result
- * depends on it return an error (every rank, on the rail path), and the
- * next call starts clean.
+ * depends on it return an error (every rank, on the allreduce's rail path;
+ * for the other reductions the ranks whose part the chunk holds), the rank
+ * whose own copy or reduction failed too, and the next call starts clean.
  */
 #include "coll_strata.h"
 
@@ -324,6 +327,9 @@ static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool 
     mca_coll_strata_pipeline_inter_start(p, c, dst, len, inputs_failed || OMPI_SUCCESS != rc);
 }
 
+static void mca_coll_strata_pipeline_window(const mca_coll_strata_pipeline_t *p, uint64_t c,
+                                            size_t *lo, size_t *hi);
+
 /* Advance in-flight exchanges; publish finished chunks in order, a failed one
  * marked in the failure word before its counter. */
 static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool *moved)
@@ -343,8 +349,20 @@ static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool
             break;
         }
         if (x->failed) {
-            p->peer_failed = true;
-            mca_coll_strata_pipeline_fail(p, c, MCA_COLL_STRATA_PART_RESULT, MPI_ERR_OTHER);
+            size_t lo, hi;
+
+            /* The node's readers of the slice learn it from the mark; this
+             * rank's own call fails only where its part is in the chunk. */
+            __atomic_store_n(
+                mca_coll_strata_pipeline_mark(p, p->me, MCA_COLL_STRATA_PART_RESULT, c),
+                p->base + c + 1, __ATOMIC_RELAXED);
+            mca_coll_strata_pipeline_window(p, c, &lo, &hi);
+            if (lo < hi) {
+                p->peer_failed = true;
+                if (OMPI_SUCCESS == p->node_error) {
+                    p->node_error = MPI_ERR_OTHER;
+                }
+            }
         }
         mca_coll_strata_flag_store(&p->shm->flags[p->me].published, p->base + c + 1);
         p->next_publish++;

@@ -191,7 +191,11 @@ static int mca_coll_strata_reduction_try_native(mca_coll_strata_module_t *module
                                                 const mca_coll_strata_pipeline_args_t *a, bool *ran)
 {
     *ran = false;
-    if (OPAL_LIKELY(!module->any_driver) || 0 == a->count) {
+    if (0 == a->count) {
+        return OMPI_SUCCESS;
+    }
+    mca_coll_strata_setup_early(module, comm, a->dtype, a->op);
+    if (OPAL_LIKELY(!module->any_driver)) {
         return OMPI_SUCCESS;
     }
     return mca_coll_strata_reduction_native(module, comm, a, a->coll, ran);

@@ -398,6 +398,24 @@ cluster_allreduce_inter_fault() {
     [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: $n of $n ranks returned an error" "$out"
 }
 
+# A failed inter-node exchange in MPI_Reduce_scatter_block (rank 1's first
+# exchange, its rail's slice of chunk 0; 2 nodes x 2 ranks, the rail path,
+# 256 KiB chunks, 1 Mi ints: every rank's block is 4 chunks): the slice's
+# owners on both nodes learn it, but only rank 0, whose block holds chunk 0,
+# returns an error; the others MPI_SUCCESS and the right sums, the failing
+# pair included; later calls right (test_allreduce_fault --expect own).
+cluster_reduction_inter_fault() {
+    local out="$STRATA_TEST_TMP/fault.out"
+    strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
+        --mca coll_strata_allreduce_algorithm rail --mca coll_strata_segment_size 262144 \
+        --mca coll_strata_allreduce_inter_algorithm ring \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=inter; exec "$@"' _ \
+        "$T/mpi/test_allreduce_fault" --coll reduce_scatter_block --expect own --failing 0 \
+        --timeout 60 >"$out" 2>&1
+    local rc=$?; cat "$out"
+    [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: 1 of 4 ranks returned an error" "$out"
+}
+
 # cluster_allreduce_native_tls UCX_TLS ARGS...: the same with pml/ucx's UCX_TLS
 cluster_allreduce_native_tls() {
     local tls=$1; shift
@@ -538,6 +556,7 @@ else
     strata_test cluster_allreduce_strata_2x1 300 cluster_job 2 "" cluster_allreduce strata 2x1
     strata_test cluster_reductions_2+2+1 300 cluster_job 3 "" cluster_reductions 2+2+1
     strata_test cluster_reductions_bynode 300 cluster_job 2 "" cluster_reductions bynode
+    strata_test cluster_reduction_inter_fault_2x2 300 cluster_job 2 "" cluster_reduction_inter_fault
     strata_test cluster_allreduce_inter_2x2 400 cluster_job 2 "" cluster_allreduce_inter 2x2
     strata_test cluster_allreduce_inter_2+2+1 400 cluster_job 3 "" cluster_allreduce_inter 2+2+1
     strata_test cluster_allreduce_inter_4x2 600 cluster_job 4 "" cluster_allreduce_inter 4x2

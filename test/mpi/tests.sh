@@ -68,7 +68,8 @@ mpi_reduction_own_fault() {
     local rc=$?; cat "$STRATA_TEST_LOG.out"
     want="1 of 4 ranks"
     [ "$expect" = ok ] && want="0 of 4 ranks"
-    [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: $want returned an error from the first call" "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: $want returned an error from the first call" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll_strata_test_fail: failing the copies out of the result area" "$STRATA_TEST_LOG.out"
 }
 
 # One rank has another value of a setting that shapes the allreduce's
@@ -737,6 +738,28 @@ allreduce_ops_device() {
         "$T/mpi/test_allreduce_ops_device" --device --quiet "$@"
 }
 
+# reduction_ops_device NP MODE COLL: the same for MPI_Reduce(_scatter(_block))
+# on MPI_COMM_WORLD; verbosity 20 must show the path MODE (native: on the
+# GPUs from the first call; staged: never on them).
+reduction_ops_device() {
+    local np=$1 mode=$2 coll=$3 out="$STRATA_TEST_TMP/out" rc name
+    case "$coll" in
+    reduce) name=MPI_Reduce ;;
+    reduce_scatter_block) name=MPI_Reduce_scatter_block ;;
+    reduce_scatter) name=MPI_Reduce_scatter ;;
+    esac
+    OMPI_MCA_coll_strata_verbose=20 allreduce_ops_device "$np" "$mode" --coll "$coll" --only-comm world \
+        >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    [ $rc -eq 0 ] || return 1
+    grep "coll:strata: $name MPI_COMM_WORLD" "$out" | grep -o "device->device: native\|: staged" | sort | uniq -c
+    if [ "$mode" = native ]; then
+        grep -q "coll:strata: $name MPI_COMM_WORLD count=[0-9]* .* device->device: native" "$out"
+    else
+        ! grep -q "coll:strata: $name MPI_COMM_WORLD count=[0-9]* .* device->device: native" "$out"
+    fi
+}
+
 # Auto: device allreduces from 64 KiB run on the GPUs (verbosity names it),
 # smaller ones are staged; every rank has a GPU of its own.
 coll_device_native_auto() {
@@ -1018,9 +1041,9 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_allreduce_ops_device_staged_np3 300 allreduce_ops_device 3 staged --only-comm world
         # the other reductions on device buffers: on the GPUs (native forced)
         # and staged, every op and type, each rank's part checked
-        strata_test mpi_reduce_ops_device_native_np3 300 allreduce_ops_device 3 native --coll reduce --only-comm world
-        strata_test mpi_reduce_scatter_ops_device_native_np4 300 allreduce_ops_device 4 native --coll reduce_scatter --only-comm world
-        strata_test mpi_reduce_scatter_block_ops_device_staged_np3 300 allreduce_ops_device 3 staged --coll reduce_scatter_block --only-comm world
+        strata_test mpi_reduce_ops_device_native_np3 300 reduction_ops_device 3 native reduce
+        strata_test mpi_reduce_scatter_ops_device_native_np4 300 reduction_ops_device 4 native reduce_scatter
+        strata_test mpi_reduce_scatter_block_ops_device_staged_np3 300 reduction_ops_device 3 staged reduce_scatter_block
         strata_test mpi_coll_device_native_auto 120 coll_device_native_auto
         strata_test mpi_coll_device_native_auto_shared 120 coll_device_native_auto_shared
         strata_test mpi_coll_device_native_ucx 300 coll_device 4 ucx --mca coll_strata_allreduce_device_algorithm native -- \
