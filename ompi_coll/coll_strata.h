@@ -88,6 +88,9 @@ typedef struct mca_coll_strata_settings_t {
      * which `auto` runs it on the GPUs */
     int device_algorithm;
     size_t device_native_min;
+    /* bytes from which MPI_Reduce runs on strata's pipeline (below, the
+     * module below strata: its tree lets non-roots return at once) */
+    size_t reduce_min;
 } mca_coll_strata_settings_t;
 
 typedef struct mca_coll_strata_component_t {

@@ -273,6 +273,17 @@ static void mca_coll_strata_register_device(void)
         "Bytes from which a device allreduce runs on the GPUs when "
         "allreduce_device_algorithm is auto (a default not yet measured on a GPU)",
         &mca_coll_strata_component.settings.device_native_min);
+
+    /* Measured (docs/results/2026-11-27-reductions): up to 2 KiB, back to
+     * back, the module below's reduce lets non-roots return before the root
+     * has the result, and runs 1.3-13x faster than the pipeline, which
+     * holds every rank of the node until the chunk is published. */
+    mca_coll_strata_component.settings.reduce_min = 4096;
+    mca_coll_strata_register_size(
+        "reduce_min",
+        "Bytes from which MPI_Reduce (host and staged device buffers) runs on strata's "
+        "hierarchical pipeline; smaller ones go to the module below strata",
+        &mca_coll_strata_component.settings.reduce_min);
 }
 
 static int mca_coll_strata_component_register(void)

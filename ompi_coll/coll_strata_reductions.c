@@ -127,6 +127,24 @@ static void mca_coll_strata_rs_args(mca_coll_strata_pipeline_args_t *a, const vo
 
 /* ---- the host path (host buffers, staged copies) ----------------------- */
 
+/* A small MPI_Reduce goes to the module below strata (coll_strata_reduce_min;
+ * the same on every rank: count and datatype are, the setting is agreed). */
+static bool mca_coll_strata_reduce_small(const mca_coll_strata_module_t *module,
+                                         struct ompi_communicator_t *comm,
+                                         const mca_coll_strata_pipeline_args_t *a)
+{
+    size_t size;
+
+    ompi_datatype_type_size(a->dtype, &size);
+    if (a->count * size >= module->settings.reduce_min) {
+        return false;
+    }
+    MCA_COLL_STRATA_VERBOSE(20, "%s %s count=%zu %s %s: fallback (below coll_strata_reduce_min)",
+                            a->coll, comm->c_name, a->count, a->dtype->name,
+                            mca_coll_strata_op_name(a->op));
+    return true;
+}
+
 int mca_coll_strata_reduce_host(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
                                 int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                 int root, struct ompi_communicator_t *comm)
@@ -136,7 +154,7 @@ int mca_coll_strata_reduce_host(mca_coll_strata_module_t *module, const void *sb
     int rc;
 
     mca_coll_strata_reduce_args(&a, sbuf, rbuf, count, dtype, op, root, comm);
-    if (count > 0) {
+    if (count > 0 && !mca_coll_strata_reduce_small(module, comm, &a)) {
         rc = mca_coll_strata_reduction_host(module, comm, &a, &ran);
         if (ran || OMPI_SUCCESS != rc) {
             return rc;
