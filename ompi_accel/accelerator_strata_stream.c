@@ -16,22 +16,24 @@
 #include "opal/constants.h"
 #include "opal/util/output.h"
 
+/* The handle is calloc'ed: NULL until the driver made it, so one
+ * OBJ_RELEASE undoes any stage of a failed create. */
 static void accelerator_strata_stream_destruct(opal_accelerator_stream_t *stream)
 {
-    if (stream->stream != NULL) {
+    if (stream->stream != NULL && *(CUstream *)stream->stream != NULL) {
         (void)strata_cuda.cuStreamDestroy(*(CUstream *)stream->stream);
-        free(stream->stream);
-        stream->stream = NULL;
     }
+    free(stream->stream);
+    stream->stream = NULL;
 }
 
 static void accelerator_strata_event_destruct(opal_accelerator_event_t *event)
 {
-    if (event->event != NULL) {
+    if (event->event != NULL && *(CUevent *)event->event != NULL) {
         (void)strata_cuda.cuEventDestroy(*(CUevent *)event->event);
-        free(event->event);
-        event->event = NULL;
     }
+    free(event->event);
+    event->event = NULL;
 }
 
 typedef opal_accelerator_stream_t accelerator_strata_stream_t;
@@ -81,14 +83,12 @@ int accelerator_strata_create_stream(int dev_id, opal_accelerator_stream_t **str
     if (s == NULL) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    s->stream = malloc(sizeof(CUstream));
+    s->stream = calloc(1, sizeof(CUstream));
     if (s->stream == NULL) {
         OBJ_RELEASE(s);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     if (accelerator_strata_ctx_push(dev_id, &saved, "a stream") != OPAL_SUCCESS) {
-        free(s->stream);
-        s->stream = NULL;
         OBJ_RELEASE(s);
         return OPAL_ERROR;
     }
@@ -96,8 +96,6 @@ int accelerator_strata_create_stream(int dev_id, opal_accelerator_stream_t **str
     accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {
         accelerator_strata_report("cuStreamCreate", res, "a stream on device %d", dev_id);
-        free(s->stream);
-        s->stream = NULL;
         OBJ_RELEASE(s);
         return OPAL_ERROR;
     }
@@ -122,14 +120,12 @@ int accelerator_strata_create_event(int dev_id, opal_accelerator_event_t **event
     if (e == NULL) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    e->event = malloc(sizeof(CUevent));
+    e->event = calloc(1, sizeof(CUevent));
     if (e->event == NULL) {
         OBJ_RELEASE(e);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     if (accelerator_strata_ctx_push(dev_id, &saved, "an event") != OPAL_SUCCESS) {
-        free(e->event);
-        e->event = NULL;
         OBJ_RELEASE(e);
         return OPAL_ERROR;
     }
@@ -137,8 +133,6 @@ int accelerator_strata_create_event(int dev_id, opal_accelerator_event_t **event
     accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {
         accelerator_strata_report("cuEventCreate", res, "an event on device %d", dev_id);
-        free(e->event);
-        e->event = NULL;
         OBJ_RELEASE(e);
         return OPAL_ERROR;
     }
@@ -194,7 +188,7 @@ CUstream accelerator_strata_copy_stream(int dev_id)
 {
     CUstream stream;
     CUresult res;
-    int slot = (dev_id >= 0) ? dev_id : strata_cuda_current_device(0);
+    int slot = dev_id; /* a copy's device: never negative (copy_device) */
 
     if ((slot < 0) || (slot >= ACCELERATOR_STRATA_MAX_DEVICES)) {
         opal_output(0,

@@ -166,13 +166,19 @@ static uint64_t *mca_coll_strata_pipeline_mark(const mca_coll_strata_pipeline_t 
 
 /* Chunk c's `part` of this rank is wrong: say so in its failure word, keyed
  * by the chunk (the caller's next counter store, a release, publishes it). */
-static void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c,
-                                          mca_coll_strata_part_t part, int rc)
+static void mca_coll_strata_pipeline_mark_failed(mca_coll_strata_pipeline_t *p, uint64_t c,
+                                                 mca_coll_strata_part_t part)
 {
     if (MCA_COLL_STRATA_PART_OWN != part) {
         __atomic_store_n(mca_coll_strata_pipeline_mark(p, p->me, part, c), p->base + c + 1,
                          __ATOMIC_RELAXED);
     }
+}
+
+static void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c,
+                                          mca_coll_strata_part_t part, int rc)
+{
+    mca_coll_strata_pipeline_mark_failed(p, c, part);
     if (OMPI_SUCCESS == p->node_error) {
         p->node_error = rc;
     }
@@ -353,15 +359,12 @@ static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool
 
             /* The node's readers of the slice learn it from the mark; this
              * rank's own call fails only where its part is in the chunk. */
-            __atomic_store_n(
-                mca_coll_strata_pipeline_mark(p, p->me, MCA_COLL_STRATA_PART_RESULT, c),
-                p->base + c + 1, __ATOMIC_RELAXED);
             mca_coll_strata_pipeline_window(p, c, &lo, &hi);
             if (lo < hi) {
                 p->peer_failed = true;
-                if (OMPI_SUCCESS == p->node_error) {
-                    p->node_error = MPI_ERR_OTHER;
-                }
+                mca_coll_strata_pipeline_fail(p, c, MCA_COLL_STRATA_PART_RESULT, MPI_ERR_OTHER);
+            } else {
+                mca_coll_strata_pipeline_mark_failed(p, c, MCA_COLL_STRATA_PART_RESULT);
             }
         }
         mca_coll_strata_flag_store(&p->shm->flags[p->me].published, p->base + c + 1);
