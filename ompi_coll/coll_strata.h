@@ -91,6 +91,13 @@ typedef struct mca_coll_strata_settings_t {
     /* bytes from which MPI_Reduce runs on strata's pipeline (below, the
      * module below strata: its tree lets non-roots return at once) */
     size_t reduce_min;
+    /* MPI_Bcast and MPI_Allgather on strata's pipeline: MCA_COLL_STRATA_COPY_*,
+     * and the bytes (the vector; the gathered vector) from which `auto`
+     * runs them there */
+    int bcast_algorithm;
+    size_t bcast_min;
+    int allgather_algorithm;
+    size_t allgather_min;
 } mca_coll_strata_settings_t;
 
 typedef struct mca_coll_strata_component_t {
@@ -276,6 +283,13 @@ typedef struct mca_coll_strata_topo_t {
     struct ompi_communicator_t *node_comm;
     /* the same local rank on every node: local ranks < ppn_min only, else NULL */
     struct ompi_communicator_t *rail_comm;
+    /* Node order: the ranks node by node, each node's in comm order (how an
+     * allgather's node areas hold the gathered vector).  Per rank of comm:
+     * its node and its position in node order; per node: the position of
+     * its first rank (nnodes + 1 entries, the last the comm size). */
+    int *rank_node;
+    int *rank_pos;
+    int *node_first;
 } mca_coll_strata_topo_t;
 
 typedef enum {
@@ -536,12 +550,33 @@ void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module);
  * (the replicated algorithm's owners write straight to `out` only where
  * the part is the whole vector.)
  */
+typedef enum {
+    /* every rank's input into its input area, reduced by the slice owners
+     * into the result area, allreduced between nodes */
+    MCA_COLL_STRATA_PIPE_REDUCE = 0,
+    /* the root's input into the result area, broadcast between nodes by
+     * the leaders (sched_alg), copied out by every other rank */
+    MCA_COLL_STRATA_PIPE_BCAST,
+    /* every rank's input into its place of the result area (node order,
+     * mca_coll_strata_topo_t), the node regions allgathered between nodes by
+     * the leaders, every rank's block copied out to its place in `out` */
+    MCA_COLL_STRATA_PIPE_ALLGATHER
+} mca_coll_strata_pipe_kind_t;
+
 typedef struct mca_coll_strata_pipeline_args_t {
+    mca_coll_strata_pipe_kind_t kind;
     const void *sbuf;
     void *out;
+    /* elements: of the reduced or broadcast vector; of each rank's block
+     * for an allgather (chunk c covers the same elements of every block) */
     size_t count, out_lo, out_hi;
     struct ompi_datatype_t *dtype;
-    struct ompi_op_t *op;
+    struct ompi_op_t *op; /* NULL for BCAST and ALLGATHER */
+    /* BCAST: the root's rank in comm; BCAST and ALLGATHER: the schedule
+     * between the nodes' leaders (coll_strata_sched.h) */
+    int root;
+    mca_coll_strata_sched_alg_t sched_alg;
+    struct ompi_communicator_t *comm; /* BCAST and ALLGATHER: the call's */
     const char *coll; /* "MPI_Allreduce"...: for messages */
     /* not an allreduce: some rank's part is less than the whole vector, so
      * the replicated path (whose owners write the whole vector to `out`)
@@ -572,6 +607,33 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
  * native path knows at once whether some rank has a CUDA driver */
 void mca_coll_strata_setup_early(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+/* coll_strata_allreduce.c: whether every rank can run a call on the GPUs
+ * (`mine`: this one can, on device `ordinal`), the device area set up at
+ * the first; and, for verbose lines, how device blocks cross nodes. */
+int mca_coll_strata_native_agree(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
+                                 int mine, int ordinal, bool *go);
+const char *mca_coll_strata_native_network(mca_coll_strata_module_t *module,
+                                           const mca_coll_strata_decision_t *decision);
+
+/* coll_strata_copies.c: MPI_Bcast and MPI_Allgather on the pipeline.  The
+ * native path (device buffers on every rank; *ran says whether it ran),
+ * and the host path (host buffers or staged copies: the pipeline where it
+ * applies, else the module below strata). */
+int mca_coll_strata_bcast_native(mca_coll_strata_module_t *module, void *buf, int count,
+                                 struct ompi_datatype_t *dtype, int root,
+                                 struct ompi_communicator_t *comm, bool *ran);
+int mca_coll_strata_bcast_host(mca_coll_strata_module_t *module, void *buf, int count,
+                               struct ompi_datatype_t *dtype, int root,
+                               struct ompi_communicator_t *comm);
+int mca_coll_strata_allgather_native(mca_coll_strata_module_t *module, const void *sbuf, int scount,
+                                     struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                     struct ompi_datatype_t *rdtype,
+                                     struct ompi_communicator_t *comm, bool *ran);
+int mca_coll_strata_allgather_host(mca_coll_strata_module_t *module, const void *sbuf, int scount,
+                                   struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                   struct ompi_datatype_t *rdtype,
+                                   struct ompi_communicator_t *comm);
+
 /* coll_strata_allreduce.c: the native path (the pipeline on the GPUs) for
  * the allreduce and these, when every rank agrees it can run (*ran); `name`
  * starts the verbose line.  Called by every rank for the same calls. */
@@ -604,12 +666,16 @@ int mca_coll_strata_reduce_scatter_native(mca_coll_strata_module_t *module, cons
                                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                           struct ompi_communicator_t *comm, bool *ran);
 
-/* coll_strata_xchg.c: one allreduce of `count` elements at `buf` among the
- * members of `comm` by schedule `alg` (coll_strata_sched.h), in place,
+/* coll_strata_xchg.c: one exchange of `count` elements at `buf` among the
+ * members of `comm` by schedule `sched` (coll_strata_sched.h: the caller
+ * sets its alg, root and bounds; start sets n and count), in place,
  * advanced by mca_coll_strata_xchg_progress until it returns done. */
 typedef struct mca_coll_strata_xchg_t {
     struct ompi_communicator_t *comm;
-    mca_coll_strata_sched_alg_t alg;
+    mca_coll_strata_sched_t sched;
+    /* room for the node regions of an allgather (sched.bounds): one entry
+     * per node and one more, made with the exchanges */
+    size_t *bounds;
     char *buf;
     char *scratch; /* receives what is folded in: up to `count` elements */
     size_t count;

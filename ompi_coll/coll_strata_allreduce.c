@@ -169,8 +169,8 @@ static int mca_coll_strata_allreduce_piece(mca_coll_strata_module_t *module,
 }
 
 /* For the verbose line: how this rank's device blocks cross nodes. */
-static const char *mca_coll_strata_allreduce_network(mca_coll_strata_module_t *module,
-                                                     const mca_coll_strata_decision_t *decision)
+const char *mca_coll_strata_native_network(mca_coll_strata_module_t *module,
+                                           const mca_coll_strata_decision_t *decision)
 {
     const mca_coll_strata_node_t *node = mca_coll_strata_node_device(module);
 
@@ -179,6 +179,31 @@ static const char *mca_coll_strata_allreduce_network(mca_coll_strata_module_t *m
     }
     return (NULL != node->inter_stage) ? " (staged through host memory)"
                                       : " (device buffers through the pml)";
+}
+
+/* Every rank: whether every rank can run this call on the GPUs (`mine`:
+ * this one can, its buffers on device `ordinal`), the device area set up
+ * at the first such call (agreed inside: a failure stages from then on).
+ * *go: run it natively. */
+int mca_coll_strata_native_agree(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
+                                 int mine, int ordinal, bool *go)
+{
+    int all = 0, rc;
+
+    *go = false;
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &mine, &all, 1, MPI_INT, MPI_MIN);
+    if (OMPI_SUCCESS != rc || !all) {
+        return rc;
+    }
+    if (MCA_COLL_STRATA_SETUP_NONE == module->device_setup) {
+        module->device_ordinal = ordinal;
+        module->device_setup =
+            (OMPI_SUCCESS == mca_coll_strata_node_device_setup(module, comm, ordinal))
+                ? MCA_COLL_STRATA_SETUP_READY
+                : MCA_COLL_STRATA_SETUP_FAILED;
+    }
+    *go = MCA_COLL_STRATA_SETUP_READY == module->device_setup;
+    return OMPI_SUCCESS;
 }
 
 /*
@@ -198,8 +223,8 @@ int mca_coll_strata_reduction_native(mca_coll_strata_module_t *module,
 {
     const mca_coll_strata_settings_t *c = &module->settings;
     mca_coll_strata_decision_t decision;
-    int mine, all, ordinal = -1, rc;
-    bool has_part = a->out_hi > a->out_lo;
+    int mine, ordinal = -1, rc;
+    bool has_part = a->out_hi > a->out_lo, go;
     size_t size;
 
     *ran = false;
@@ -229,19 +254,9 @@ int mca_coll_strata_reduction_native(mca_coll_strata_module_t *module,
            mca_coll_strata_node_device_reduces(a->op, a->dtype) &&
            mca_coll_strata_node_device_reaches(module, comm, a->sbuf, has_part ? a->out : NULL,
                                                ordinal);
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &mine, &all, 1, MPI_INT, MPI_MIN);
-    if (OMPI_SUCCESS != rc || !all) {
+    rc = mca_coll_strata_native_agree(module, comm, mine, ordinal, &go);
+    if (OMPI_SUCCESS != rc || !go) {
         return rc;
-    }
-    if (MCA_COLL_STRATA_SETUP_NONE == module->device_setup) {
-        module->device_ordinal = ordinal;
-        module->device_setup =
-            (OMPI_SUCCESS == mca_coll_strata_node_device_setup(module, comm, ordinal))
-                ? MCA_COLL_STRATA_SETUP_READY
-                : MCA_COLL_STRATA_SETUP_FAILED;
-    }
-    if (MCA_COLL_STRATA_SETUP_READY != module->device_setup) {
-        return OMPI_SUCCESS; /* agreed inside the set-up: staged from now on */
     }
     MCA_COLL_STRATA_VERBOSE(
         20,
@@ -250,7 +265,7 @@ int mca_coll_strata_reduction_native(mca_coll_strata_module_t *module,
         name, comm->c_name, a->count, a->dtype->name, mca_coll_strata_op_name(a->op),
         mca_coll_strata_alg_name(decision.algorithm), decision.nslices,
         mca_coll_strata_inter_name(decision.inter),
-        mca_coll_strata_allreduce_network(module, &decision), module->topo.nnodes, decision.reason);
+        mca_coll_strata_native_network(module, &decision), module->topo.nnodes, decision.reason);
     *ran = true;
     return mca_coll_strata_node_device_run(module, a, &decision);
 }

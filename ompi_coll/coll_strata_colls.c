@@ -112,12 +112,14 @@ static int mca_coll_strata_exscan_run(mca_coll_strata_module_t *m, struct ompi_c
     return MCA_COLL_STRATA_FALLBACK(m, exscan, comm, s, r, n, a->dtype, a->op);
 }
 
+/* Host buffers or their staged copies: strata's pipeline where it may run
+ * (coll_strata_copies.c), the same choice on every rank. */
 static int mca_coll_strata_bcast_run(mca_coll_strata_module_t *m, struct ompi_communicator_t *comm,
                                      const void *s, void *r, int n, void *arg)
 {
     mca_coll_strata_elem_args_t *a = arg;
 
-    return MCA_COLL_STRATA_FALLBACK(m, bcast, comm, r, n, a->dtype, a->root);
+    return mca_coll_strata_bcast_host(m, r, n, a->dtype, a->root, comm);
 }
 
 int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -191,14 +193,18 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, NULL, root};
     int rc = mca_coll_strata_settings_ready(m, comm);
+    bool ran;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
+    rc = mca_coll_strata_bcast_native(m, buf, count, dtype, root, comm, &ran);
+    if (ran || OMPI_SUCCESS != rc) {
+        return rc;
+    }
     if (OPAL_LIKELY(!mca_coll_strata_any_device(buf, NULL) &&
                     !mca_coll_strata_elem_big(m, count, dtype))) {
-        MCA_COLL_STRATA_TRACE("MPI_Bcast", comm, buf, NULL, "module below strata");
-        return MCA_COLL_STRATA_FALLBACK(m, bcast, comm, buf, count, dtype, root);
+        return mca_coll_strata_bcast_host(m, buf, count, dtype, root, comm);
     }
     /* Ranks may describe one message with different datatypes; cutting it
      * at element boundaries is the same cut everywhere only for predefined
@@ -244,17 +250,28 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
+    bool ran;
+    int rc = mca_coll_strata_settings_ready(m, comm);
 
-    MCA_COLL_STRATA_UNSTAGED(
-        "MPI_Allgather", comm, sbuf, rbuf,
-        MCA_COLL_STRATA_FALLBACK(m, allgather, comm, sbuf, scount, sdtype, rbuf, rcount, rdtype));
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    rc = mca_coll_strata_allgather_native(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                          &ran);
+    if (ran || OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    /* host buffers, or their staged copies: the pipeline where it applies */
+    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+        return mca_coll_strata_allgather_host(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
+    }
     mca_coll_strata_stage_init(&st, m, "MPI_Allgather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     true);
     MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
-                           MCA_COLL_STRATA_FALLBACK(m, allgather, comm,
-                                                    MCA_COLL_STRATA_S(&st, sbuf), scount, sdtype,
-                                                    MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype));
+                           mca_coll_strata_allgather_host(m, MCA_COLL_STRATA_S(&st, sbuf), scount,
+                                                          sdtype, MCA_COLL_STRATA_R(&st, rbuf),
+                                                          rcount, rdtype, comm));
 }
 
 int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,

@@ -286,6 +286,39 @@ static void mca_coll_strata_register_device(void)
         &mca_coll_strata_component.settings.reduce_min);
 }
 
+/* MPI_Bcast and MPI_Allgather on the pipeline (coll_strata_copies.c). */
+static void mca_coll_strata_register_copies(void)
+{
+    mca_coll_strata_component.settings.bcast_algorithm = MCA_COLL_STRATA_COPY_AUTO;
+    mca_coll_strata_register_enum(
+        "bcast_algorithm",
+        "MPI_Bcast on strata's hierarchical pipeline: auto (from bcast_min bytes, where some "
+        "node has more than one rank; the exchange between nodes by cost), fallback (always the "
+        "module below strata), binomial or chain (the pipeline at every size, that tree between "
+        "the nodes' leaders). Device buffers run on the GPUs as allreduce_device_algorithm says",
+        mca_coll_strata_bcast_alg_table, -1, &mca_coll_strata_component.settings.bcast_algorithm);
+    mca_coll_strata_component.settings.bcast_min = 65536;
+    mca_coll_strata_register_size("bcast_min",
+                                  "Bytes from which MPI_Bcast runs on strata's pipeline when "
+                                  "bcast_algorithm is auto; smaller ones go to the module below",
+                                  &mca_coll_strata_component.settings.bcast_min);
+    mca_coll_strata_component.settings.allgather_algorithm = MCA_COLL_STRATA_COPY_AUTO;
+    mca_coll_strata_register_enum(
+        "allgather_algorithm",
+        "MPI_Allgather on strata's hierarchical pipeline: auto (from allgather_min bytes of the "
+        "gathered vector, where some node has more than one rank), fallback (always the module "
+        "below strata), ring (the pipeline at every size, a ring between the nodes' leaders). "
+        "Device buffers run on the GPUs as allreduce_device_algorithm says",
+        mca_coll_strata_allgather_alg_table, -1,
+        &mca_coll_strata_component.settings.allgather_algorithm);
+    mca_coll_strata_component.settings.allgather_min = 65536;
+    mca_coll_strata_register_size(
+        "allgather_min",
+        "Bytes of the gathered vector (every rank's block) from which MPI_Allgather runs on "
+        "strata's pipeline when allgather_algorithm is auto; smaller ones go to the module below",
+        &mca_coll_strata_component.settings.allgather_min);
+}
+
 static int mca_coll_strata_component_register(void)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
@@ -322,6 +355,7 @@ static int mca_coll_strata_component_register(void)
     mca_coll_strata_register_shm();
     mca_coll_strata_register_stage();
     mca_coll_strata_register_device();
+    mca_coll_strata_register_copies();
 
     mca_coll_strata_component.test_fail = "";
     (void)mca_base_component_var_register(

@@ -43,6 +43,7 @@
  * device data.
  */
 #include "coll_strata_decision.h"
+#include "coll_strata_sched.h"
 
 #include <string.h>
 
@@ -105,6 +106,42 @@ bool mca_coll_strata_decide_try_native(int device_algorithm, size_t native_min, 
         return false;
     }
     return MCA_COLL_STRATA_DEVICE_ALG_NATIVE == device_algorithm || bytes >= native_min;
+}
+
+const mca_coll_strata_name_t mca_coll_strata_bcast_alg_table[] = {
+    {MCA_COLL_STRATA_COPY_AUTO, "auto"},
+    {MCA_COLL_STRATA_COPY_FALLBACK, "fallback"},
+    {MCA_COLL_STRATA_COPY_BINOMIAL, "binomial"},
+    {MCA_COLL_STRATA_COPY_CHAIN, "chain"},
+    {0, NULL},
+};
+
+const mca_coll_strata_name_t mca_coll_strata_allgather_alg_table[] = {
+    {MCA_COLL_STRATA_COPY_AUTO, "auto"},
+    {MCA_COLL_STRATA_COPY_FALLBACK, "fallback"},
+    {MCA_COLL_STRATA_COPY_RING, "ring"},
+    {0, NULL},
+};
+
+const char *mca_coll_strata_copy_alg_name(int alg)
+{
+    return (MCA_COLL_STRATA_COPY_RING == alg)
+               ? "ring"
+               : mca_coll_strata_name_of(mca_coll_strata_bcast_alg_table, alg);
+}
+
+int mca_coll_strata_decide_bcast_sched(int setting, int nnodes, size_t nchunks)
+{
+    int l = mca_coll_strata_log2_floor(nnodes);
+
+    if (MCA_COLL_STRATA_COPY_BINOMIAL == setting || MCA_COLL_STRATA_COPY_CHAIN == setting) {
+        return (MCA_COLL_STRATA_COPY_CHAIN == setting) ? MCA_COLL_STRATA_SCHED_CHAIN
+                                                       : MCA_COLL_STRATA_SCHED_BINOMIAL;
+    }
+    l += ((1 << l) < nnodes) ? 1 : 0; /* ceil */
+    return (nnodes > 2 && nchunks * (size_t)(l - 1) > (size_t)(nnodes - 2))
+               ? MCA_COLL_STRATA_SCHED_CHAIN
+               : MCA_COLL_STRATA_SCHED_BINOMIAL;
 }
 
 const mca_coll_strata_name_t mca_coll_strata_device_net_table[] = {

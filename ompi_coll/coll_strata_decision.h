@@ -87,6 +87,33 @@ bool mca_coll_strata_decide_device_direct(int device_net, bool pml_carries, bool
 extern const mca_coll_strata_name_t mca_coll_strata_alg_table[];
 extern const mca_coll_strata_name_t mca_coll_strata_inter_table[];
 
+/* coll_strata_bcast_algorithm and coll_strata_allgather_algorithm: the
+ * copy-only collectives on strata's pipeline (coll_strata_copies.c) */
+typedef enum {
+    MCA_COLL_STRATA_COPY_AUTO = 0,     /* the pipeline from *_min bytes, the exchange by cost */
+    MCA_COLL_STRATA_COPY_FALLBACK = 1, /* the module below strata */
+    MCA_COLL_STRATA_COPY_BINOMIAL = 2, /* bcast: binomial tree between the nodes' leaders */
+    MCA_COLL_STRATA_COPY_CHAIN = 3,    /* bcast: chain between the nodes' leaders */
+    MCA_COLL_STRATA_COPY_RING = 4      /* allgather: ring between the nodes' leaders */
+} mca_coll_strata_copy_alg_t;
+
+extern const mca_coll_strata_name_t mca_coll_strata_bcast_alg_table[];
+extern const mca_coll_strata_name_t mca_coll_strata_allgather_alg_table[];
+const char *mca_coll_strata_copy_alg_name(int alg);
+
+/*
+ * The bcast's exchange between nnodes node leaders when the vector takes
+ * nchunks pipeline chunks (`setting`: coll_strata_bcast_algorithm).  Each
+ * chunk is one exchange and up to `slots` are in flight.  Binomial: the
+ * root sends each chunk ceil(log2 nnodes) times, so the vector leaves it
+ * that many times; chain: every leader sends each chunk once, and the
+ * last leader has the first chunk after nnodes - 1 hops.  So in chunk
+ * times, binomial ~ nchunks * L, chain ~ nchunks + nnodes - 2: chain when
+ * nchunks (L - 1) > nnodes - 2 (never for 2 nodes, where they are one).
+ * Returns a coll_strata_sched.h algorithm.
+ */
+int mca_coll_strata_decide_bcast_sched(int setting, int nnodes, size_t nchunks);
+
 /* The thresholds' defaults (coll_strata_allreduce_small_max and
  * _node_small_max), measured: docs/results/2026-11-24-cluster-small-messages
  * and 2026-11-24-small-messages-all-ops.  The simulator uses the same. */

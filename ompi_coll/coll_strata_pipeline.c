@@ -66,6 +66,12 @@ typedef struct mca_coll_strata_pipeline_t {
     mca_coll_strata_shm_t *shm;
     mca_coll_strata_node_t *node; /* where the slots live, how data moves */
     const mca_coll_strata_decision_t *decision;
+    mca_coll_strata_pipe_kind_t kind;
+    mca_coll_strata_sched_alg_t sched_alg; /* BCAST, ALLGATHER */
+    int root_node;                         /* BCAST: the root's node */
+    bool copies_in; /* this rank has input (every rank, or the bcast's root) */
+    int comm_size;  /* ALLGATHER: blocks per chunk */
+    int comm_rank;
     const char *sbuf;
     /* this rank's part of the result: elements [out_lo, out_hi) of the
      * reduced vector, element out_lo at `out` (mca_coll_strata_pipeline_args_t) */
@@ -208,25 +214,55 @@ static bool mca_coll_strata_pipeline_peer_failed(mca_coll_strata_pipeline_t *p, 
     return false;
 }
 
+/* Where this rank's input of chunk c (n elements) goes: its input area for
+ * a reduction; the result area for the copy-only collectives, whose
+ * inputs are already the result (the bcast's root's chunk, or this rank's
+ * place in the allgather's node order). */
+static char *mca_coll_strata_pipeline_in_area(const mca_coll_strata_pipeline_t *p, uint64_t c,
+                                              size_t n)
+{
+    mca_coll_strata_node_t *node = p->node;
+    int slot = mca_coll_strata_pipeline_slot(p, c);
+
+    switch (p->kind) {
+    case MCA_COLL_STRATA_PIPE_BCAST:
+        return node->ops->result(node, slot);
+    case MCA_COLL_STRATA_PIPE_ALLGATHER:
+        return node->ops->result(node, slot) +
+               (size_t)p->module->topo.rank_pos[p->comm_rank] * n * (size_t)p->extent;
+    default:
+        return node->ops->input(node, slot, p->me);
+    }
+}
+
 static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_in, g = p->base + c;
     mca_coll_strata_shm_flags_t *mine = &p->shm->flags[p->me];
     mca_coll_strata_node_t *node = p->node;
     size_t first, n;
-    int rc;
+    int rc = OMPI_SUCCESS;
 
-    if (c >= p->nchunks ||
-        !mca_coll_strata_pipeline_reached(p->shm, offsetof(mca_coll_strata_shm_flags_t, reduced),
-                                          p->shm->nranks,
-                                          mca_coll_strata_pipeline_reuse_mark(p, g))) {
+    /* The input area of the slot is free once every owner reduced the chunk
+     * nslots before; the result area once every rank copied it out (which
+     * implies the first). */
+    if (c >= p->nchunks || !mca_coll_strata_pipeline_reached(
+                               p->shm,
+                               (MCA_COLL_STRATA_PIPE_REDUCE == p->kind)
+                                   ? offsetof(mca_coll_strata_shm_flags_t, reduced)
+                                   : offsetof(mca_coll_strata_shm_flags_t, copied_out),
+                               p->shm->nranks, mca_coll_strata_pipeline_reuse_mark(p, g))) {
         return;
     }
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-    rc = node->ops->copy(node, node->ops->input(node, mca_coll_strata_pipeline_slot(p, c), p->me),
-                         p->sbuf + first * (size_t)p->extent, n * (size_t)p->extent);
-    if (OMPI_SUCCESS == rc) {
-        rc = node->ops->complete(node);
+    if (p->copies_in && NULL == p->sbuf) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE; /* the caller had no input for it */
+    } else if (p->copies_in) {
+        rc = node->ops->copy(node, mca_coll_strata_pipeline_in_area(p, c, n),
+                             p->sbuf + first * (size_t)p->extent, n * (size_t)p->extent);
+        if (OMPI_SUCCESS == rc) {
+            rc = node->ops->complete(node);
+        }
     }
     mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_INPUT, rc);
     mca_coll_strata_flag_store(&mine->copied_in, g + 1);
@@ -235,6 +271,39 @@ static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool
     }
     p->next_in++;
     *moved = true;
+}
+
+/* The schedule of chunk c's exchange: the allreduce's the decision chose,
+ * or the copy-only collective's (its root's node; an allgather's node
+ * regions in the chunk, every block of it n elements). */
+static void mca_coll_strata_pipeline_sched(const mca_coll_strata_pipeline_t *p, uint64_t c,
+                                           mca_coll_strata_xchg_t *x)
+{
+    const mca_coll_strata_topo_t *topo = &p->module->topo;
+    size_t first, n;
+
+    x->sched.root = 0;
+    x->sched.bounds = NULL;
+    switch (p->kind) {
+    case MCA_COLL_STRATA_PIPE_REDUCE:
+        x->sched.alg = (MCA_COLL_STRATA_INTER_RD == p->decision->inter) ? MCA_COLL_STRATA_SCHED_RD
+                       : (MCA_COLL_STRATA_INTER_RHD == p->decision->inter)
+                           ? MCA_COLL_STRATA_SCHED_RHD
+                           : MCA_COLL_STRATA_SCHED_RING;
+        break;
+    case MCA_COLL_STRATA_PIPE_BCAST:
+        x->sched.alg = p->sched_alg;
+        x->sched.root = p->root_node;
+        break;
+    default:
+        mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+        for (int k = 0; k <= topo->nnodes; ++k) {
+            x->bounds[k] = (size_t)topo->node_first[k] * n;
+        }
+        x->sched.alg = p->sched_alg;
+        x->sched.bounds = x->bounds;
+        break;
+    }
 }
 
 /* Start the inter-node phase of this rank's slice of chunk c (in the slot's
@@ -254,9 +323,7 @@ static void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, 
     case MCA_COLL_STRATA_INTER_RING:
     case MCA_COLL_STRATA_INTER_RD:
     case MCA_COLL_STRATA_INTER_RHD:
-        x->alg = (MCA_COLL_STRATA_INTER_RD == p->decision->inter)    ? MCA_COLL_STRATA_SCHED_RD
-                 : (MCA_COLL_STRATA_INTER_RHD == p->decision->inter) ? MCA_COLL_STRATA_SCHED_RHD
-                                                                     : MCA_COLL_STRATA_SCHED_RING;
+        mca_coll_strata_pipeline_sched(p, c, x);
         x->comm = rail;
         x->buf = slice;
         x->scratch = p->node->inter_recv + (size_t)slot * p->node->inter_slot_bytes;
@@ -305,6 +372,17 @@ static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool 
     }
     inputs_failed = mca_coll_strata_pipeline_peer_failed(p, k, MCA_COLL_STRATA_PART_INPUT, c);
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    if (MCA_COLL_STRATA_PIPE_REDUCE != p->kind) {
+        /* the inputs are the result: the leader sends and receives it whole */
+        mca_coll_strata_flag_store(&shm->flags[p->me].reduced, g + 1);
+        p->next_reduce++;
+        *moved = true;
+        mca_coll_strata_pipeline_inter_start(
+            p, c, node->ops->result(node, slot),
+            (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) ? n * (size_t)p->comm_size : n,
+            inputs_failed);
+        return;
+    }
     if (p->replicated) {
         off = 0;
         len = n;
@@ -388,6 +466,24 @@ static void mca_coll_strata_pipeline_window(const mca_coll_strata_pipeline_t *p,
     }
 }
 
+/* Chunk c's n elements of every rank's block from the result area (node
+ * order) to the block's place in `out` (rank order). */
+static int mca_coll_strata_pipeline_copy_out_blocks(mca_coll_strata_pipeline_t *p, uint64_t c)
+{
+    mca_coll_strata_node_t *node = p->node;
+    const char *result = node->ops->result(node, mca_coll_strata_pipeline_slot(p, c));
+    size_t first, n, bytes;
+    int rc = OMPI_SUCCESS;
+
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    bytes = n * (size_t)p->extent;
+    for (int q = 0; q < p->comm_size && OMPI_SUCCESS == rc; ++q) {
+        rc = node->ops->copy(node, p->out + ((size_t)q * p->count + first) * (size_t)p->extent,
+                             result + (size_t)p->module->topo.rank_pos[q] * bytes, bytes);
+    }
+    return rc;
+}
+
 static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_out, g = p->base + c;
@@ -418,7 +514,15 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
             p->node_error = MPI_ERR_OTHER;
         }
         mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-        if (lo < hi) {
+        if (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind && NULL != p->out) {
+            rc = mca_coll_strata_pipeline_copy_out_blocks(p, c);
+            if (OMPI_SUCCESS == rc && p->fail_copy_out) {
+                rc = OMPI_ERROR;
+            }
+            if (OMPI_SUCCESS == rc) {
+                rc = node->ops->complete(node);
+            }
+        } else if (lo < hi) {
             rc = node->ops->copy(node, p->out + (lo - p->out_lo) * (size_t)p->extent,
                                  node->ops->result(node, mca_coll_strata_pipeline_slot(p, c)) +
                                      (lo - first) * (size_t)p->extent,
@@ -469,6 +573,10 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
         .shm = node->shm,
         .node = node,
         .decision = decision,
+        .kind = a->kind,
+        .sched_alg = a->sched_alg,
+        .copies_in = true,
+        .comm_size = 1,
         .sbuf = a->sbuf,
         .out = a->out,
         .out_lo = a->out_lo,
@@ -484,6 +592,13 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
     size_t count = a->count;
 
     p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm;
+    if (MCA_COLL_STRATA_PIPE_BCAST == a->kind) {
+        p.root_node = module->topo.rank_node[a->root];
+        p.copies_in = a->root == ompi_comm_rank(a->comm);
+    } else if (MCA_COLL_STRATA_PIPE_ALLGATHER == a->kind) {
+        p.comm_size = ompi_comm_size(a->comm);
+        p.comm_rank = ompi_comm_rank(a->comm);
+    }
     /* Local rank 0 keeps publishing to the result area while ranks without a
      * rail need it; every other replicated owner works in its own rbuf (the
      * replicated path runs only where every rank's part is the whole
@@ -494,7 +609,8 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
     p.fail_copy_out = !p.private_result &&
                       mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_COPY_OUT);
     ompi_datatype_type_extent(dtype, &p.extent);
-    p.chunk_elems = p.shm->slot_bytes / (size_t)p.extent;
+    /* an allgather's chunk holds that many elements of every block */
+    p.chunk_elems = p.shm->slot_bytes / ((size_t)p.extent * (size_t)p.comm_size);
     p.nchunks = (count + p.chunk_elems - 1) / p.chunk_elems;
     /* Every local rank counts the same chunks, whatever happens below. */
     module->chunk_serial += p.nchunks;
@@ -577,6 +693,13 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, bool willin
         snprintf(why, why_len, "out of memory");
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    for (int i = 0; i < nslots; ++i) {
+        module->xchgs[i].bounds = malloc(sizeof(size_t) * ((size_t)module->topo.nnodes + 1));
+        if (NULL == module->xchgs[i].bounds) {
+            snprintf(why, why_len, "out of memory");
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
     /* An exchange receives at most one chunk: one slot's bytes per chunk in
      * flight. */
     if (NULL != module->topo.rail_comm) {
@@ -595,6 +718,10 @@ void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module)
     mca_coll_strata_shm_detach(&module->shm);
     free(module->node_host.inter_recv);
     module->node_host.inter_recv = NULL;
+    /* as many as pipeline_setup made: the agreed shm_slots */
+    for (int i = 0; NULL != module->xchgs && i < module->settings.shm_slots; ++i) {
+        free(module->xchgs[i].bounds);
+    }
     free(module->xchgs);
     module->xchgs = NULL;
 }

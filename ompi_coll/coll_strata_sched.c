@@ -27,22 +27,106 @@ static void mca_coll_strata_sched_blocks(size_t count, int parts, int first, int
     *len = end - *off;
 }
 
-/* ---- ring ---- */
-
-static void mca_coll_strata_sched_ring(int n, int r, size_t count, int i,
-                                       mca_coll_strata_sched_step_t *step)
+/* Elements of block b of the schedule's vector: its bounds, or the even cut. */
+static void mca_coll_strata_sched_block(const mca_coll_strata_sched_t *sched, int b, size_t *off,
+                                        size_t *len)
 {
-    int scatter = i < n - 1;
-    int s = scatter ? i : i - (n - 1);
-    int send_block = ((scatter ? r - s : r + 1 - s) % n + n) % n;
-    int recv_block = ((scatter ? r - s - 1 : r - s) % n + n) % n;
+    if (NULL != sched->bounds) {
+        *off = sched->bounds[b];
+        *len = sched->bounds[b + 1] - sched->bounds[b];
+    } else {
+        mca_coll_strata_partition(sched->count, sched->n, b, off, len);
+    }
+}
+
+static int mca_coll_strata_sched_mod(int a, int n)
+{
+    return (a % n + n) % n;
+}
+
+/* ---- ring: a reduce-scatter half and an allgather half ---- */
+
+/* Step s of the ring's reduce-scatter: block r - s goes on, block r - s - 1
+ * comes in and is folded; after n - 1 steps member r holds block r + 1. */
+static void mca_coll_strata_sched_ring_rs(const mca_coll_strata_sched_t *sched, int r, int s,
+                                          mca_coll_strata_sched_step_t *step)
+{
+    int n = sched->n;
 
     step->send_peer = (r + 1) % n;
     step->recv_peer = (r + n - 1) % n;
-    mca_coll_strata_partition(count, n, send_block, &step->send_off, &step->send_count);
-    mca_coll_strata_partition(count, n, recv_block, &step->recv_off, &step->recv_count);
+    mca_coll_strata_sched_block(sched, mca_coll_strata_sched_mod(r - s, n), &step->send_off,
+                                &step->send_count);
+    mca_coll_strata_sched_block(sched, mca_coll_strata_sched_mod(r - s - 1, n), &step->recv_off,
+                                &step->recv_count);
     /* block = received op block: the order the ring has always used */
-    step->fold = scatter ? MCA_COLL_STRATA_FOLD_RECV_FIRST : MCA_COLL_STRATA_FOLD_NONE;
+    step->fold = MCA_COLL_STRATA_FOLD_RECV_FIRST;
+}
+
+/* Step s of the ring's allgather, member r starting with block `held`:
+ * block held - s goes on, block held - s - 1 comes in. */
+static void mca_coll_strata_sched_ring_ag(const mca_coll_strata_sched_t *sched, int r, int held,
+                                          int s, mca_coll_strata_sched_step_t *step)
+{
+    int n = sched->n;
+
+    step->send_peer = (r + 1) % n;
+    step->recv_peer = (r + n - 1) % n;
+    mca_coll_strata_sched_block(sched, mca_coll_strata_sched_mod(held - s, n), &step->send_off,
+                                &step->send_count);
+    mca_coll_strata_sched_block(sched, mca_coll_strata_sched_mod(held - s - 1, n), &step->recv_off,
+                                &step->recv_count);
+    step->fold = MCA_COLL_STRATA_FOLD_NONE;
+}
+
+static void mca_coll_strata_sched_ring(const mca_coll_strata_sched_t *sched, int r, int i,
+                                       mca_coll_strata_sched_step_t *step)
+{
+    if (i < sched->n - 1) {
+        mca_coll_strata_sched_ring_rs(sched, r, i, step);
+    } else {
+        mca_coll_strata_sched_ring_ag(sched, r, r + 1, i - (sched->n - 1), step);
+    }
+}
+
+/* ---- bcast trees ---- */
+
+/* Binomial: at step i the members with virtual rank v < 2^i (rank relative
+ * to the root) hold the vector and send it to v + 2^i. */
+static void mca_coll_strata_sched_binomial(const mca_coll_strata_sched_t *sched, int r, int i,
+                                           mca_coll_strata_sched_step_t *step)
+{
+    int n = sched->n, v = mca_coll_strata_sched_mod(r - sched->root, n), mask = 1 << i;
+
+    if (v < mask && v + mask < n) {
+        step->send_peer = (r + mask) % n;
+        step->send_count = sched->count;
+    } else if (v >= mask && v < 2 * mask) {
+        step->recv_peer = mca_coll_strata_sched_mod(r - mask, n);
+        step->recv_count = sched->count;
+    }
+}
+
+/* Chain: at step i, virtual rank i sends to i + 1. */
+static void mca_coll_strata_sched_chain(const mca_coll_strata_sched_t *sched, int r, int i,
+                                        mca_coll_strata_sched_step_t *step)
+{
+    int n = sched->n, v = mca_coll_strata_sched_mod(r - sched->root, n);
+
+    if (v == i) {
+        step->send_peer = (r + 1) % n;
+        step->send_count = sched->count;
+    } else if (v == i + 1) {
+        step->recv_peer = mca_coll_strata_sched_mod(r - 1, n);
+        step->recv_count = sched->count;
+    }
+}
+
+static int mca_coll_strata_sched_log2_ceil(int n)
+{
+    int l = mca_coll_strata_log2_floor(n);
+
+    return ((1 << l) < n) ? l + 1 : l;
 }
 
 /* ---- the power-of-two core and its fold ---- */
@@ -88,9 +172,11 @@ static void mca_coll_strata_sched_fold(int n, int r, size_t count, bool back,
     }
 }
 
-static void mca_coll_strata_sched_rd(int n, int r, size_t count, int i,
+static void mca_coll_strata_sched_rd(const mca_coll_strata_sched_t *sched, int r, int i,
                                      mca_coll_strata_sched_step_t *step)
 {
+    int n = sched->n;
+    size_t count = sched->count;
     int l = mca_coll_strata_log2_floor(n), v = mca_coll_strata_sched_vrank(n, r), pv;
 
     if (0 == i || l + 1 == i) {
@@ -108,9 +194,11 @@ static void mca_coll_strata_sched_rd(int n, int r, size_t count, int i,
     step->fold = (pv < v) ? MCA_COLL_STRATA_FOLD_RECV_FIRST : MCA_COLL_STRATA_FOLD_MINE_FIRST;
 }
 
-static void mca_coll_strata_sched_rhd(int n, int r, size_t count, int i,
+static void mca_coll_strata_sched_rhd(const mca_coll_strata_sched_t *sched, int r, int i,
                                       mca_coll_strata_sched_step_t *step)
 {
+    int n = sched->n;
+    size_t count = sched->count;
     int l = mca_coll_strata_log2_floor(n), p = 1 << l, v = mca_coll_strata_sched_vrank(n, r);
     int m, pv, base, keep, give;
 
@@ -147,33 +235,50 @@ static void mca_coll_strata_sched_rhd(int n, int r, size_t count, int i,
     step->send_peer = step->recv_peer = mca_coll_strata_sched_real(n, pv);
 }
 
-int mca_coll_strata_sched_nsteps(mca_coll_strata_sched_alg_t alg, int n)
+int mca_coll_strata_sched_nsteps(const mca_coll_strata_sched_t *sched)
 {
+    int n = sched->n;
+
     if (n < 2) {
         return 0;
     }
-    switch (alg) {
+    switch (sched->alg) {
     case MCA_COLL_STRATA_SCHED_RD:
         return mca_coll_strata_log2_floor(n) + 2;
     case MCA_COLL_STRATA_SCHED_RHD:
         return 2 * mca_coll_strata_log2_floor(n) + 2;
+    case MCA_COLL_STRATA_SCHED_RING_AG:
+    case MCA_COLL_STRATA_SCHED_CHAIN:
+        return n - 1;
+    case MCA_COLL_STRATA_SCHED_BINOMIAL:
+        return mca_coll_strata_sched_log2_ceil(n);
     default:
         return 2 * (n - 1);
     }
 }
 
-void mca_coll_strata_sched_step(mca_coll_strata_sched_alg_t alg, int n, int r, size_t count,
-                                int i, mca_coll_strata_sched_step_t *step)
+void mca_coll_strata_sched_step(const mca_coll_strata_sched_t *sched, int r, int i,
+                                mca_coll_strata_sched_step_t *step)
 {
-    switch (alg) {
+    mca_coll_strata_sched_none(step);
+    switch (sched->alg) {
     case MCA_COLL_STRATA_SCHED_RD:
-        mca_coll_strata_sched_rd(n, r, count, i, step);
+        mca_coll_strata_sched_rd(sched, r, i, step);
         break;
     case MCA_COLL_STRATA_SCHED_RHD:
-        mca_coll_strata_sched_rhd(n, r, count, i, step);
+        mca_coll_strata_sched_rhd(sched, r, i, step);
+        break;
+    case MCA_COLL_STRATA_SCHED_RING_AG:
+        mca_coll_strata_sched_ring_ag(sched, r, r, i, step);
+        break;
+    case MCA_COLL_STRATA_SCHED_BINOMIAL:
+        mca_coll_strata_sched_binomial(sched, r, i, step);
+        break;
+    case MCA_COLL_STRATA_SCHED_CHAIN:
+        mca_coll_strata_sched_chain(sched, r, i, step);
         break;
     default:
-        mca_coll_strata_sched_ring(n, r, count, i, step);
+        mca_coll_strata_sched_ring(sched, r, i, step);
         break;
     }
 }

@@ -1,5 +1,5 @@
 /*
- * coll/strata inter-node schedules: which messages an allreduce among the n
+ * coll/strata inter-node schedules: which messages a collective among the n
  * members of a rail exchanges, step by step.  Pure arithmetic (no MPI),
  * shared by the executor (coll_strata_xchg.c), the unit test that runs every
  * schedule for many sizes in one process, and the simulator
@@ -28,6 +28,16 @@
  * folds the lower virtual rank's partial result first (both members
  * compute the same value), and in ring and rhd each element is reduced by
  * one member only and then copied.
+ *
+ * The copy-only collectives are halves of the same schedules, or trees:
+ *   ring_ag   the allgather half of ring: member m starts with block m
+ *             (the blocks' bounds given: node regions of different sizes)
+ *             and every member ends with all n; n-1 steps
+ *   binomial  bcast from `root`: the holders double every step;
+ *             ceil(log2 n) steps (latency-optimal)
+ *   chain     bcast from `root` along root, root+1, ...: n-1 steps, each
+ *             member sending the vector once (bandwidth-optimal once the
+ *             pipeline keeps several chunks in flight)
  */
 #ifndef MCA_COLL_STRATA_SCHED_H
 #define MCA_COLL_STRATA_SCHED_H
@@ -36,10 +46,26 @@
 #include <stddef.h>
 
 typedef enum {
-    MCA_COLL_STRATA_SCHED_RING = 0,
+    MCA_COLL_STRATA_SCHED_RING = 0, /* allreduce */
     MCA_COLL_STRATA_SCHED_RD = 1,
-    MCA_COLL_STRATA_SCHED_RHD = 2
+    MCA_COLL_STRATA_SCHED_RHD = 2,
+    MCA_COLL_STRATA_SCHED_RING_AG = 3,  /* allgather */
+    MCA_COLL_STRATA_SCHED_BINOMIAL = 4, /* bcast */
+    MCA_COLL_STRATA_SCHED_CHAIN = 5,
+    MCA_COLL_STRATA_SCHED_COUNT
 } mca_coll_strata_sched_alg_t;
+
+/* One exchange among n members of `count` elements.  root: the bcast's
+ * source member.  bounds: ring_ag's blocks, member m's elements
+ * [bounds[m], bounds[m+1]) (n + 1 entries, bounds[n] == count); NULL cuts
+ * the vector into n near-equal blocks, as the allreduces do. */
+typedef struct mca_coll_strata_sched_t {
+    mca_coll_strata_sched_alg_t alg;
+    int n;
+    int root;
+    size_t count;
+    const size_t *bounds;
+} mca_coll_strata_sched_t;
 
 typedef enum {
     MCA_COLL_STRATA_FOLD_NONE = 0,       /* received straight into the vector */
@@ -55,11 +81,11 @@ typedef struct mca_coll_strata_sched_step_t {
     mca_coll_strata_fold_t fold;
 } mca_coll_strata_sched_step_t;
 
-/* Steps of alg among n members (0 for n < 2). */
-int mca_coll_strata_sched_nsteps(mca_coll_strata_sched_alg_t alg, int n);
+/* Steps of the schedule (0 for n < 2). */
+int mca_coll_strata_sched_nsteps(const mca_coll_strata_sched_t *sched);
 
-/* Member r's step i of an allreduce of count elements among n members. */
-void mca_coll_strata_sched_step(mca_coll_strata_sched_alg_t alg, int n, int r, size_t count,
-                                int i, mca_coll_strata_sched_step_t *step);
+/* Member r's step i of the schedule. */
+void mca_coll_strata_sched_step(const mca_coll_strata_sched_t *sched, int r, int i,
+                                mca_coll_strata_sched_step_t *step);
 
 #endif /* MCA_COLL_STRATA_SCHED_H */

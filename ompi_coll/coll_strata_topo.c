@@ -56,6 +56,31 @@ static void mca_coll_strata_topo_count(mca_coll_strata_topo_t *topo, const int *
     }
 }
 
+/* Node order (mca_coll_strata_topo_t): each rank's node is the number of
+ * leaders below its own (leaders are their node's lowest rank); its
+ * position follows the earlier ranks of its node.  node_first counts the
+ * ranks before each node; `placed` (nnodes entries) those placed so far. */
+static void mca_coll_strata_topo_order(mca_coll_strata_topo_t *topo, const int *leaders, int size,
+                                       int *placed)
+{
+    for (int k = 0; k <= topo->nnodes; ++k) {
+        topo->node_first[k] = 0;
+    }
+    for (int r = 0, node = 0; r < size; ++r) {
+        topo->rank_node[r] = (leaders[r] == r) ? node++ : topo->rank_node[leaders[r]];
+        topo->node_first[topo->rank_node[r] + 1]++;
+    }
+    for (int k = 0; k < topo->nnodes; ++k) {
+        topo->node_first[k + 1] += topo->node_first[k];
+        placed[k] = 0;
+    }
+    for (int r = 0; r < size; ++r) {
+        int k = topo->rank_node[r];
+
+        topo->rank_pos[r] = topo->node_first[k] + placed[k]++;
+    }
+}
+
 /*
  * Every rank runs the same collectives in the same order whatever fails
  * locally: a rank that skipped one would leave the others in it while it
@@ -77,7 +102,15 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
     opal_info_set(&info, "ompi_comm_coll_preference", "^strata");
 
     if (!mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_NODES)) {
-        leaders = malloc(sizeof(int) * size);
+        /* every rank's leader, then scratch for node order */
+        leaders = malloc(sizeof(int) * 2 * (size_t)size);
+        topo->rank_node = malloc(sizeof(int) * (size_t)size);
+        topo->rank_pos = malloc(sizeof(int) * (size_t)size);
+        topo->node_first = malloc(sizeof(int) * ((size_t)size + 1));
+        if (NULL == topo->rank_node || NULL == topo->rank_pos || NULL == topo->node_first) {
+            free(leaders);
+            leaders = NULL;
+        }
     }
     rc = ompi_comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, &info, &topo->node_comm);
     if (OMPI_SUCCESS != rc) {
@@ -115,6 +148,7 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
     }
     if (OMPI_SUCCESS == rc) {
         mca_coll_strata_topo_count(topo, leaders, size, leader);
+        mca_coll_strata_topo_order(topo, leaders, size, leaders + size);
     } else {
         snprintf(why, why_len, "cannot exchange node leaders (%d)", rc);
         topo->nnodes = 0;
@@ -154,6 +188,10 @@ out:
 
 void mca_coll_strata_topo_release(mca_coll_strata_topo_t *topo)
 {
+    free(topo->rank_node);
+    free(topo->rank_pos);
+    free(topo->node_first);
+    topo->rank_node = topo->rank_pos = topo->node_first = NULL;
     if (NULL != topo->rail_comm) {
         ompi_comm_free(&topo->rail_comm);
         topo->rail_comm = NULL;

@@ -1,7 +1,8 @@
 /*
- * coll/strata inter-node exchange: runs one allreduce schedule
- * (coll_strata_sched.h: ring, recursive doubling, or recursive halving and
- * doubling) among the members of a rail, non-blocking.
+ * coll/strata inter-node exchange: runs one schedule (coll_strata_sched.h:
+ * an allreduce by ring, recursive doubling, or recursive halving and
+ * doubling; an allgather's ring; a bcast's binomial tree or chain) among
+ * the members of a rail, non-blocking.
  *
  * The pipeline keeps one exchange per chunk in flight and calls
  * mca_coll_strata_xchg_progress between its shared-memory steps, so the
@@ -106,7 +107,7 @@ static void mca_coll_strata_xchg_send(mca_coll_strata_xchg_t *x)
     mca_coll_strata_xchg_fail(x);
     if (mca_coll_strata_now() - x->send_refused_at > MCA_COLL_STRATA_XCHG_REFUSED_S) {
         opal_output(0,
-                    "coll:strata: MPI_Allreduce: the pml refused a send to rank %d of %s for "
+                    "coll:strata: the pml refused a send to rank %d of %s for "
                     "%.0f s (%d); giving up: that rank may wait for it forever",
                     s->send_peer, x->comm->c_name, MCA_COLL_STRATA_XCHG_REFUSED_S, rc);
         x->send_pending = false;
@@ -122,8 +123,7 @@ static void mca_coll_strata_xchg_post(mca_coll_strata_xchg_t *x)
     char *send_ptr, *recv_ptr;
     size_t send_count;
 
-    mca_coll_strata_sched_step(x->alg, ompi_comm_size(x->comm), ompi_comm_rank(x->comm),
-                               x->count, x->step, s);
+    mca_coll_strata_sched_step(&x->sched, ompi_comm_rank(x->comm), x->step, s);
     send_count = s->send_count;
     x->reqs[0] = x->reqs[1] = MPI_REQUEST_NULL;
     if (s->recv_peer >= 0) {
@@ -219,7 +219,9 @@ void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x)
 {
     ompi_datatype_type_extent(x->dtype, &x->extent);
     x->step = 0;
-    x->nsteps = mca_coll_strata_sched_nsteps(x->alg, ompi_comm_size(x->comm));
+    x->sched.n = ompi_comm_size(x->comm);
+    x->sched.count = x->count;
+    x->nsteps = mca_coll_strata_sched_nsteps(&x->sched);
     x->reqs[0] = x->reqs[1] = MPI_REQUEST_NULL;
     x->send_pending = false;
     memset(x->signal, 0, sizeof(x->signal));

@@ -127,8 +127,19 @@ strata_coll_mca() {
     strata-replicated) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_algorithm replicated" ;;
     strata-rail) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_algorithm rail" ;;
     strata-leader) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_allreduce_algorithm leader" ;;
+    # strata with MPI_Bcast and MPI_Allgather on its pipeline at every size,
+    # to measure where it starts to pay (coll_strata_bcast_min, _allgather_min)
+    strata-copies) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_bcast_min 0 --mca coll_strata_allgather_min 0" ;;
     *) echo "strata_coll_mca: unknown coll configuration '$1'" >&2; return 1 ;;
     esac
+}
+
+# The paths verbosity 20 names for MPI_Bcast and MPI_Allgather on
+# MPI_COMM_WORLD in FILE, counted.
+strata_copy_paths() {
+    grep -o "coll:strata: MPI_\(Bcast\|Allgather\) MPI_COMM_WORLD .*" "$1" |
+        sed 's/^coll:strata: //; s/ MPI_COMM_WORLD [0-9]* bytes\( per rank\)\?//; s/ ([^)]*)$//' |
+        sort | uniq -c
 }
 
 # strata_mpirun_local NP ARGS...   mpirun on this node

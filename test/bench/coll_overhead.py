@@ -47,6 +47,14 @@ Outputs in --out, keyed by (collective, operation, bytes):
                whose variants ran, and with tuned and han the median and
                quartiles over rounds of each round's own strata / min(tuned,
                han) (paired: the runs of a round follow each other)
+  bytes.md, bytes.csv  (--bytes, with --nodes) per variant, collective and
+               size: the bytes each node sent per call (its link's tx
+               counter over a run of --iters calls of that size alone, less
+               a run of none: set-up and the benchmark's own messages
+               cancel; divided by the calls) against the
+               bound, (N-1)/N of the vector (bcast) or of the gathered
+               vector (allgather; for the reducing collectives the vector,
+               2(N-1)/N for allreduce)
   plot.png     strata over its base (min(tuned, han) when both ran, else
                strata-before, else tuned or han) per size, one line per
                collective; with several operations the worst operation's
@@ -68,7 +76,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from allreduce_bench import reexec_in_cluster  # noqa: E402
+from allreduce_bench import describe_setup, reexec_in_cluster  # noqa: E402
 
 OPS = ("sum", "prod", "max", "min", "land", "lor", "lxor", "band", "bor", "bxor")
 FLOAT_OPS = ("sum", "prod", "max", "min")
@@ -98,6 +106,8 @@ def parse_args(argv):
     p.add_argument("--op", default="sum",
                    help="reduction operation(s): %s, a comma-separated list, or all" % ", ".join(OPS))
     p.add_argument("--out", default="coll-overhead")
+    p.add_argument("--bytes", action="store_true",
+                   help="with --nodes: also count the bytes each node sends per call (bytes.md)")
     args = p.parse_args(argv)
     if args.variants is None:
         args.variants = ["tuned", "han"] + (["strata-before"] if args.before else []) + ["strata"]
@@ -120,13 +130,15 @@ def parse_args(argv):
     return args
 
 
-def mpirun_command(args, variant):
+def mpirun_command(args, variant, sizes=None, colls=None, repeats=None, extra=(), iters=None):
     """mpirun through test/lib.sh's helpers; strata-before points Open MPI's
     component path at the other build (lib.sh derives it from STRATA_BUILDDIR)."""
     bench = os.path.join(args.builddir, "test", "bench", "coll_latency_bench")
-    bench_args = ["--type", args.type, "--op", ",".join(args.ops), "--min", args.min,
-                  "--max", args.max, "--iters", str(args.iters), "--repeats", str(args.repeats),
-                  "--colls", args.colls, "--label", variant]
+    lo, hi = sizes if sizes else (args.min, args.max)
+    bench_args = ["--type", args.type, "--op", ",".join(args.ops), "--min", str(lo),
+                  "--max", str(hi), "--iters", str(args.iters if iters is None else iters),
+                  "--repeats", str(repeats or args.repeats), "--colls", colls or args.colls,
+                  "--label", variant] + list(extra)
     env = shlex.quote(os.path.join(args.builddir, "test", "strata-test-env.sh"))
     lib = shlex.quote(os.path.join(SRCDIR, "test", "lib.sh"))
     components = "STRATA_BUILDDIR=%s; " % shlex.quote(args.before) if variant == "strata-before" else ""
@@ -409,6 +421,78 @@ def write_plot(args, variants, keys, table, rounds):
     return names
 
 
+def parse_size(text):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    return int(text[:-1]) * mult[text[-1]] if text[-1] in mult else int(text)
+
+
+def node_tx_bytes():
+    """{node: bytes its link sent} from cluster.sh bytes (inside the cluster)."""
+    out = subprocess.run([os.environ["STRATA_CLUSTER_SH"], "bytes", "--name", os.environ["STRATA_CLUSTER"]],
+                         stdout=subprocess.PIPE, text=True, check=True).stdout
+    tx = {}
+    for line in out.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 2:
+            tx[f[0]] = int(f[1])
+    return tx
+
+
+def count_bytes(args):
+    """[(variant, coll, bytes, tx per node per call, bound)], one run per size."""
+    rows = []
+    n = args.nodes
+    size = parse_size(args.min)
+    sizes = []
+    while size <= parse_size(args.max):
+        sizes.append(size)
+        size *= 2
+    for coll in args.colls.split(","):
+        for variant in args.variants:
+            for size in sizes:
+                sent = []
+                for iters in (args.iters, 0):
+                    before = node_tx_bytes()
+                    cmd = mpirun_command(args, variant, (size, size), coll, 1, ("--warmup", "0"), iters)
+                    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                    if proc.returncode != 0:
+                        sys.stderr.write(proc.stdout)
+                        raise SystemExit("coll_overhead: the %s byte count failed" % variant)
+                    after = node_tx_bytes()
+                    sent.append(sum(after[k] - before.get(k, 0) for k in after) / float(len(after)))
+                sent = max(sent[0] - sent[1], 0.0)
+                vector = size * args.np if coll in ("allgather", "alltoall", "reduce_scatter_block") else size
+                factor = 2.0 if coll == "allreduce" else 1.0
+                rows.append((variant, coll, size, sent / args.iters, factor * (n - 1) / n * vector))
+    return rows
+
+
+def write_bytes(args, rows, command_line):
+    with open(os.path.join(args.out, "bytes.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["variant", "collective", "bytes", "tx_bytes_per_node_per_call", "bound"])
+        for r in rows:
+            w.writerow([r[0], r[1], r[2], "%.0f" % r[3], "%.0f" % r[4]])
+    with open(os.path.join(args.out, "bytes.md"), "w") as f:
+        f.write("# Bytes each node sends per call, against the bound\n\n")
+        f.write("- %s; per size a run of %d calls less a run of none\n" % (describe_setup(args), args.iters))
+        f.write("- command: `%s`\n\n" % command_line)
+        f.write("| collective | bytes | %s | bound |\n" % " | ".join("%s (x bound)" % v for v in args.variants))
+        f.write("| --- | ---: | %s ---: |\n" % ("---: | " * len(args.variants)))
+        keys = sorted({(r[1], r[2]) for r in rows})
+        for coll, size in keys:
+            cells, bound = [], 0
+            for v in args.variants:
+                hit = [r for r in rows if r[0] == v and r[1] == coll and r[2] == size]
+                if hit:
+                    bound = hit[0][4]
+                    cells.append("%.0f (%.2f)" % (hit[0][3], hit[0][3] / bound if bound else 0))
+                else:
+                    cells.append("-")
+            f.write("| %s | %d | %s | %.0f |\n" % (coll, size, " | ".join(cells), bound))
+
+
 def main(argv):
     args = parse_args(argv)
     args.builddir = os.path.abspath(args.builddir)
@@ -426,8 +510,14 @@ def main(argv):
         raise SystemExit("coll_overhead: no results were printed")
     write_outputs(args, args.variants, table, per_round(records),
                   "test/bench/coll_overhead.py " + " ".join(shlex.quote(a) for a in argv))
+    if args.bytes and args.nodes:
+        write_bytes(args, count_bytes(args),
+                    "test/bench/coll_overhead.py " + " ".join(shlex.quote(a) for a in argv))
     with open(os.path.join(args.out, "results.md")) as f:
         print(f.read())
+    if args.bytes and args.nodes:
+        with open(os.path.join(args.out, "bytes.md")) as f:
+            print(f.read())
     return 0
 
 

@@ -67,6 +67,47 @@ cluster_reductions() {
     done
 }
 
+# MPI_Bcast and MPI_Allgather on strata's pipeline across nodes at PLACEMENT
+# (2+2+1: uneven; bynode: ranks dealt round the nodes, so node order is not
+# rank order; 2+1+1+1+1: five nodes), each bcast schedule forced in turn
+# (binomial, chain), the allgather's ring: test_copy_colls against
+# point-to-point (every datatype, roots, MPI_IN_PLACE, chunk edges; ARGS:
+# e.g. --only-comm world); verbosity 20 must name the schedule.
+cluster_copy_colls() {
+    local placement=$1 map sched out="$STRATA_TEST_TMP/out"; shift
+    case "$placement" in
+    2+2+1) map=(-np 5 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:2,$STRATA_CLUSTER-n3:1") ;;
+    bynode) map=(-np 4 --map-by node) ;;
+    2+1+1+1+1) map=(-np 6 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:1,$STRATA_CLUSTER-n3:1,$STRATA_CLUSTER-n4:1,$STRATA_CLUSTER-n5:1") ;;
+    esac
+    for sched in binomial chain; do
+        echo "== bcast $sched, allgather ring"
+        strata_mpirun_cluster "${map[@]}" $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+            --mca coll_strata_bcast_algorithm "$sched" --mca coll_strata_allgather_algorithm ring \
+            "$T/mpi/test_copy_colls" --quiet "$@" >"$out" 2>&1 ||
+            { grep -v "coll:strata" "$out"; return 1; }
+        grep -v "coll:strata" "$out"
+        strata_copy_paths "$out"
+        grep -q "coll:strata: MPI_Bcast MPI_COMM_WORLD .*: pipeline, inter-node $sched" "$out" &&
+            grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD .*: pipeline, inter-node ring" "$out" ||
+            { echo "strata's pipeline did not run both across nodes"; return 1; }
+    done
+}
+
+# A node leader's exchange fails (coll_strata_test_fail=inter on rank 2, the
+# second node's leader) in an MPI_Allgather across 2x2 nodes: every rank's
+# result holds that node's blocks, so every rank returns an error, none
+# hangs, and later calls are right (test_allreduce_fault --expect fail).
+cluster_allgather_inter_fault() {
+    local out="$STRATA_TEST_TMP/fault.out"
+    strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
+        --mca coll_strata_allgather_algorithm ring \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 2 ] && export OMPI_MCA_coll_strata_test_fail=inter; exec "$@"' _ \
+        "$T/mpi/test_allreduce_fault" --coll allgather --expect fail --timeout 60 >"$out" 2>&1
+    local rc=$?; cat "$out"
+    [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: 4 of 4 ranks returned an error" "$out"
+}
+
 # Each inter-node algorithm forced in turn (ring, doubling, halving_doubling)
 # at PLACEMENT: 2x2 (2 nodes), 2+2+1 (3), 4x2 (4), 2+1+1+1+1 (5; uneven):
 # every op and type (MPI_COMM_WORLD, up to 64 KiB), the basic cases and
@@ -557,6 +598,10 @@ else
     strata_test cluster_reductions_2+2+1 300 cluster_job 3 "" cluster_reductions 2+2+1
     strata_test cluster_reductions_bynode 300 cluster_job 2 "" cluster_reductions bynode
     strata_test cluster_reduction_inter_fault_2x2 300 cluster_job 2 "" cluster_reduction_inter_fault
+    strata_test cluster_copy_colls_2+2+1 300 cluster_job 3 "" cluster_copy_colls 2+2+1 --only-comm world
+    strata_test cluster_copy_colls_bynode 300 cluster_job 2 "" cluster_copy_colls bynode
+    strata_test cluster_copy_colls_2+1+1+1+1 300 cluster_job 5 "" cluster_copy_colls 2+1+1+1+1 --only-comm world
+    strata_test cluster_allgather_inter_fault_2x2 300 cluster_job 2 "" cluster_allgather_inter_fault
     strata_test cluster_allreduce_inter_2x2 400 cluster_job 2 "" cluster_allreduce_inter 2x2
     strata_test cluster_allreduce_inter_2+2+1 400 cluster_job 3 "" cluster_allreduce_inter 2+2+1
     strata_test cluster_allreduce_inter_4x2 600 cluster_job 4 "" cluster_allreduce_inter 4x2

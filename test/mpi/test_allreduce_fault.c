@@ -15,7 +15,10 @@
  * error and every other rank MPI_SUCCESS and the right sums.  --coll
  * reduce_scatter_block (each rank's block: count/ranks elements) or reduce
  * (to --root, default 0; the others' results are nobody's) makes every call
- * that collective instead, each rank checking its part.  Then later calls on the same communicator, small and large,
+ * that collective instead, each rank checking its part; --coll bcast (from
+ * --root: every other rank checks the root's vector) and --coll allgather
+ * (count/ranks elements per rank: every rank checks every block) make it
+ * the copy-only collectives.  Then later calls on the same communicator, small and large,
  * separate and in place, must all be right.  Exits 1 naming the first
  * wrong value or rank.
  */
@@ -60,7 +63,18 @@ static long long expected(long i)
     return sum;
 }
 
-/* This rank's part of the reduced vector of count elements: [*lo, *hi). */
+/* Element i of the result: of the reduced vector, the root's vector, or
+ * the gathered one (count / size elements per rank). */
+static long long want(long i, long count)
+{
+    long per = count / size;
+
+    if (!strcmp(coll, "bcast")) return input(root, i);
+    if (!strcmp(coll, "allgather")) return input((int)(i / per), i % per);
+    return expected(i);
+}
+
+/* This rank's part of the result of count elements: [*lo, *hi). */
 static void part(long count, long *lo, long *hi)
 {
     *lo = 0;
@@ -68,6 +82,8 @@ static void part(long count, long *lo, long *hi)
     if (!strcmp(coll, "reduce_scatter_block")) {
         *lo = count / size * rank;
         *hi = *lo + count / size;
+    } else if (!strcmp(coll, "allgather")) {
+        *hi = count / size * size;
     } else if (!strcmp(coll, "reduce") && rank != root) {
         *hi = 0;
     }
@@ -89,7 +105,18 @@ static int call(long count, int in_place, int check, int *wrong)
         rbuf[i] = in_place ? sbuf[i] : -1;
     }
     alarm((unsigned)timeout_s);
-    if (!strcmp(coll, "reduce_scatter_block")) {
+    if (!strcmp(coll, "bcast")) {
+        if (rank == root) memcpy(rbuf, sbuf, sizeof(int) * (size_t)count);
+        rc = MPI_Bcast(rbuf, (int)count, MPI_INT, root, MPI_COMM_WORLD);
+    } else if (!strcmp(coll, "allgather")) {
+        long per = count / size;
+
+        if (in_place) {
+            for (long i = 0; i < per * size; ++i) rbuf[i] = -1;
+            memcpy(rbuf + per * rank, sbuf, sizeof(int) * (size_t)per);
+        }
+        rc = MPI_Allgather(s, (int)per, MPI_INT, rbuf, (int)per, MPI_INT, MPI_COMM_WORLD);
+    } else if (!strcmp(coll, "reduce_scatter_block")) {
         rc = MPI_Reduce_scatter_block(s, rbuf, (int)(count / size), MPI_INT, MPI_SUM,
                                       MPI_COMM_WORLD);
     } else if (!strcmp(coll, "reduce")) {
@@ -102,9 +129,9 @@ static int call(long count, int in_place, int check, int *wrong)
     alarm(0);
     *wrong = 0;
     for (long i = lo; check && MPI_SUCCESS == rc && i < hi; ++i) {
-        if (rbuf[i - lo] != expected(i)) {
+        if (rbuf[i - lo] != want(i, count)) {
             printf("test_allreduce_fault: FAIL rank %d: %s: element %ld is %d, expected %lld\n",
-                   rank, phase, i, rbuf[i - lo], expected(i));
+                   rank, phase, i, rbuf[i - lo], want(i, count));
             *wrong = 1;
             break;
         }
@@ -137,12 +164,13 @@ int main(int argc, char **argv)
         (strcmp(expect, "fail") && strcmp(expect, "ok") && strcmp(expect, "own")) ||
         (!strcmp(expect, "own") && (failing < 0 || failing >= size)) ||
         (strcmp(coll, "allreduce") && strcmp(coll, "reduce_scatter_block") &&
-         strcmp(coll, "reduce")) ||
+         strcmp(coll, "reduce") && strcmp(coll, "bcast") && strcmp(coll, "allgather")) ||
         root < 0 || root >= size) {
         if (0 == rank)
             fprintf(stderr,
                     "usage: test_allreduce_fault --expect fail|ok|own [--failing R] [--count N] "
-                    "[--coll allreduce|reduce_scatter_block|reduce] [--root R]\n");
+                    "[--coll allreduce|reduce_scatter_block|reduce|bcast|allgather] "
+                    "[--root R]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     /* whether this rank must get an error from the first call, and must

@@ -106,6 +106,60 @@ mpi_allreduce_ops() {
     strata_mpirun_local "$np" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_ops" --quiet "$@"
 }
 
+# mpi_copy_colls CONFIG NP [ARGS]: MPI_Bcast and MPI_Allgather against
+# point-to-point (test_copy_colls.c: every predefined datatype, gaps,
+# derived types, two descriptions of one message, roots, MPI_IN_PLACE,
+# chunk edges, communicators).  Under strata (CONFIG strata, MCA settings in
+# the environment) verbosity 20 must show strata's pipeline running both on
+# MPI_COMM_WORLD, and the fallback below the thresholds unless they are 0.
+mpi_copy_colls() {
+    local cfg=$1 np=$2 out="$STRATA_TEST_TMP/out" rc; shift 2
+    strata_mpirun_local "$np" $(strata_coll_mca "$cfg") --mca coll_strata_verbose 20 \
+        "$T/mpi/test_copy_colls" --quiet "$@" >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    [ $rc -eq 0 ] || return 1
+    [ "$cfg" = strata ] || return 0
+    strata_copy_paths "$out"
+    grep -q "coll:strata: MPI_Bcast MPI_COMM_WORLD [0-9]* bytes host: pipeline" "$out" &&
+        grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD [0-9]* bytes per rank host: pipeline" "$out"
+}
+
+# copy_colls_device NP MODE ARGS: test_copy_colls on device buffers (--device,
+# or --mixed), MODE the device path (mixed: native forced, device buffers on
+# some ranks only); native: verbosity 20 must show both collectives on the
+# GPUs; staged and mixed: never.
+copy_colls_device() {
+    local np=$1 mode=$2 out="$STRATA_TEST_TMP/out" rc; shift 2
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local "$np" -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm "${mode/mixed/native}" \
+        --mca coll_strata_verbose 20 "$T/mpi/test_copy_colls_device" --quiet "$@" >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    [ $rc -eq 0 ] || return 1
+    strata_copy_paths "$out"
+    if [ "$mode" = native ]; then
+        grep -q "coll:strata: MPI_Bcast MPI_COMM_WORLD [0-9]* bytes device->device: native" "$out" &&
+            grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD [0-9]* bytes per rank device->device: native" "$out"
+    else
+        ! grep -q "device->device: native" "$out"
+    fi
+}
+
+# copy_fault EXPECT COLL [ARGS]: 4 ranks, rank 1's copies out of the node
+# area fail (coll_strata_test_fail=copy_out), test_allreduce_fault --coll
+# COLL: EXPECT own (only rank 1 errs) or ok (rank 1 copies nothing out: a
+# bcast's root); no hang; later calls right.
+copy_fault() {
+    local expect=$1 coll=$2 want="1 of 4 ranks"; shift 2
+    [ "$expect" = ok ] && want="0 of 4 ranks"
+    strata_mpirun_local 4 $(strata_coll_mca strata) --mca coll_strata_${coll}_min 0 \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=copy_out; exec "$@"' _ \
+        "$T/mpi/test_allreduce_fault" --expect "$expect" --failing 1 --timeout 60 --coll "$coll" "$@" \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: $want returned an error from the first call" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll_strata_test_fail: failing the copies out of the result area" "$STRATA_TEST_LOG.out"
+}
+
 # mpi_reduce_ops COLL NP [ARGS]: test_allreduce_ops --coll COLL with strata,
 # verbosity 20 showing that strata's pipeline ran it (not only the module
 # below it) on MPI_COMM_WORLD.
@@ -936,6 +990,22 @@ coll_device_native_kernel_fails() {
         grep -q "rank 1: fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out"
 }
 
+# The same for MPI_Bcast and MPI_Allgather on the GPUs: rank 1's device
+# copies fail (its bcast copy-out, its allgather copy-in): errors, no hang.
+coll_device_native_copy_fails() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
+        --mca coll_strata_verbose 20 \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export CUDA_STANDIN_FAIL=cuMemcpyAsync; exec "$@"' _ \
+        "$T/mpi/test_coll_device" --mode fault --only bcast,allgather --timeout 30 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata: MPI_\|coll:strata: allreduce" "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll:strata: MPI_Bcast MPI_COMM_WORLD .* device->device: native" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD .* device->device: native" "$STRATA_TEST_LOG.out" &&
+        grep -q "rank 1: fault bcast dd .*: error as expected" "$STRATA_TEST_LOG.out" &&
+        grep -q "rank 1: fault allgather dd .*: error as expected" "$STRATA_TEST_LOG.out"
+}
+
 # Verbosity 20 names the memory kinds and the path of every call.
 coll_device_verbose() {
     coll_device 2 ob1 --mca coll_strata_verbose 20 -- --kinds dd,hh --counts 7 --only allreduce,allgather,ibcast \
@@ -945,7 +1015,7 @@ coll_device_verbose() {
         grep -q "coll:strata: allreduce MPI_COMM_WORLD count=7 MPI_INT MPI_SUM device->device: staged" "$STRATA_TEST_LOG.out" &&
         grep -q "coll:strata: allreduce MPI_COMM_WORLD count=7 MPI_INT MPI_SUM host->host: replicated" "$STRATA_TEST_LOG.out" &&
         grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD device->device: staged" "$STRATA_TEST_LOG.out" &&
-        grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD host->host: module below strata" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD 28 bytes per rank: fallback (below coll_strata_allgather_min)" "$STRATA_TEST_LOG.out" &&
         grep -q "coll:strata: MPI_Ibcast MPI_COMM_WORLD device->device: staged" "$STRATA_TEST_LOG.out"
 }
 
@@ -971,6 +1041,20 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_reduce_ops_strata_np3 300 mpi_reduce_ops reduce 3 --only-comm world
     strata_test mpi_reduce_scatter_block_ops_strata_np3 300 mpi_reduce_ops reduce_scatter_block 3 --only-comm world
     strata_test mpi_reduce_scatter_ops_strata_np4 300 mpi_reduce_ops reduce_scatter 4
+    # MPI_Bcast and MPI_Allgather on strata's pipeline (coll_strata_copies.c):
+    # tuned validates the test; strata at every size (thresholds 0), at its
+    # defaults (both sides of them), and each bcast schedule forced
+    strata_test mpi_copy_colls_tuned_np4 300 mpi_copy_colls tuned 4
+    OMPI_MCA_coll_strata_bcast_min=0 OMPI_MCA_coll_strata_allgather_min=0 \
+        strata_test mpi_copy_colls_strata_np4 300 mpi_copy_colls strata 4
+    strata_test mpi_copy_colls_strata_np3 300 mpi_copy_colls strata 3
+    OMPI_MCA_coll_strata_bcast_algorithm=chain OMPI_MCA_coll_strata_allgather_algorithm=ring \
+        strata_test mpi_copy_colls_strata_np5_chain 300 mpi_copy_colls strata 5 --large --only-comm world
+    OMPI_MCA_coll_strata_bcast_algorithm=binomial \
+        strata_test mpi_copy_colls_strata_np2_binomial 300 mpi_copy_colls strata 2 --only-comm world
+    strata_test mpi_bcast_own_fault 120 copy_fault own bcast --root 0
+    strata_test mpi_bcast_root_fault 120 copy_fault ok bcast --root 1
+    strata_test mpi_allgather_own_fault 120 copy_fault own allgather
     strata_test mpi_reduce_scatter_block_own_fault 120 mpi_reduction_own_fault own --coll reduce_scatter_block
     strata_test mpi_reduce_root_fault 120 mpi_reduction_own_fault own --coll reduce --root 1
     strata_test mpi_reduce_nonroot_fault 120 mpi_reduction_own_fault ok --coll reduce --root 0
@@ -1044,6 +1128,14 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_reduce_ops_device_native_np3 300 reduction_ops_device 3 native reduce
         strata_test mpi_reduce_scatter_ops_device_native_np4 300 reduction_ops_device 4 native reduce_scatter
         strata_test mpi_reduce_scatter_block_ops_device_staged_np3 300 reduction_ops_device 3 staged reduce_scatter_block
+        # MPI_Bcast and MPI_Allgather on device buffers: on the GPUs (native
+        # forced; non-contiguous types staged), staged, and device buffers on
+        # some ranks only; a rank's device copies failing
+        strata_test mpi_copy_colls_device_native_np4 300 copy_colls_device 4 native --device
+        OMPI_MCA_coll_strata_bcast_min=0 OMPI_MCA_coll_strata_allgather_min=0 \
+            strata_test mpi_copy_colls_device_staged_np3 300 copy_colls_device 3 staged --device --only-comm world
+        strata_test mpi_copy_colls_device_mixed_np3 300 copy_colls_device 3 mixed --mixed
+        strata_test mpi_coll_device_native_copy_fails 120 coll_device_native_copy_fails
         strata_test mpi_coll_device_native_auto 120 coll_device_native_auto
         strata_test mpi_coll_device_native_auto_shared 120 coll_device_native_auto_shared
         strata_test mpi_coll_device_native_ucx 300 coll_device 4 ucx --mca coll_strata_allreduce_device_algorithm native -- \

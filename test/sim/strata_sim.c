@@ -243,7 +243,8 @@ static void strata_sim_exchange(const strata_sim_params_t *p, double G, double c
                                 size_t count, strata_sim_xchg_t *out)
 {
     strata_sim_member_t *mem = strata_sim_members;
-    int nsteps = mca_coll_strata_sched_nsteps(alg, n);
+    mca_coll_strata_sched_t sched = {.alg = alg, .n = n, .count = count};
+    int nsteps = mca_coll_strata_sched_nsteps(&sched);
     double elem = (double)p->elem;
 
     memset(out, 0, sizeof(*out));
@@ -252,7 +253,7 @@ static void strata_sim_exchange(const strata_sim_params_t *p, double G, double c
     }
     for (int i = 0; i < nsteps; ++i) {
         for (int r = 0; r < n; ++r) {
-            mca_coll_strata_sched_step(alg, n, r, count, i, &mem[r].step);
+            mca_coll_strata_sched_step(&sched, r, i, &mem[r].step);
         }
         for (int r = 0; r < n; ++r) {
             if (mem[r].step.send_peer >= 0) {

@@ -1,0 +1,460 @@
+/*
+ * coll/strata MPI_Bcast and MPI_Allgather: the copy-only collectives on the
+ * allreduce's pipeline (coll_strata_pipeline.c), the same node areas, slots,
+ * counters and failure rules, other phases (docs/design.md, "Bcast and
+ * allgather"):
+ *   MPI_Bcast      the root copies its chunk into the node's result area;
+ *                  the nodes' leaders pass it on between nodes (a binomial
+ *                  tree or a chain, coll_strata_sched.h); every other rank
+ *                  copies it out
+ *   MPI_Allgather  every rank copies its block's chunk into its place of the
+ *                  result area (node order); the leaders allgather the node
+ *                  regions by a ring; every rank copies every block out
+ * So a node's data crosses the network once per node, not once per rank.
+ *
+ * The pipeline moves bytes: MPI lets ranks describe one message with
+ * different datatypes of the same signature, so every choice below is made
+ * from what is the same on every rank (the settings, the bytes, the
+ * topology), and each rank maps its own datatype onto the bytes: a
+ * contiguous one in place, any other packed into (and unpacked from) a
+ * host buffer of its own.
+ *
+ * Two paths, as for the reductions: native (device buffers on every rank,
+ * the pipeline on the GPUs through CUDA IPC; the ranks agree first,
+ * mca_coll_strata_native_agree) and host (host buffers, or the host copies
+ * of staged device buffers).  Handed on to the module below strata: one
+ * rank, calls below coll_strata_bcast_min / _allgather_min bytes, one rank
+ * per node (nothing for the node phase to save), blocks over INT_MAX
+ * bytes, an allgather of more ranks than a chunk has bytes, set-up
+ * failures, and coll_strata_{bcast,allgather}_algorithm fallback.
+ * Verbosity 20 names what ran.
+ */
+#include "coll_strata.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "ompi/constants.h"
+
+/* ---- the decision: the same on every rank ------------------------------ */
+
+/*
+ * Why a copy collective of `bytes` per block goes to the module below
+ * strata, or NULL with *d and *sched set for the pipeline.  `native`: the
+ * device path asks (its size rule is allreduce_device_native_min's).
+ */
+static const char *mca_coll_strata_copy_decide(mca_coll_strata_module_t *module,
+                                               struct ompi_communicator_t *comm,
+                                               mca_coll_strata_pipe_kind_t kind, size_t bytes,
+                                               bool native, mca_coll_strata_decision_t *d,
+                                               mca_coll_strata_sched_alg_t *sched)
+{
+    const mca_coll_strata_settings_t *c = &module->settings;
+    bool bcast = MCA_COLL_STRATA_PIPE_BCAST == kind;
+    int setting = bcast ? c->bcast_algorithm : c->allgather_algorithm;
+    size_t total = bytes * (bcast ? 1 : (size_t)ompi_comm_size(comm)), chunks;
+    const char *why = NULL;
+
+    if (MCA_COLL_STRATA_COPY_FALLBACK == setting) {
+        return bcast ? "forced by coll_strata_bcast_algorithm"
+                     : "forced by coll_strata_allgather_algorithm";
+    }
+    if (ompi_comm_size(comm) < 2) {
+        return "one rank";
+    }
+    if (bytes > (size_t)INT_MAX) {
+        return "a block of more than INT_MAX bytes";
+    }
+    if (!native && MCA_COLL_STRATA_COPY_AUTO == setting &&
+        total < (bcast ? c->bcast_min : c->allgather_min)) {
+        return bcast ? "below coll_strata_bcast_min" : "below coll_strata_allgather_min";
+    }
+    if (!mca_coll_strata_module_ready(module, comm, &why)) {
+        return why;
+    }
+    if (MCA_COLL_STRATA_COPY_AUTO == setting && 1 == module->topo.ppn_max) {
+        return "one rank per node: no node phase to save";
+    }
+    if (!bcast && (size_t)ompi_comm_size(comm) > module->shm.slot_bytes) {
+        return "more ranks than a chunk has bytes (coll_strata_segment_size)";
+    }
+    *d = (mca_coll_strata_decision_t){
+        .algorithm = MCA_COLL_STRATA_ALG_LEADER,
+        .inter = (module->topo.nnodes > 1) ? MCA_COLL_STRATA_INTER_RING
+                                           : MCA_COLL_STRATA_INTER_NONE,
+        .nslices = 1,
+        .reason = (MCA_COLL_STRATA_COPY_AUTO == setting) ? "auto" : "forced",
+    };
+    chunks = (total + module->shm.slot_bytes - 1) / module->shm.slot_bytes;
+    *sched = bcast ? mca_coll_strata_decide_bcast_sched(setting, module->topo.nnodes, chunks)
+                   : MCA_COLL_STRATA_SCHED_RING_AG;
+    return NULL;
+}
+
+static const char *mca_coll_strata_copy_sched_name(mca_coll_strata_sched_alg_t sched,
+                                                   const mca_coll_strata_decision_t *d)
+{
+    if (MCA_COLL_STRATA_INTER_NONE == d->inter) {
+        return "none";
+    }
+    return (MCA_COLL_STRATA_SCHED_CHAIN == sched)      ? "chain"
+           : (MCA_COLL_STRATA_SCHED_BINOMIAL == sched) ? "binomial"
+                                                       : "ring";
+}
+
+/* ---- each rank's datatype onto the bytes ------------------------------- */
+
+/* count x dtype at buf as bytes: where they start when the layout is
+ * contiguous (else NULL), and how many. */
+static char *mca_coll_strata_copy_bytes(void *buf, int count, struct ompi_datatype_t *dtype,
+                                        size_t *bytes)
+{
+    ptrdiff_t true_lb, true_extent;
+    size_t size;
+
+    ompi_datatype_type_size(dtype, &size);
+    *bytes = (size_t)count * size;
+    if (!ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
+        return NULL;
+    }
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    return (char *)buf + true_lb;
+}
+
+static int mca_coll_strata_copy_pack(const void *buf, int count, struct ompi_datatype_t *dtype,
+                                     char *packed, size_t bytes)
+{
+    int position = 0;
+
+    return PMPI_Pack(buf, count, dtype, packed, (int)bytes, &position, MPI_COMM_SELF);
+}
+
+static int mca_coll_strata_copy_unpack(const char *packed, size_t bytes, void *buf, int count,
+                                       struct ompi_datatype_t *dtype)
+{
+    int position = 0;
+
+    return PMPI_Unpack(packed, (int)bytes, &position, buf, count, dtype, MPI_COMM_SELF);
+}
+
+/* The pipeline for `a` on the host node area, saying so at verbosity 20. */
+static int mca_coll_strata_copy_run(mca_coll_strata_module_t *module,
+                                    struct ompi_communicator_t *comm,
+                                    const mca_coll_strata_pipeline_args_t *a,
+                                    const mca_coll_strata_decision_t *d, const char *kinds,
+                                    bool packed)
+{
+    MCA_COLL_STRATA_VERBOSE(20, "%s %s %zu bytes%s %s: pipeline, inter-node %s, %d node(s)%s (%s)",
+                            a->coll, comm->c_name, a->count,
+                            (MCA_COLL_STRATA_PIPE_ALLGATHER == a->kind) ? " per rank" : "", kinds,
+                            mca_coll_strata_copy_sched_name(a->sched_alg, d), module->topo.nnodes,
+                            packed ? ", packed" : "", d->reason);
+    return mca_coll_strata_pipeline_run(module, a, d, &module->node_host);
+}
+
+/* ---- MPI_Bcast ---------------------------------------------------------- */
+
+static void mca_coll_strata_bcast_args(mca_coll_strata_pipeline_args_t *a, char *data, size_t bytes,
+                                       int root, struct ompi_communicator_t *comm,
+                                       mca_coll_strata_sched_alg_t sched)
+{
+    bool at_root = ompi_comm_rank(comm) == root;
+
+    *a = (mca_coll_strata_pipeline_args_t){
+        .kind = MCA_COLL_STRATA_PIPE_BCAST,
+        .sbuf = data,
+        .out = data,
+        .count = bytes,
+        .out_lo = 0,
+        .out_hi = at_root ? 0 : bytes,
+        .dtype = MPI_BYTE,
+        .root = root,
+        .sched_alg = sched,
+        .comm = comm,
+        .coll = "MPI_Bcast",
+        .partial = true,
+    };
+}
+
+int mca_coll_strata_bcast_host(mca_coll_strata_module_t *module, void *buf, int count,
+                               struct ompi_datatype_t *dtype, int root,
+                               struct ompi_communicator_t *comm)
+{
+    mca_coll_strata_pipeline_args_t a;
+    mca_coll_strata_decision_t d;
+    mca_coll_strata_sched_alg_t sched;
+    bool at_root = ompi_comm_rank(comm) == root;
+    size_t bytes;
+    char *data = mca_coll_strata_copy_bytes(buf, count, dtype, &bytes), *packed = NULL;
+    const char *why = (0 == bytes)
+                          ? "no data"
+                          : mca_coll_strata_copy_decide(module, comm, MCA_COLL_STRATA_PIPE_BCAST,
+                                                        bytes, false, &d, &sched);
+    int rc = OMPI_SUCCESS;
+
+    if (NULL != why) {
+        MCA_COLL_STRATA_VERBOSE(20, "MPI_Bcast %s %zu bytes: fallback (%s)", comm->c_name, bytes,
+                                why);
+        return MCA_COLL_STRATA_FALLBACK(module, bcast, comm, buf, count, dtype, root);
+    }
+    if (NULL == data) {
+        /* Not contiguous here: the bytes through a packed image.  Without
+         * memory for it this rank still takes its part (the others count
+         * on it): no input at the root (every rank fails), no output
+         * elsewhere. */
+        data = packed = malloc(bytes);
+        if (NULL != packed && at_root) {
+            rc = mca_coll_strata_copy_pack(buf, count, dtype, packed, bytes);
+        }
+    }
+    mca_coll_strata_bcast_args(&a, data, bytes, root, comm, sched);
+    if (NULL == data || OMPI_SUCCESS != rc) {
+        a.sbuf = NULL;
+        a.out_hi = 0;
+        rc = (OMPI_SUCCESS != rc) ? rc : OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    {
+        int run_rc = mca_coll_strata_copy_run(module, comm, &a, &d, "host", NULL != packed);
+
+        rc = (OMPI_SUCCESS != rc) ? rc : run_rc;
+    }
+    if (NULL != packed && OMPI_SUCCESS == rc && !at_root) {
+        rc = mca_coll_strata_copy_unpack(packed, bytes, buf, count, dtype);
+    }
+    free(packed);
+    return rc;
+}
+
+/* ---- MPI_Allgather ------------------------------------------------------ */
+
+static void mca_coll_strata_allgather_args(mca_coll_strata_pipeline_args_t *a, const char *in,
+                                           char *out, size_t bytes,
+                                           struct ompi_communicator_t *comm)
+{
+    *a = (mca_coll_strata_pipeline_args_t){
+        .kind = MCA_COLL_STRATA_PIPE_ALLGATHER,
+        .sbuf = in,
+        .out = out,
+        .count = bytes,
+        .out_lo = 0,
+        .out_hi = bytes,
+        .dtype = MPI_BYTE,
+        .sched_alg = MCA_COLL_STRATA_SCHED_RING_AG,
+        .comm = comm,
+        .coll = "MPI_Allgather",
+        .partial = true,
+    };
+}
+
+/* This rank's block (sbuf, or its place in rbuf for MPI_IN_PLACE) and the
+ * gathered vector as bytes: in place where contiguous, else through
+ * packed images (*in_packed, *out_packed: malloc'ed, the input packed). */
+static int mca_coll_strata_allgather_sides(const void *sbuf, int scount,
+                                           struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                           struct ompi_datatype_t *rdtype, int me, int n,
+                                           size_t bytes, const char **in, char **out,
+                                           char **in_packed, char **out_packed)
+{
+    ptrdiff_t lb, rextent;
+    size_t sbytes;
+
+    ompi_datatype_get_extent(rdtype, &lb, &rextent);
+    *in = NULL;
+    *in_packed = *out_packed = NULL;
+    *out = mca_coll_strata_copy_bytes(rbuf, rcount * n, rdtype, &sbytes);
+    if (NULL == *out) {
+        *out = *out_packed = malloc(bytes * (size_t)n);
+        if (NULL == *out) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    if (MPI_IN_PLACE == sbuf) {
+        /* this rank's block of rbuf, rcount x rdtype */
+        sbuf = (const char *)rbuf + (ptrdiff_t)me * rcount * rextent;
+        scount = rcount;
+        sdtype = rdtype;
+    }
+    *in = mca_coll_strata_copy_bytes((void *)sbuf, scount, sdtype, &sbytes);
+    if (NULL == *in) {
+        *in = *in_packed = malloc(bytes);
+        if (NULL == *in) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        return mca_coll_strata_copy_pack(sbuf, scount, sdtype, *in_packed, bytes);
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_strata_allgather_host(mca_coll_strata_module_t *module, const void *sbuf, int scount,
+                                   struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                   struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm)
+{
+    mca_coll_strata_pipeline_args_t a;
+    mca_coll_strata_decision_t d;
+    mca_coll_strata_sched_alg_t sched;
+    int me = ompi_comm_rank(comm), n = ompi_comm_size(comm), rc, run_rc;
+    char *out = NULL, *in_packed = NULL, *out_packed = NULL;
+    const char *in = NULL, *why;
+    ptrdiff_t lb, rextent;
+    size_t bytes;
+
+    /* the receive side's bytes per block: the same on every rank */
+    ompi_datatype_type_size(rdtype, &bytes);
+    bytes *= (size_t)rcount;
+    why = (0 == bytes) ? "no data"
+                       : mca_coll_strata_copy_decide(module, comm, MCA_COLL_STRATA_PIPE_ALLGATHER,
+                                                     bytes, false, &d, &sched);
+    if (NULL != why) {
+        MCA_COLL_STRATA_VERBOSE(20, "MPI_Allgather %s %zu bytes per rank: fallback (%s)",
+                                comm->c_name, bytes, why);
+        return MCA_COLL_STRATA_FALLBACK(module, allgather, comm, sbuf, scount, sdtype, rbuf, rcount,
+                                        rdtype);
+    }
+    rc = mca_coll_strata_allgather_sides(sbuf, scount, sdtype, rbuf, rcount, rdtype, me, n, bytes,
+                                         &in, &out, &in_packed, &out_packed);
+    mca_coll_strata_allgather_args(&a, in, out, bytes, comm);
+    if (OMPI_SUCCESS != rc) {
+        /* still this rank's part (see mca_coll_strata_bcast_host): no input
+         * (every rank fails), no output */
+        a.sbuf = NULL;
+        if (NULL == out) {
+            a.out = NULL;
+        }
+    }
+    run_rc = mca_coll_strata_copy_run(module, comm, &a, &d, "host",
+                                      NULL != in_packed || NULL != out_packed);
+    rc = (OMPI_SUCCESS != rc) ? rc : run_rc;
+    if (NULL != out_packed && OMPI_SUCCESS == rc) {
+        ompi_datatype_get_extent(rdtype, &lb, &rextent);
+        for (int q = 0; q < n && OMPI_SUCCESS == rc; ++q) {
+            rc = mca_coll_strata_copy_unpack(out_packed + (size_t)q * bytes, bytes,
+                                             (char *)rbuf + (ptrdiff_t)q * rcount * rextent, rcount,
+                                             rdtype);
+        }
+    }
+    free(in_packed);
+    free(out_packed);
+    return rc;
+}
+
+/* ---- the native path ---------------------------------------------------- */
+
+/* Is count x dtype at buf device memory this rank can hand the GPUs whole:
+ * contiguous (the device path does not pack)?  *data: where it starts. */
+static bool mca_coll_strata_copy_device(void *buf, int count, struct ompi_datatype_t *dtype,
+                                        char **data, int *ordinal)
+{
+    size_t bytes;
+
+    *data = mca_coll_strata_copy_bytes(buf, count, dtype, &bytes);
+    return NULL != *data && STRATA_MEM_DEVICE == mca_coll_strata_kind(*data, ordinal);
+}
+
+/* The rank-independent half of the native choice: *d and *sched, or false. */
+static bool mca_coll_strata_copy_native_applies(mca_coll_strata_module_t *module,
+                                                struct ompi_communicator_t *comm,
+                                                mca_coll_strata_pipe_kind_t kind, size_t bytes,
+                                                mca_coll_strata_decision_t *d,
+                                                mca_coll_strata_sched_alg_t *sched)
+{
+    const mca_coll_strata_settings_t *c = &module->settings;
+    size_t total = bytes *
+                   ((MCA_COLL_STRATA_PIPE_BCAST == kind) ? 1 : (size_t)ompi_comm_size(comm));
+
+    if (0 == bytes || ompi_comm_size(comm) < 2) {
+        return false;
+    }
+    if (OPAL_UNLIKELY(MCA_COLL_STRATA_SETUP_NONE == module->setup)) {
+        const char *why;
+
+        (void)mca_coll_strata_module_ready(module, comm, &why); /* every rank: same inputs */
+    }
+    return module->any_driver && MCA_COLL_STRATA_SETUP_READY == module->setup &&
+           MCA_COLL_STRATA_SETUP_FAILED != module->device_setup &&
+           mca_coll_strata_decide_try_native(c->device_algorithm, c->device_native_min, total) &&
+           NULL == mca_coll_strata_copy_decide(module, comm, kind, bytes, true, d, sched) &&
+           1 < module->topo.ppn_max;
+}
+
+static int mca_coll_strata_copy_native_run(mca_coll_strata_module_t *module,
+                                           struct ompi_communicator_t *comm,
+                                           const mca_coll_strata_pipeline_args_t *a,
+                                           const mca_coll_strata_decision_t *d, int mine,
+                                           int ordinal, bool *ran)
+{
+    bool go;
+    int rc = mca_coll_strata_native_agree(module, comm, mine, ordinal, &go);
+
+    if (OMPI_SUCCESS != rc || !go) {
+        return rc;
+    }
+    MCA_COLL_STRATA_VERBOSE(20,
+                            "%s %s %zu bytes%s device->device: native, inter-node %s%s, "
+                            "%d node(s) (%s)",
+                            a->coll, comm->c_name, a->count,
+                            (MCA_COLL_STRATA_PIPE_ALLGATHER == a->kind) ? " per rank" : "",
+                            mca_coll_strata_copy_sched_name(a->sched_alg, d),
+                            mca_coll_strata_native_network(module, d), module->topo.nnodes,
+                            d->reason);
+    *ran = true;
+    return mca_coll_strata_node_device_run(module, a, d);
+}
+
+int mca_coll_strata_bcast_native(mca_coll_strata_module_t *module, void *buf, int count,
+                                 struct ompi_datatype_t *dtype, int root,
+                                 struct ompi_communicator_t *comm, bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+    mca_coll_strata_decision_t d;
+    mca_coll_strata_sched_alg_t sched;
+    int ordinal = -1, mine;
+    size_t bytes;
+    char *data;
+
+    *ran = false;
+    ompi_datatype_type_size(dtype, &bytes);
+    bytes *= (size_t)count;
+    if (!mca_coll_strata_copy_native_applies(module, comm, MCA_COLL_STRATA_PIPE_BCAST, bytes, &d,
+                                             &sched)) {
+        return OMPI_SUCCESS;
+    }
+    mine = mca_coll_strata_copy_device(buf, count, dtype, &data, &ordinal) &&
+           mca_coll_strata_node_device_reaches(module, comm, data, data, ordinal);
+    mca_coll_strata_bcast_args(&a, data, bytes, root, comm, sched);
+    return mca_coll_strata_copy_native_run(module, comm, &a, &d, mine, ordinal, ran);
+}
+
+int mca_coll_strata_allgather_native(mca_coll_strata_module_t *module, const void *sbuf, int scount,
+                                     struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                     struct ompi_datatype_t *rdtype,
+                                     struct ompi_communicator_t *comm, bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+    mca_coll_strata_decision_t d;
+    mca_coll_strata_sched_alg_t sched;
+    int ordinal = -1, in_ordinal = -1, mine, me = ompi_comm_rank(comm);
+    ptrdiff_t lb, rextent;
+    size_t bytes;
+    char *in, *out;
+
+    *ran = false;
+    ompi_datatype_type_size(rdtype, &bytes);
+    bytes *= (size_t)rcount;
+    if (!mca_coll_strata_copy_native_applies(module, comm, MCA_COLL_STRATA_PIPE_ALLGATHER, bytes,
+                                             &d, &sched)) {
+        return OMPI_SUCCESS;
+    }
+    ompi_datatype_get_extent(rdtype, &lb, &rextent);
+    if (MPI_IN_PLACE == sbuf) {
+        sbuf = (const char *)rbuf + (ptrdiff_t)me * rcount * rextent;
+        scount = rcount;
+        sdtype = rdtype;
+    }
+    mine = mca_coll_strata_copy_device(rbuf, rcount * ompi_comm_size(comm), rdtype, &out,
+                                       &ordinal) &&
+           mca_coll_strata_copy_device((void *)sbuf, scount, sdtype, &in, &in_ordinal) &&
+           in_ordinal == ordinal &&
+           mca_coll_strata_node_device_reaches(module, comm, in, out, ordinal);
+    mca_coll_strata_allgather_args(&a, mine ? in : NULL, mine ? out : NULL, bytes, comm);
+    return mca_coll_strata_copy_native_run(module, comm, &a, &d, mine, ordinal, ran);
+}
