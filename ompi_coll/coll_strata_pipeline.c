@@ -655,7 +655,7 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
         if (!warned) {
             warned = true;
             opal_output(0,
-                        "coll:strata: %s failed (%s): a part of the reduction "
+                        "coll:strata: %s failed (%s): a part of the call "
                         "failed on this rank's rail or on another rank of its node (see the "
                         "messages of the ranks concerned); the result is undefined, later "
                         "calls are not affected",
