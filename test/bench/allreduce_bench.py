@@ -7,6 +7,7 @@ and writes a table (CSV and markdown) and a plot (PNG, gnuplot).
                      [--np 4] | [--nodes N --ppn K [--rate 1gbit]]
                      [--min 8] [--max 64M] [--iters 50] [--iters-large N] [--warmup 5] [--rounds 3]
                      [--buffer host|device] [--out DIR]
+                     [--coll allreduce|bcast|allgather|reduce|reduce_scatter_block]
 
 Each round runs every configuration once over all sizes; the order of the
 configurations rotates from round to round so that drift in the machine's
@@ -23,6 +24,16 @@ its result, and the node phases read k inputs and write the result once
 more per slice), so the limit is (3k+1)/2 copy times; the table gives each
 configuration's fraction of it.  The configurations strata-native and
 strata-staged force coll/strata's two device paths.
+
+--coll times another collective (strata_allreduce_bench --coll: a size is
+the vector, or each rank's block for allgather and reduce_scatter_block).
+Its bytes bound, for the most any node sends per call: bcast n (every byte
+leaves the root's node once); allgather and reduce_scatter_block (N-1)/N of
+the whole vector (every node must receive the other nodes' part; what the
+nodes send adds up to what they receive); reduce (N-1)/N n.  Its HBM limit
+with k ranks on one GPU, in device-to-device copies of the size: bcast k
+(the root's copy in, k-1 copies out), allgather k(k+1) (k blocks in, then
+every rank copies all k out); none for the reductions other than allreduce.
 """
 
 import argparse
@@ -73,6 +84,8 @@ def parse_args(argv):
     p.add_argument("--buffer", choices=("host", "device"), default="host")
     p.add_argument("--out", default="allreduce-bench")
     p.add_argument("--title", default="")
+    p.add_argument("--coll", default="allreduce",
+                   choices=("allreduce", "bcast", "allgather", "reduce", "reduce_scatter_block"))
     p.add_argument("--inside-cluster", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -83,7 +96,8 @@ def mpirun_command(args, config):
     bench = os.path.join(args.builddir, "test", "bench", "strata_allreduce_bench")
     bench_args = ["--min", args.min, "--max", args.max, "--iters", str(args.iters),
                   "--iters-large", str(args.iters_large or args.iters),
-                  "--warmup", str(args.warmup), "--buffer", args.buffer, "--label", config]
+                  "--warmup", str(args.warmup), "--buffer", args.buffer, "--label", config,
+                  "--coll", args.coll]
     if args.nodes:
         launch = "strata_mpirun_cluster -np %d --map-by ppr:%d:node" % (args.nodes * args.ppn, args.ppn)
         bench_args += ["--netdev", "eth0"]
@@ -209,8 +223,20 @@ def hbm_limits(args):
     if args.nodes or args.buffer != "device":
         return {}
     k = args.np
-    return {nbytes: (3 * k + 1) / 2.0 * statistics.median(times)
+    copies = {"allreduce": (3 * k + 1) / 2.0, "bcast": float(k), "allgather": float(k * (k + 1))}
+    if args.coll not in copies:
+        return {}
+    return {nbytes: copies[args.coll] * statistics.median(times)
             for nbytes, times in getattr(args, "copy_us", {}).items()}
+
+
+def bytes_optimum(args, nbytes):
+    """The least the busiest node must send per call (see the top)."""
+    n = args.nodes
+    whole = nbytes * args.nodes * args.ppn if args.coll in ("allgather", "reduce_scatter_block") else nbytes
+    if args.coll == "bcast":
+        return float(nbytes)
+    return (2.0 if args.coll == "allreduce" else 1.0) * (n - 1) / n * whole
 
 
 def write_outputs(args, configs, table, command_line, paired=None):
@@ -231,7 +257,8 @@ def write_outputs(args, configs, table, command_line, paired=None):
 
     base = configs[0]
     lines = []
-    lines.append("# MPI_Allreduce: %s" % (args.title or ", ".join(configs)))
+    lines.append("# MPI_%s: %s" % (args.coll.capitalize() if args.coll != "reduce_scatter_block"
+                                   else "Reduce_scatter_block", args.title or ", ".join(configs)))
     lines.append("")
     lines.append("- setup: %s, %s buffers, MPI_FLOAT MPI_SUM" % (describe_setup(args), args.buffer))
     lines.append("- machine: %s, %d cores, %s" % (platform.node(), os.cpu_count() or 0, platform.platform()))
@@ -258,7 +285,7 @@ def write_outputs(args, configs, table, command_line, paired=None):
             else:
                 row.append("-")
         if args.nodes:
-            optimum = 2.0 * (args.nodes - 1) / args.nodes * nbytes
+            optimum = bytes_optimum(args, nbytes)
             for c in configs:
                 e = table.get((c, nbytes))
                 row.append("%.2f" % (e["tx"] / optimum) if e and e["tx"] >= 0 and optimum > 0 else "-")
@@ -270,14 +297,17 @@ def write_outputs(args, configs, table, command_line, paired=None):
                 row.append("%.2f" % (lim / e["median_us"]) if lim and e else "-")
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
-    lines.append("Ratios below 1 mean faster than %s. tx/node/call is the most any node sent per allreduce "
-                 "(barrier traffic included) over the optimum 2(N-1)/N * n." % base if args.nodes else
+    lines.append("Ratios below 1 mean faster than %s. tx/node/call is the most any node sent per call "
+                 "(barrier traffic included) over the optimum (%s)." % (
+                     base, "2(N-1)/N * n" if args.coll == "allreduce" else "see allreduce_bench.py's top")
+                 if args.nodes else
                  "Ratios below 1 mean faster than %s." % base)
     if limits:
         lines.append("")
-        lines.append("HBM limit: (3k+1)/2 times the median device-to-device copy of the message on "
+        lines.append("HBM limit: %s times the median device-to-device copy of the size on "
                      "rank 0 (k = %d ranks sharing the GPU); `/ limit` is the fraction of it a "
-                     "configuration reaches (1 = at the limit)." % args.np)
+                     "configuration reaches (1 = at the limit)." % (
+                         {"allreduce": "(3k+1)/2", "bcast": "k", "allgather": "k(k+1)"}[args.coll], args.np))
     if paired:
         ours = [c for c in configs if c.startswith("strata") and any(k[0] == c for k in paired)]
         others = [c for c in configs if not c.startswith("strata")]

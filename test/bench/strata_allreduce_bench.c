@@ -1,8 +1,13 @@
 /*
- * MPI_Allreduce benchmark.
+ * MPI_Allreduce benchmark (and the other collectives strata's pipeline runs).
  *
  *   strata_allreduce_bench [--min BYTES] [--max BYTES] [--iters N] [--iters-large N] [--warmup N]
  *                          [--buffer host|device] [--netdev IFACE] [--label TEXT]
+ *                          [--coll allreduce|bcast|allgather|reduce|reduce_scatter_block]
+ *
+ * --coll (default allreduce): the collective timed.  A size is the vector
+ * (allreduce, bcast from rank 0, reduce to rank 0) or each rank's block
+ * (allgather, reduce_scatter_block: the whole vector is size x ranks).
  *
  * For each size (powers of two from --min to --max, in bytes of MPI_FLOAT), it
  * runs --warmup untimed calls, then --iters timed calls (--iters-large for
@@ -39,8 +44,25 @@
 typedef struct {
     size_t min_bytes, max_bytes;
     int iters, iters_large, warmup, device;
-    const char *netdev, *label;
+    const char *netdev, *label, *coll;
 } bench_opts_t;
+
+/* One call of o->coll on count floats (per rank's block where the
+ * collective has blocks). */
+static void bench_call(const bench_opts_t *o, void *sbuf, void *rbuf, int count)
+{
+    if (!strcmp(o->coll, "bcast")) {
+        MPI_Bcast(rbuf, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    } else if (!strcmp(o->coll, "allgather")) {
+        MPI_Allgather(sbuf, count, MPI_FLOAT, rbuf, count, MPI_FLOAT, MPI_COMM_WORLD);
+    } else if (!strcmp(o->coll, "reduce")) {
+        MPI_Reduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+    } else if (!strcmp(o->coll, "reduce_scatter_block")) {
+        MPI_Reduce_scatter_block(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    } else {
+        MPI_Allreduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
+}
 
 /* ---- device buffers through the CUDA driver, loaded at run time ---- */
 typedef int (*cu_init_fn)(unsigned);
@@ -167,22 +189,28 @@ static void bench_copy_limit(const bench_opts_t *o, size_t bytes, void *src, voi
 
 static void bench_size(const bench_opts_t *o, size_t bytes, MPI_Comm node_comm, int rank)
 {
-    int count = (int)(bytes / sizeof(float)), node_rank, i;
+    int count = (int)(bytes / sizeof(float)), node_rank, i, size;
     int iters = (bytes >= (1u << 20)) ? o->iters_large : o->iters;
-    float *init = malloc(bytes ? bytes : 1);
     double *times = malloc(sizeof(double) * (size_t)iters);
     long long c0[2] = {-1, -1}, c1[2] = {-1, -1}, per_call[2], max_per_call[2];
+    size_t sbytes = bytes, rbytes = bytes, all;
+    float *init;
     void *sbuf, *rbuf;
 
-    for (i = 0; i < count; i++) init[i] = (float)((rank + i) % 17);
-    sbuf = bench_alloc(o, bytes ? bytes : 1, init);
-    rbuf = bench_alloc(o, bytes ? bytes : 1, init);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (!strcmp(o->coll, "allgather")) rbytes *= (size_t)size;
+    if (!strcmp(o->coll, "reduce_scatter_block")) sbytes *= (size_t)size;
+    all = (sbytes > rbytes) ? sbytes : rbytes;
+    init = malloc(all ? all : 1);
+    for (i = 0; i < (int)(all / sizeof(float)); i++) init[i] = (float)((rank + i) % 17);
+    sbuf = bench_alloc(o, sbytes ? sbytes : 1, init);
+    rbuf = bench_alloc(o, rbytes ? rbytes : 1, init);
     if (!sbuf || !rbuf) {
         fprintf(stderr, "strata_allreduce_bench: rank %d: cannot allocate 2 x %zu bytes\n", rank, bytes);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (o->device) bench_copy_limit(o, bytes, sbuf, rbuf, rank, iters);
-    for (i = 0; i < o->warmup; i++) MPI_Allreduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (i = 0; i < o->warmup; i++) bench_call(o, sbuf, rbuf, count);
 
     MPI_Comm_rank(node_comm, &node_rank);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -193,7 +221,7 @@ static void bench_size(const bench_opts_t *o, size_t bytes, MPI_Comm node_comm, 
     for (i = 0; i < iters; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        MPI_Allreduce(sbuf, rbuf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        bench_call(o, sbuf, rbuf, count);
         times[i] = MPI_Wtime() - t0;
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -236,8 +264,15 @@ static size_t parse_size(const char *s)
 
 int main(int argc, char **argv)
 {
-    bench_opts_t o = {.min_bytes = 8, .max_bytes = 64 << 20, .iters = 50, .iters_large = 0, .warmup = 5,
-                      .device = 0, .netdev = NULL, .label = "allreduce"};
+    bench_opts_t o = {.min_bytes = 8,
+                      .max_bytes = 64 << 20,
+                      .iters = 50,
+                      .iters_large = 0,
+                      .warmup = 5,
+                      .device = 0,
+                      .netdev = NULL,
+                      .label = "allreduce",
+                      .coll = "allreduce"};
     int rank, size, i;
     MPI_Comm node_comm;
 
@@ -253,12 +288,18 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--buffer")) o.device = !strcmp(argv[i + 1], "device");
         else if (!strcmp(argv[i], "--netdev")) o.netdev = argv[i + 1];
         else if (!strcmp(argv[i], "--label")) o.label = argv[i + 1];
+        else if (!strcmp(argv[i], "--coll")) o.coll = argv[i + 1];
         else {
             if (rank == 0) fprintf(stderr, "strata_allreduce_bench: unknown option '%s'\n", argv[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
     if (o.iters_large == 0) o.iters_large = o.iters;
+    if (strcmp(o.coll, "allreduce") && strcmp(o.coll, "bcast") && strcmp(o.coll, "allgather") &&
+        strcmp(o.coll, "reduce") && strcmp(o.coll, "reduce_scatter_block")) {
+        if (rank == 0) fprintf(stderr, "strata_allreduce_bench: unknown --coll '%s'\n", o.coll);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     if (i < argc || o.iters < 1 || o.iters_large < 1 || o.min_bytes < sizeof(float) || o.max_bytes < o.min_bytes) {
         if (rank == 0) fprintf(stderr, "strata_allreduce_bench: bad arguments (see the comment at the top of the source)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -266,8 +307,9 @@ int main(int argc, char **argv)
     if (o.device && bench_cuda_open() != 0) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm);
     if (rank == 0) {
-        printf("# strata_allreduce_bench: %d ranks, %s buffers, %d iterations (%d from 1 MiB; +%d warm-up), MPI_FLOAT MPI_SUM\n",
-               size, o.device ? "device" : "host", o.iters, o.iters_large, o.warmup);
+        printf(
+            "# strata_allreduce_bench: MPI_%s, %d ranks, %s buffers, %d iterations (%d from 1 MiB; +%d warm-up), MPI_FLOAT MPI_SUM\n",
+            o.coll, size, o.device ? "device" : "host", o.iters, o.iters_large, o.warmup);
     }
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
         bench_size(&o, bytes, node_comm, rank);

@@ -340,6 +340,21 @@ step_native() {
         --title "device MPI_Allreduce, $np ranks on one GPU" --out "$WORK/bench/native-np$np"
 }
 
+# MPI_Bcast and MPI_Allgather on the GPUs (issue 27) against staged and
+# the HBM limit, NP ranks sharing the GPU: bcast of the vector up to
+# BCAST_MAX, allgather of blocks up to BLOCK_MAX per rank.
+step_copies() {
+    local np=$1 bcast_max=$2 block_max=$3 coll max
+    for coll in bcast allgather; do
+        max=$bcast_max
+        [ "$coll" = allgather ] && max=$block_max
+        python3 "$SRCDIR/test/bench/allreduce_bench.py" --builddir "$BUILD" --coll "$coll" \
+            --configs strata-staged,strata-native --np "$np" --buffer device --min 1M --max "$max" \
+            --iters 5 --iters-large 3 --warmup 1 --rounds 1 \
+            --title "device MPI_$coll, $np ranks on one GPU" --out "$WORK/bench/$coll-np$np" || return 1
+    done
+}
+
 # The native allreduce's time against its chunk size (coll_strata_segment_size,
 # through Open MPI's environment): a cost per chunk shows as a time that
 # falls with fewer, larger chunks (the first H200 run: ~750 us per 128 KiB
@@ -464,8 +479,9 @@ run() {
     stage correctness 150 "gpu and ucx layers on the real driver"
     step tests 30 tests "$STAGE_DEADLINE" 60
 
-    stage measure 150 "native vs staged allreduce vs HBM; p2p"
+    stage measure 190 "native vs staged allreduce, bcast, allgather vs HBM; p2p"
     step native_np2 40 native 2 256M 10
+    step copies_np4 40 copies 4 256M 64M
     step share_probe 20 share_probe
     step native_segments 40 native_segments
     step p2p_suite 40 p2p_suite

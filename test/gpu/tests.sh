@@ -33,6 +33,10 @@ gpu_reductions_native() {
         T="$STRATA_BUILDDIR/test" allreduce_ops_device 3 native --only-comm world --coll reduce
 }
 
+# MPI_Bcast and MPI_Allgather on the GPUs: every datatype, roots, in place,
+# chunk edges, MPI_COMM_WORLD only (non-contiguous types staged).
+gpu_copy_colls_native() { T="$STRATA_BUILDDIR/test" copy_colls_device 4 native --device --only-comm world; }
+
 if [ -n "$STRATA_CUDA_LIBDIR" ]; then
     strata_skip gpu_layer "run through 'make check-gpu' (STRATA_TEST_DRIVER=real) on a GPU machine"
 elif ! gpu_driver_present; then
@@ -52,5 +56,6 @@ else
         strata_test gpu_allreduce_ops_native 600 gpu_allreduce_ops_native
         strata_test gpu_allreduce_ops_native_np8 600 gpu_allreduce_ops_native_np8
         strata_test gpu_reductions_native 300 gpu_reductions_native
+        strata_test gpu_copy_colls_native 300 gpu_copy_colls_native
     fi
 fi
