@@ -297,7 +297,10 @@ static void mca_coll_strata_register_copies(void)
         "module below strata), binomial or chain (the pipeline at every size, that tree between "
         "the nodes' leaders). Device buffers run on the GPUs as allreduce_device_algorithm says",
         mca_coll_strata_bcast_alg_table, -1, &mca_coll_strata_component.settings.bcast_algorithm);
-    mca_coll_strata_component.settings.bcast_min = 65536;
+    /* Measured (docs/results/2026-11-27-bcast-allgather, one node, 4
+     * ranks): the pipeline's bcast takes ~3 us at every size up to 2 KiB,
+     * tuned's and han's 3.4-4.4 from 512 B but 0.2-3 below it. */
+    mca_coll_strata_component.settings.bcast_min = 512;
     mca_coll_strata_register_size("bcast_min",
                                   "Bytes from which MPI_Bcast runs on strata's pipeline when "
                                   "bcast_algorithm is auto; smaller ones go to the module below",
@@ -311,7 +314,9 @@ static void mca_coll_strata_register_copies(void)
         "Device buffers run on the GPUs as allreduce_device_algorithm says",
         mca_coll_strata_allgather_alg_table, -1,
         &mca_coll_strata_component.settings.allgather_algorithm);
-    mca_coll_strata_component.settings.allgather_min = 65536;
+    /* Measured there: 0.59-0.62x tuned's allgather at every size, but
+     * 1.2x han's below 256 B per rank (1 KiB gathered by 4 ranks). */
+    mca_coll_strata_component.settings.allgather_min = 1024;
     mca_coll_strata_register_size(
         "allgather_min",
         "Bytes of the gathered vector (every rank's block) from which MPI_Allgather runs on "

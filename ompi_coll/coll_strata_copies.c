@@ -105,16 +105,18 @@ static const char *mca_coll_strata_copy_sched_name(mca_coll_strata_sched_alg_t s
 /* ---- each rank's datatype onto the bytes ------------------------------- */
 
 /* count x dtype at buf as bytes: where they start when the layout is
- * contiguous (else NULL), and how many. */
-static char *mca_coll_strata_copy_bytes(void *buf, int count, struct ompi_datatype_t *dtype,
+ * contiguous (else NULL), and how many.  Two elements in a row without a
+ * gap between or inside them make any count contiguous (so the check
+ * never needs a count past INT_MAX). */
+static char *mca_coll_strata_copy_bytes(void *buf, size_t count, struct ompi_datatype_t *dtype,
                                         size_t *bytes)
 {
     ptrdiff_t true_lb, true_extent;
     size_t size;
 
     ompi_datatype_type_size(dtype, &size);
-    *bytes = (size_t)count * size;
-    if (!ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
+    *bytes = count * size;
+    if (!ompi_datatype_is_contiguous_memory_layout(dtype, (count < 2) ? (int)count : 2)) {
         return NULL;
     }
     ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
@@ -185,7 +187,7 @@ int mca_coll_strata_bcast_host(mca_coll_strata_module_t *module, void *buf, int 
     mca_coll_strata_sched_alg_t sched;
     bool at_root = ompi_comm_rank(comm) == root;
     size_t bytes;
-    char *data = mca_coll_strata_copy_bytes(buf, count, dtype, &bytes), *packed = NULL;
+    char *data = mca_coll_strata_copy_bytes(buf, (size_t)count, dtype, &bytes), *packed = NULL;
     const char *why = (0 == bytes)
                           ? "no data"
                           : mca_coll_strata_copy_decide(module, comm, MCA_COLL_STRATA_PIPE_BCAST,
@@ -261,7 +263,7 @@ static int mca_coll_strata_allgather_sides(const void *sbuf, int scount,
     ompi_datatype_get_extent(rdtype, &lb, &rextent);
     *in = NULL;
     *in_packed = *out_packed = NULL;
-    *out = mca_coll_strata_copy_bytes(rbuf, rcount * n, rdtype, &sbytes);
+    *out = mca_coll_strata_copy_bytes(rbuf, (size_t)rcount * (size_t)n, rdtype, &sbytes);
     if (NULL == *out) {
         *out = *out_packed = malloc(bytes * (size_t)n);
         if (NULL == *out) {
@@ -274,7 +276,7 @@ static int mca_coll_strata_allgather_sides(const void *sbuf, int scount,
         scount = rcount;
         sdtype = rdtype;
     }
-    *in = mca_coll_strata_copy_bytes((void *)sbuf, scount, sdtype, &sbytes);
+    *in = mca_coll_strata_copy_bytes((void *)sbuf, (size_t)scount, sdtype, &sbytes);
     if (NULL == *in) {
         *in = *in_packed = malloc(bytes);
         if (NULL == *in) {
@@ -341,7 +343,7 @@ int mca_coll_strata_allgather_host(mca_coll_strata_module_t *module, const void 
 
 /* Is count x dtype at buf device memory this rank can hand the GPUs whole:
  * contiguous (the device path does not pack)?  *data: where it starts. */
-static bool mca_coll_strata_copy_device(void *buf, int count, struct ompi_datatype_t *dtype,
+static bool mca_coll_strata_copy_device(void *buf, size_t count, struct ompi_datatype_t *dtype,
                                         char **data, int *ordinal)
 {
     size_t bytes;
@@ -361,7 +363,12 @@ static bool mca_coll_strata_copy_native_applies(mca_coll_strata_module_t *module
     size_t total = bytes *
                    ((MCA_COLL_STRATA_PIPE_BCAST == kind) ? 1 : (size_t)ompi_comm_size(comm));
 
-    if (0 == bytes || ompi_comm_size(comm) < 2) {
+    /* rank-independent tests first: a call that cannot run natively never
+     * sets the communicator up */
+    if (0 == bytes || ompi_comm_size(comm) < 2 ||
+        MCA_COLL_STRATA_COPY_FALLBACK ==
+            ((MCA_COLL_STRATA_PIPE_BCAST == kind) ? c->bcast_algorithm : c->allgather_algorithm) ||
+        !mca_coll_strata_decide_try_native(c->device_algorithm, c->device_native_min, total)) {
         return false;
     }
     if (OPAL_UNLIKELY(MCA_COLL_STRATA_SETUP_NONE == module->setup)) {
@@ -371,7 +378,6 @@ static bool mca_coll_strata_copy_native_applies(mca_coll_strata_module_t *module
     }
     return module->any_driver && MCA_COLL_STRATA_SETUP_READY == module->setup &&
            MCA_COLL_STRATA_SETUP_FAILED != module->device_setup &&
-           mca_coll_strata_decide_try_native(c->device_algorithm, c->device_native_min, total) &&
            NULL == mca_coll_strata_copy_decide(module, comm, kind, bytes, true, d, sched) &&
            1 < module->topo.ppn_max;
 }
@@ -418,7 +424,7 @@ int mca_coll_strata_bcast_native(mca_coll_strata_module_t *module, void *buf, in
                                              &sched)) {
         return OMPI_SUCCESS;
     }
-    mine = mca_coll_strata_copy_device(buf, count, dtype, &data, &ordinal) &&
+    mine = mca_coll_strata_copy_device(buf, (size_t)count, dtype, &data, &ordinal) &&
            mca_coll_strata_node_device_reaches(module, comm, data, data, ordinal);
     mca_coll_strata_bcast_args(&a, data, bytes, root, comm, sched);
     return mca_coll_strata_copy_native_run(module, comm, &a, &d, mine, ordinal, ran);
@@ -450,9 +456,9 @@ int mca_coll_strata_allgather_native(mca_coll_strata_module_t *module, const voi
         scount = rcount;
         sdtype = rdtype;
     }
-    mine = mca_coll_strata_copy_device(rbuf, rcount * ompi_comm_size(comm), rdtype, &out,
-                                       &ordinal) &&
-           mca_coll_strata_copy_device((void *)sbuf, scount, sdtype, &in, &in_ordinal) &&
+    mine = mca_coll_strata_copy_device(rbuf, (size_t)rcount * (size_t)ompi_comm_size(comm), rdtype,
+                                       &out, &ordinal) &&
+           mca_coll_strata_copy_device((void *)sbuf, (size_t)scount, sdtype, &in, &in_ordinal) &&
            in_ordinal == ordinal &&
            mca_coll_strata_node_device_reaches(module, comm, in, out, ordinal);
     mca_coll_strata_allgather_args(&a, mine ? in : NULL, mine ? out : NULL, bytes, comm);
