@@ -139,7 +139,7 @@ int mca_coll_strata_decide_bcast_sched(int setting, int nnodes, size_t nchunks)
                                                        : MCA_COLL_STRATA_SCHED_BINOMIAL;
     }
     l += ((1 << l) < nnodes) ? 1 : 0; /* ceil */
-    return (nnodes > 2 && nchunks * (size_t)(l - 1) > (size_t)(nnodes - 2))
+    return (nnodes > 2 && nchunks * (size_t)(l - 1) >= (size_t)(nnodes - 2))
                ? MCA_COLL_STRATA_SCHED_CHAIN
                : MCA_COLL_STRATA_SCHED_BINOMIAL;
 }

@@ -109,7 +109,8 @@ const char *mca_coll_strata_copy_alg_name(int alg);
  * that many times; chain: every leader sends each chunk once, and the
  * last leader has the first chunk after nnodes - 1 hops.  So in chunk
  * times, binomial ~ nchunks * L, chain ~ nchunks + nnodes - 2: chain when
- * nchunks (L - 1) > nnodes - 2 (never for 2 nodes, where they are one).
+ * nchunks (L - 1) >= nnodes - 2 (a tie goes to the chain, which sends the
+ * vector out of each node once; never for 2 nodes, where they are one).
  * Returns a coll_strata_sched.h algorithm.
  */
 int mca_coll_strata_decide_bcast_sched(int setting, int nnodes, size_t nchunks);
