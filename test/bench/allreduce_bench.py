@@ -350,7 +350,7 @@ def write_plot(args, configs, table, sizes, limits):
     script = "\n".join([
         "set terminal pngcairo size 900,600" if has_pngcairo() else "set terminal png size 900,600",
         "set output '%s'" % os.path.join(args.out, "plot.png"),
-        "set title '%s'" % (args.title or "MPI_Allreduce, " + describe_setup(args)).replace("'", ""),
+        "set title '%s' noenhanced" % (args.title or "MPI_Allreduce, " + describe_setup(args)).replace("'", ""),
         "set logscale xy",
         "set xlabel 'message size (bytes)'",
         "set ylabel 'median time (us)'",
