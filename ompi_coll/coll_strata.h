@@ -290,6 +290,8 @@ typedef struct mca_coll_strata_topo_t {
     int *rank_node;
     int *rank_pos;
     int *node_first;
+    /* every node's ranks are consecutive in comm (node order is comm order) */
+    bool node_contiguous;
 } mca_coll_strata_topo_t;
 
 typedef enum {
@@ -359,6 +361,9 @@ typedef struct mca_coll_strata_module_t {
     uint64_t chunk_serial;
     /* per slot: the inter-node phase of the chunk in it */
     struct mca_coll_strata_xchg_t *xchgs;
+    /* the nodes' regions of a call's result (nnodes + 1 entries; see
+     * mca_coll_strata_pipeline_args_t.parts), made with the exchanges */
+    size_t *node_parts;
     /* idle polls of the pipeline before it yields the core (adapts) */
     unsigned spin_budget;
     mca_coll_strata_ar_cached_t ar_cache[MCA_COLL_STRATA_AR_CACHE_SIZE];
@@ -577,6 +582,20 @@ typedef struct mca_coll_strata_pipeline_args_t {
     int root;
     mca_coll_strata_sched_alg_t sched_alg;
     struct ompi_communicator_t *comm; /* BCAST and ALLGATHER: the call's */
+    /* REDUCE: whose the result is, for the exchange between nodes: every
+     * rank's (WHOLE: the allreduce), the root's (MPI_Reduce, `root`), or
+     * each rank its block (BLOCKS: count / ranks elements each, or
+     * rcounts[r]).  With the ring between nodes the exchange then is the
+     * ring's reduce-scatter half on the nodes' regions of the result
+     * (coll_strata_sched.h's ring_rs; a reduce-scatter's only where each
+     * node's ranks are consecutive), sending (N-1)/N of the vector instead
+     * of 2(N-1)/N. */
+    enum {
+        MCA_COLL_STRATA_PARTS_WHOLE = 0,
+        MCA_COLL_STRATA_PARTS_ROOT,
+        MCA_COLL_STRATA_PARTS_BLOCKS
+    } parts;
+    const int *rcounts;
     const char *coll; /* "MPI_Allreduce"...: for messages */
     /* not an allreduce: some rank's part is less than the whole vector, so
      * the replicated path (whose owners write the whole vector to `out`)
@@ -607,6 +626,12 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
  * native path knows at once whether some rank has a CUDA driver */
 void mca_coll_strata_setup_early(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+/* coll_strata_reductions.c: the verbose name of a reduction's exchange
+ * between nodes (the ring's reduce-scatter half where it runs) */
+const char *mca_coll_strata_reduction_inter_name(const mca_coll_strata_module_t *module,
+                                                 const mca_coll_strata_pipeline_args_t *a,
+                                                 const mca_coll_strata_decision_t *d);
+
 /* coll_strata_allreduce.c: whether every rank can run a call on the GPUs
  * (`mine`: this one can, on device `ordinal`), the device area set up at
  * the first; and, for verbose lines, how device blocks cross nodes. */

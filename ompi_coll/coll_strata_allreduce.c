@@ -264,7 +264,7 @@ int mca_coll_strata_reduction_native(mca_coll_strata_module_t *module,
         "%d slice(s), inter-node %s%s, %d node(s) (%s)",
         name, comm->c_name, a->count, a->dtype->name, mca_coll_strata_op_name(a->op),
         mca_coll_strata_alg_name(decision.algorithm), decision.nslices,
-        mca_coll_strata_inter_name(decision.inter),
+        mca_coll_strata_reduction_inter_name(module, a, &decision),
         mca_coll_strata_native_network(module, &decision), module->topo.nnodes, decision.reason);
     *ran = true;
     return mca_coll_strata_node_device_run(module, a, &decision);

@@ -71,6 +71,8 @@ typedef struct mca_coll_strata_pipeline_t {
     int root_node;                         /* BCAST: the root's node */
     bool copies_in; /* this rank has input (every rank, or the bcast's root) */
     int comm_size;  /* ALLGATHER: blocks per chunk */
+    /* REDUCE: the nodes' regions of the result (args' parts), or NULL */
+    const size_t *node_parts;
     int comm_rank;
     const char *sbuf;
     /* this rank's part of the result: elements [out_lo, out_hi) of the
@@ -273,6 +275,29 @@ static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool
     *moved = true;
 }
 
+/* The reduce-scatter half for this rank's slice of chunk c: member k (the
+ * rail's rank k is node k) ends with node k's region of the result within
+ * the slice (empty where the region misses it). */
+static void mca_coll_strata_pipeline_slice_parts(const mca_coll_strata_pipeline_t *p, uint64_t c,
+                                                 mca_coll_strata_xchg_t *x)
+{
+    int nnodes = p->module->topo.nnodes;
+    size_t first, n, off, len, lo, hi;
+
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, &len);
+    lo = first + off;
+    hi = lo + len;
+    for (int k = 0; k <= nnodes; ++k) {
+        size_t at = p->node_parts[k];
+
+        x->bounds[k] = ((at < lo) ? lo : (at > hi) ? hi : at) - lo;
+    }
+    x->bounds[nnodes] = len;
+    x->sched.alg = MCA_COLL_STRATA_SCHED_RING_RS;
+    x->sched.bounds = x->bounds;
+}
+
 /* The schedule of chunk c's exchange: the allreduce's the decision chose,
  * or the copy-only collective's (its root's node; an allgather's node
  * regions in the chunk, every block of it n elements). */
@@ -290,6 +315,9 @@ static void mca_coll_strata_pipeline_sched(const mca_coll_strata_pipeline_t *p, 
                        : (MCA_COLL_STRATA_INTER_RHD == p->decision->inter)
                            ? MCA_COLL_STRATA_SCHED_RHD
                            : MCA_COLL_STRATA_SCHED_RING;
+        if (NULL != p->node_parts && MCA_COLL_STRATA_SCHED_RING == x->sched.alg) {
+            mca_coll_strata_pipeline_slice_parts(p, c, x);
+        }
         break;
     case MCA_COLL_STRATA_PIPE_BCAST:
         x->sched.alg = p->sched_alg;
@@ -541,6 +569,44 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
     *moved = true;
 }
 
+/* The nodes' regions of the result (mca_coll_strata_pipeline_args_t's
+ * parts) in module->node_parts, or NULL for the full exchange: a reduce's
+ * root node holds it all; a reduce-scatter's nodes their ranks' blocks,
+ * where node order is comm order (else the regions interleave). */
+static const size_t *mca_coll_strata_pipeline_parts(mca_coll_strata_module_t *module,
+                                                    const mca_coll_strata_pipeline_args_t *a)
+{
+    const mca_coll_strata_topo_t *topo = &module->topo;
+    size_t *b = module->node_parts, at = 0;
+    int nnodes = topo->nnodes, size;
+
+    if (NULL == b || nnodes < 2 || MCA_COLL_STRATA_PIPE_REDUCE != a->kind) {
+        return NULL;
+    }
+    switch (a->parts) {
+    case MCA_COLL_STRATA_PARTS_ROOT:
+        for (int k = 0; k <= nnodes; ++k) {
+            b[k] = (k <= topo->rank_node[a->root]) ? 0 : a->count;
+        }
+        return b;
+    case MCA_COLL_STRATA_PARTS_BLOCKS:
+        if (!topo->node_contiguous) {
+            return NULL;
+        }
+        size = topo->node_first[nnodes];
+        b[0] = 0;
+        for (int k = 0; k < nnodes; ++k) {
+            for (int q = topo->node_first[k]; q < topo->node_first[k + 1]; ++q) {
+                at += (NULL != a->rcounts) ? (size_t)a->rcounts[q] : a->count / (size_t)size;
+            }
+            b[k + 1] = at;
+        }
+        return b;
+    default:
+        return NULL;
+    }
+}
+
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
                                        void *rbuf, size_t count,
                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -592,6 +658,9 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
     size_t count = a->count;
 
     p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm;
+    if (!p.replicated) {
+        p.node_parts = mca_coll_strata_pipeline_parts(module, a);
+    }
     if (MCA_COLL_STRATA_PIPE_BCAST == a->kind) {
         p.root_node = module->topo.rank_node[a->root];
         p.copies_in = a->root == ompi_comm_rank(a->comm);
@@ -700,6 +769,11 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, bool willin
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
     }
+    module->node_parts = malloc(sizeof(size_t) * ((size_t)module->topo.nnodes + 1));
+    if (NULL == module->node_parts) {
+        snprintf(why, why_len, "out of memory");
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     /* An exchange receives at most one chunk: one slot's bytes per chunk in
      * flight. */
     if (NULL != module->topo.rail_comm) {
@@ -724,4 +798,6 @@ void mca_coll_strata_pipeline_release(mca_coll_strata_module_t *module)
     }
     free(module->xchgs);
     module->xchgs = NULL;
+    free(module->node_parts);
+    module->node_parts = NULL;
 }

@@ -25,6 +25,21 @@
 
 #include "ompi/constants.h"
 
+/* For the verbose line: the exchange between nodes, naming the ring's
+ * reduce-scatter half where the pipeline runs it (see the args' parts). */
+const char *mca_coll_strata_reduction_inter_name(const mca_coll_strata_module_t *module,
+                                                 const mca_coll_strata_pipeline_args_t *a,
+                                                 const mca_coll_strata_decision_t *d)
+{
+    if (MCA_COLL_STRATA_INTER_RING == d->inter && module->topo.nnodes > 1 &&
+        MCA_COLL_STRATA_ALG_REPLICATED != d->algorithm &&
+        (MCA_COLL_STRATA_PARTS_ROOT == a->parts ||
+         (MCA_COLL_STRATA_PARTS_BLOCKS == a->parts && module->topo.node_contiguous))) {
+        return "ring_rs";
+    }
+    return mca_coll_strata_inter_name(d->inter);
+}
+
 int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
                                    struct ompi_communicator_t *comm,
                                    const mca_coll_strata_pipeline_args_t *a, bool *ran)
@@ -54,8 +69,8 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
                             "this rank's part %zu element(s) (%s)",
                             a->coll, comm->c_name, a->count, a->dtype->name,
                             mca_coll_strata_op_name(a->op), mca_coll_strata_alg_name(d.algorithm),
-                            d.nslices, mca_coll_strata_inter_name(d.inter), module->topo.nnodes,
-                            a->out_hi - a->out_lo, d.reason);
+                            d.nslices, mca_coll_strata_reduction_inter_name(module, a, &d),
+                            module->topo.nnodes, a->out_hi - a->out_lo, d.reason);
     *ran = true;
     return mca_coll_strata_pipeline_run(module, a, &d, &module->node_host);
 }
@@ -79,6 +94,8 @@ static void mca_coll_strata_reduce_args(mca_coll_strata_pipeline_args_t *a, cons
         .op = op,
         .coll = "MPI_Reduce",
         .partial = true,
+        .parts = MCA_COLL_STRATA_PARTS_ROOT,
+        .root = root,
     };
 }
 
@@ -98,6 +115,7 @@ static void mca_coll_strata_rsb_args(mca_coll_strata_pipeline_args_t *a, const v
         .op = op,
         .coll = "MPI_Reduce_scatter_block",
         .partial = true,
+        .parts = MCA_COLL_STRATA_PARTS_BLOCKS,
     };
 }
 
@@ -114,6 +132,8 @@ static void mca_coll_strata_rs_args(mca_coll_strata_pipeline_args_t *a, const vo
         .op = op,
         .coll = "MPI_Reduce_scatter",
         .partial = true,
+        .parts = MCA_COLL_STRATA_PARTS_BLOCKS,
+        .rcounts = rcounts,
     };
     /* This rank's block starts after the blocks of the ranks before it. */
     for (int r = 0; r < n; ++r) {

@@ -46,18 +46,19 @@ static int mca_coll_strata_sched_mod(int a, int n)
 
 /* ---- ring: a reduce-scatter half and an allgather half ---- */
 
-/* Step s of the ring's reduce-scatter: block r - s goes on, block r - s - 1
- * comes in and is folded; after n - 1 steps member r holds block r + 1. */
-static void mca_coll_strata_sched_ring_rs(const mca_coll_strata_sched_t *sched, int r, int s,
-                                          mca_coll_strata_sched_step_t *step)
+/* Step s of the ring's reduce-scatter, member r ending with block `ends`:
+ * block ends - 1 - s goes on, block ends - 2 - s comes in and is folded;
+ * after n - 1 steps member r holds block `ends` reduced over all. */
+static void mca_coll_strata_sched_ring_rs(const mca_coll_strata_sched_t *sched, int r, int ends,
+                                          int s, mca_coll_strata_sched_step_t *step)
 {
     int n = sched->n;
 
     step->send_peer = (r + 1) % n;
     step->recv_peer = (r + n - 1) % n;
-    mca_coll_strata_sched_block(sched, mca_coll_strata_sched_mod(r - s, n), &step->send_off,
+    mca_coll_strata_sched_block(sched, mca_coll_strata_sched_mod(ends - 1 - s, n), &step->send_off,
                                 &step->send_count);
-    mca_coll_strata_sched_block(sched, mca_coll_strata_sched_mod(r - s - 1, n), &step->recv_off,
+    mca_coll_strata_sched_block(sched, mca_coll_strata_sched_mod(ends - 2 - s, n), &step->recv_off,
                                 &step->recv_count);
     /* block = received op block: the order the ring has always used */
     step->fold = MCA_COLL_STRATA_FOLD_RECV_FIRST;
@@ -83,7 +84,7 @@ static void mca_coll_strata_sched_ring(const mca_coll_strata_sched_t *sched, int
                                        mca_coll_strata_sched_step_t *step)
 {
     if (i < sched->n - 1) {
-        mca_coll_strata_sched_ring_rs(sched, r, i, step);
+        mca_coll_strata_sched_ring_rs(sched, r, r + 1, i, step);
     } else {
         mca_coll_strata_sched_ring_ag(sched, r, r + 1, i - (sched->n - 1), step);
     }
@@ -248,6 +249,7 @@ int mca_coll_strata_sched_nsteps(const mca_coll_strata_sched_t *sched)
     case MCA_COLL_STRATA_SCHED_RHD:
         return 2 * mca_coll_strata_log2_floor(n) + 2;
     case MCA_COLL_STRATA_SCHED_RING_AG:
+    case MCA_COLL_STRATA_SCHED_RING_RS:
     case MCA_COLL_STRATA_SCHED_CHAIN:
         return n - 1;
     case MCA_COLL_STRATA_SCHED_BINOMIAL:
@@ -270,6 +272,9 @@ void mca_coll_strata_sched_step(const mca_coll_strata_sched_t *sched, int r, int
         break;
     case MCA_COLL_STRATA_SCHED_RING_AG:
         mca_coll_strata_sched_ring_ag(sched, r, r, i, step);
+        break;
+    case MCA_COLL_STRATA_SCHED_RING_RS:
+        mca_coll_strata_sched_ring_rs(sched, r, r, i, step);
         break;
     case MCA_COLL_STRATA_SCHED_BINOMIAL:
         mca_coll_strata_sched_binomial(sched, r, i, step);

@@ -29,7 +29,12 @@
  * compute the same value), and in ring and rhd each element is reduced by
  * one member only and then copied.
  *
- * The copy-only collectives are halves of the same schedules, or trees:
+ * The other collectives are halves of the same schedules, or trees:
+ *   ring_rs   the reduce-scatter half of ring, member m ending with block
+ *             m reduced over every member (blocks by bounds: the node
+ *             regions of a reduce-scatter, or one member's whole vector
+ *             for a reduce, where it is a chain); n-1 steps, each member
+ *             sending every block but its own once
  *   ring_ag   the allgather half of ring: member m starts with block m
  *             (the blocks' bounds given: node regions of different sizes)
  *             and every member ends with all n; n-1 steps
@@ -52,11 +57,12 @@ typedef enum {
     MCA_COLL_STRATA_SCHED_RING_AG = 3,  /* allgather */
     MCA_COLL_STRATA_SCHED_BINOMIAL = 4, /* bcast */
     MCA_COLL_STRATA_SCHED_CHAIN = 5,
+    MCA_COLL_STRATA_SCHED_RING_RS = 6, /* reduce-scatter, reduce */
     MCA_COLL_STRATA_SCHED_COUNT
 } mca_coll_strata_sched_alg_t;
 
 /* One exchange among n members of `count` elements.  root: the bcast's
- * source member.  bounds: ring_ag's blocks, member m's elements
+ * source member.  bounds: ring_ag's and ring_rs's blocks, member m's elements
  * [bounds[m], bounds[m+1]) (n + 1 entries, bounds[n] == count); NULL cuts
  * the vector into n near-equal blocks, as the allreduces do. */
 typedef struct mca_coll_strata_sched_t {

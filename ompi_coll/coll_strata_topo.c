@@ -74,10 +74,12 @@ static void mca_coll_strata_topo_order(mca_coll_strata_topo_t *topo, const int *
         topo->node_first[k + 1] += topo->node_first[k];
         placed[k] = 0;
     }
+    topo->node_contiguous = true;
     for (int r = 0; r < size; ++r) {
         int k = topo->rank_node[r];
 
         topo->rank_pos[r] = topo->node_first[k] + placed[k]++;
+        topo->node_contiguous = topo->node_contiguous && topo->rank_pos[r] == r;
     }
 }
 

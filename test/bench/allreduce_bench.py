@@ -28,9 +28,11 @@ strata-staged force coll/strata's two device paths.
 --coll times another collective (strata_allreduce_bench --coll: a size is
 the vector, or each rank's block for allgather and reduce_scatter_block).
 Its bytes bound, for the most any node sends per call: bcast n (every byte
-leaves the root's node once); allgather and reduce_scatter_block (N-1)/N of
-the whole vector (every node must receive the other nodes' part; what the
-nodes send adds up to what they receive); reduce (N-1)/N n.  Its HBM limit
+leaves the root's node once); reduce n (every other node must send
+something of every element: its contribution leaves it no other way);
+allgather and reduce_scatter_block (N-1)/N of the whole vector (every node
+must receive the other nodes' part; what the nodes send adds up to what
+they receive).  Its HBM limit
 with k ranks on one GPU, in device-to-device copies of the size: bcast k
 (the root's copy in, k-1 copies out), allgather k(k+1) (k blocks in, then
 every rank copies all k out); none for the reductions other than allreduce.
@@ -234,7 +236,7 @@ def bytes_optimum(args, nbytes):
     """The least the busiest node must send per call (see the top)."""
     n = args.nodes
     whole = nbytes * args.nodes * args.ppn if args.coll in ("allgather", "reduce_scatter_block") else nbytes
-    if args.coll == "bcast":
+    if args.coll in ("bcast", "reduce"):
         return float(nbytes)
     return (2.0 if args.coll == "allreduce" else 1.0) * (n - 1) / n * whole
 

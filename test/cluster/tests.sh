@@ -62,7 +62,7 @@ cluster_reductions() {
         grep -v "coll:strata" "$out"
         grep -o "coll:strata: MPI_Reduce[_a-z]* MPI_COMM_WORLD .*inter-node [a-z_]*" "$out" |
             sed 's/.*: \([a-z]*\), .*inter-node \([a-z_]*\)/\1 \2/' | sort | uniq -c
-        grep -q "coll:strata: MPI_Reduce[_a-z]* MPI_COMM_WORLD .*inter-node \(ring\|doubling\|halving_doubling\|coll\)," "$out" ||
+        grep -q "coll:strata: MPI_Reduce[_a-z]* MPI_COMM_WORLD .*inter-node \(ring\|ring_rs\|doubling\|halving_doubling\|coll\)," "$out" ||
             { echo "no $coll ran strata's pipeline across nodes"; return 1; }
     done
 }

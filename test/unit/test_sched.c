@@ -15,8 +15,12 @@
  *     every member ends with block m of member m's vector, for every m;
  *   - binomial and chain, from every root: every member ends with the
  *     root's vector;
+ *   - ring_rs, on the same blocks and on one member's whole vector (a
+ *     reduce): every member ends with its own block summed over all
+ *     members (the other blocks are nobody's), and each member sends at
+ *     most the vector less its own block;
  *   - the step counts (2(n-1); log2 p + 2; 2 log2 p + 2; n-1; ceil(log2 n);
- *     n-1).
+ *     n-1; n-1).
  * Exits 1 at the first wrong value, naming algorithm, n, count, member.
  */
 #include <stdint.h>
@@ -28,7 +32,7 @@
 
 #define MAX_N 33
 
-static const char *const names[] = {"ring", "rd", "rhd", "ring_ag", "binomial", "chain"};
+static const char *const names[] = {"ring", "rd", "rhd", "ring_ag", "binomial", "chain", "ring_rs"};
 static int failures;
 
 #define FAIL(...)                                 \
@@ -58,6 +62,8 @@ static uint64_t input(int r, size_t j)
 
 /* Runs the schedule with op; vec[r] ends with member r's result.  Returns
  * nonzero on a schedule mismatch (already reported). */
+static size_t sent[MAX_N]; /* elements each member sent in the last run */
+
 static int run(const mca_coll_strata_sched_t *sc, op_fn op, uint64_t **vec)
 {
     static mca_coll_strata_sched_step_t steps[MAX_N];
@@ -67,6 +73,7 @@ static int run(const mca_coll_strata_sched_t *sc, op_fn op, uint64_t **vec)
 
     for (int r = 0; r < n; ++r) {
         for (size_t j = 0; j < count; ++j) vec[r][j] = input(r, j);
+        sent[r] = 0;
     }
     for (int i = 0; i < nsteps; ++i) {
         for (int r = 0; r < n; ++r) {
@@ -92,6 +99,7 @@ static int run(const mca_coll_strata_sched_t *sc, op_fn op, uint64_t **vec)
                 return 1;
             }
             msg[r] = malloc(sizeof(uint64_t) * (s->send_count + 1));
+            sent[r] += s->send_count;
             memcpy(msg[r], vec[r] + s->send_off, sizeof(uint64_t) * s->send_count);
         }
         for (int r = 0; r < n; ++r) {
@@ -139,6 +147,7 @@ static int expected_steps(int alg, int n)
     case MCA_COLL_STRATA_SCHED_RD: return l + 2;
     case MCA_COLL_STRATA_SCHED_RHD: return 2 * l + 2;
     case MCA_COLL_STRATA_SCHED_BINOMIAL: return ((1 << l) < n) ? l + 1 : l;
+    case MCA_COLL_STRATA_SCHED_RING_RS: return n - 1;
     default: return n - 1;
     }
 }
@@ -168,6 +177,37 @@ static void check_allreduce(const mca_coll_strata_sched_t *sc, uint64_t **vec)
             FAIL("%s n=%d count=%zu: member %d's result differs from member 0's (a "
                  "non-commutative op folded in different orders)",
                  names[sc->alg], n, count, r);
+            return;
+        }
+    }
+}
+
+/* Each member's own block (owner[j] == member) must hold the sum over all
+ * members; nobody sends more than the vector less its own block. */
+static void check_rs(const mca_coll_strata_sched_t *sc, uint64_t **vec, const int *owner)
+{
+    if (run(sc, op_sum, vec)) return;
+    for (int r = 0; r < sc->n; ++r) {
+        size_t own = 0;
+
+        for (size_t j = 0; j < sc->count; ++j) {
+            uint64_t sum = 0;
+
+            if (owner[j] != r) continue;
+            ++own;
+            for (int q = 0; q < sc->n; ++q) sum += input(q, j);
+            if (vec[r][j] != sum) {
+                FAIL("ring_rs n=%d count=%zu: member %d's element %zu is %llu, expected the sum "
+                     "%llu",
+                     sc->n, sc->count, r, j, (unsigned long long)vec[r][j],
+                     (unsigned long long)sum);
+                return;
+            }
+        }
+        if (sc->n > 1 && sent[r] > sc->count - own) {
+            FAIL("ring_rs n=%d count=%zu: member %d sent %zu elements, more than the %zu not its "
+                 "own",
+                 sc->n, sc->count, r, sent[r], sc->count - own);
             return;
         }
     }
@@ -212,6 +252,7 @@ int main(void)
                 sc.count = (ci < 71) ? ci : big[ci - 71];
                 sc.bounds = NULL;
                 switch (alg) {
+                case MCA_COLL_STRATA_SCHED_RING_RS:
                 case MCA_COLL_STRATA_SCHED_RING_AG:
                     /* the even cut, then blocks of 0, 1, 2, 0, 1, 2... units
                      * (a node region: ranks x elements) scaled to the count */
@@ -243,7 +284,19 @@ int main(void)
                             }
                             for (size_t j = lo; j < lo + len; ++j) owner[j] = m;
                         }
-                        check_copy(&sc, vec, owner);
+                        if (alg == MCA_COLL_STRATA_SCHED_RING_AG) {
+                            check_copy(&sc, vec, owner);
+                        } else {
+                            check_rs(&sc, vec, owner);
+                        }
+                    }
+                    if (alg == MCA_COLL_STRATA_SCHED_RING_RS && n > 1) {
+                        /* a reduce: the last member's block is the whole vector */
+                        sc.count = (ci < 71) ? ci : big[ci - 71];
+                        for (int m = 0; m <= n; ++m) bounds[m] = (m == n) ? sc.count : 0;
+                        sc.bounds = bounds;
+                        for (size_t j = 0; j < sc.count; ++j) owner[j] = n - 1;
+                        check_rs(&sc, vec, owner);
                     }
                     break;
                 case MCA_COLL_STRATA_SCHED_BINOMIAL:
@@ -260,9 +313,9 @@ int main(void)
             }
         }
     }
-    printf("test_sched: %s: ring, rd, rhd, ring_ag, binomial and chain on 1..%d members, %zu "
-           "(algorithm, n, count) cases: messages matched, sums right, results bitwise "
-           "identical, every block from its owner\n",
+    printf("test_sched: %s: ring, rd, rhd, ring_ag, binomial, chain and ring_rs on 1..%d members, "
+           "%zu (algorithm, n, count) cases: messages matched, sums right, results bitwise "
+           "identical, every block from its owner, reduce-scatter blocks at their owners\n",
            failures ? "FAIL" : "OK", MAX_N, checked);
     return failures ? 1 : 0;
 }
