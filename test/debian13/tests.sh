@@ -112,7 +112,7 @@ debian13_layer() {
 # ucx across namespaces, device buffers, failures, clean-up), not the
 # whole layer again: the host runs all of it on the same code, and most of
 # its time is the same exchanges at more node shapes.
-D13_CLUSTER=${STRATA_DEBIAN13_CLUSTER-cluster_needs_root|cluster_topology_2x2|cluster_allreduce_strata_2x2|cluster_allreduce_strata_bynode|cluster_allreduce_inter_2+2+1|cluster_allreduce_network_measured|cluster_settings_differ|cluster_allreduce_inter_fault_3+1|cluster_allreduce_isend_refused_2x2|cluster_coll_device_2x2|cluster_coll_device_ob1_2x2|cluster_accel_ob1_2x2|cluster_reductions_2+2+1|cluster_reduction_inter_fault_2x2|cluster_allreduce_native_2x2_ucx|cluster_allreduce_native_2x2_ob1_direct|cluster_allreduce_native_fault|cluster_bytes_counted|cluster_cleanup_after_failure}
+D13_CLUSTER=${STRATA_DEBIAN13_CLUSTER-cluster_needs_root|cluster_topology_2x2|cluster_allreduce_strata_2x2|cluster_allreduce_strata_bynode|cluster_allreduce_inter_2+2+1|cluster_allreduce_network_measured|cluster_settings_differ|cluster_allreduce_inter_fault_3+1|cluster_allreduce_isend_refused_2x2|cluster_coll_device_2x2|cluster_coll_device_ob1_2x2|cluster_accel_ob1_2x2|cluster_reductions_2+2+1|cluster_reduction_inter_fault_2x2|cluster_copy_colls_2+2+1|cluster_allgather_inter_fault_2x2|cluster_allreduce_native_2x2_ucx|cluster_allreduce_native_2x2_ob1_direct|cluster_allreduce_native_fault|cluster_bytes_counted|cluster_cleanup_after_failure}
 
 # Open MPI 5.0 on the newer UCX releases (Ubuntu 26.04's 1.20, upstream's
 # 1.22): UCX built on the host from its release tree (config/ucx-release.sh,
