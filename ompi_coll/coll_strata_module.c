@@ -38,6 +38,7 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     memset(&module->shm, 0, sizeof(module->shm));
     module->chunk_serial = 0;
     module->xchgs = NULL;
+    module->node_parts = NULL;
     module->spin_budget = 8;
     memset(&module->node_host, 0, sizeof(module->node_host));
     memset(module->ar_cache, 0, sizeof(module->ar_cache));
