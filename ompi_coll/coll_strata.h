@@ -585,8 +585,9 @@ typedef struct mca_coll_strata_pipeline_args_t {
     /* REDUCE: whose the result is, for the exchange between nodes: every
      * rank's (WHOLE: the allreduce), the root's (MPI_Reduce, `root`), or
      * each rank its block (BLOCKS: count / ranks elements each, or
-     * rcounts[r]).  With the ring between nodes the exchange then is the
-     * ring's reduce-scatter half on the nodes' regions of the result
+     * rcounts[r]).  With the ring or halving-doubling between nodes the
+     * exchange then is the ring's reduce-scatter half on the nodes' regions
+     * of the result
      * (coll_strata_sched.h's ring_rs; a reduce-scatter's only where each
      * node's ranks are consecutive), sending (N-1)/N of the vector instead
      * of 2(N-1)/N. */

@@ -315,7 +315,10 @@ static void mca_coll_strata_pipeline_sched(const mca_coll_strata_pipeline_t *p, 
                        : (MCA_COLL_STRATA_INTER_RHD == p->decision->inter)
                            ? MCA_COLL_STRATA_SCHED_RHD
                            : MCA_COLL_STRATA_SCHED_RING;
-        if (NULL != p->node_parts && MCA_COLL_STRATA_SCHED_RING == x->sched.alg) {
+        /* bandwidth's exchanges (ring, halving-doubling) become the ring's
+         * reduce-scatter half: the bytes of one half, never more steps
+         * than the ring (doubling's small vectors keep their latency) */
+        if (NULL != p->node_parts && MCA_COLL_STRATA_SCHED_RD != x->sched.alg) {
             mca_coll_strata_pipeline_slice_parts(p, c, x);
         }
         break;

@@ -48,15 +48,19 @@ cluster_allreduce() {
 # checking its part; verbosity 20 must show strata's pipeline with an
 # inter-node exchange (not only the module below strata).
 cluster_reductions() {
-    local coll map out="$STRATA_TEST_TMP/out"
+    local coll map out="$STRATA_TEST_TMP/out" inter=()
     case "$1" in
     2+2+1) map=(-np 5 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:2,$STRATA_CLUSTER-n3:1") ;;
     bynode) map=(-np 4 --map-by node) ;;
     3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
+    4x2) map=(-np 8 --map-by ppr:2:node) ;;
     esac
+    # INTER: the exchange forced (halving_doubling becomes the ring's
+    # reduce-scatter half for these calls: verbosity 20 must say ring_rs)
+    [ -n "${2:-}" ] && inter=(--mca coll_strata_allreduce_inter_algorithm "$2")
     for coll in reduce reduce_scatter_block reduce_scatter; do
         echo "== $coll"
-        strata_mpirun_cluster "${map[@]}" $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        strata_mpirun_cluster "${map[@]}" $(strata_coll_mca strata) --mca coll_strata_verbose 20 "${inter[@]}" \
             "$T/mpi/test_allreduce_ops" --quiet --only-comm world --max-bytes 256K --coll "$coll" \
             >"$out" 2>&1 || { grep -v "coll:strata" "$out"; return 1; }
         grep -v "coll:strata" "$out"
@@ -64,6 +68,10 @@ cluster_reductions() {
             sed 's/.*: \([a-z]*\), .*inter-node \([a-z_]*\)/\1 \2/' | sort | uniq -c
         grep -q "coll:strata: MPI_Reduce[_a-z]* MPI_COMM_WORLD .*inter-node \(ring\|ring_rs\|doubling\|halving_doubling\|coll\)," "$out" ||
             { echo "no $coll ran strata's pipeline across nodes"; return 1; }
+        if [ "${2:-}" = halving_doubling ]; then
+            grep -q "coll:strata: MPI_Reduce[_a-z]* MPI_COMM_WORLD .*inter-node ring_rs," "$out" ||
+                { echo "no $coll ran the reduce-scatter half"; return 1; }
+        fi
     done
 }
 
@@ -597,6 +605,7 @@ else
     strata_test cluster_allreduce_strata_2x1 300 cluster_job 2 "" cluster_allreduce strata 2x1
     strata_test cluster_reductions_2+2+1 300 cluster_job 3 "" cluster_reductions 2+2+1
     strata_test cluster_reductions_bynode 300 cluster_job 2 "" cluster_reductions bynode
+    strata_test cluster_reductions_4x2_halving_doubling 400 cluster_job 4 "" cluster_reductions 4x2 halving_doubling
     strata_test cluster_reduction_inter_fault_2x2 300 cluster_job 2 "" cluster_reduction_inter_fault
     strata_test cluster_copy_colls_2+2+1 300 cluster_job 3 "" cluster_copy_colls 2+2+1 --only-comm world
     strata_test cluster_copy_colls_bynode 300 cluster_job 2 "" cluster_copy_colls bynode
