@@ -403,6 +403,7 @@ static inline double mca_coll_strata_now(void)
 #define MCA_COLL_STRATA_TEST_FAIL_COPY_OUT 0x20u /* the next pipeline call's copies out */
 #define MCA_COLL_STRATA_TEST_FAIL_ISEND    0x40u /* the exchange's next isend (refused) */
 #define MCA_COLL_STRATA_TEST_FAIL_STAGE    0x80u /* every staging buffer's allocation */
+#define MCA_COLL_STRATA_TEST_FAIL_PACK     0x100u /* a bcast's or allgather's packed image */
 bool mca_coll_strata_test_fail_now(unsigned step);
 
 static inline bool mca_coll_strata_test_fail(unsigned step)

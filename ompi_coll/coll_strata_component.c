@@ -372,7 +372,8 @@ static int mca_coll_strata_component_register(void)
         "context switch, once), copy_out (every copy out of the result area in the next "
         "allreduce that copies out, once), isend (the next send of an inter-node exchange is "
         "refused as by the pml, once), stage (every allocation of a buffer staging device "
-        "data). Set for one rank to check that the others return "
+        "data), pack (the next bcast's or allgather's packed image of a non-contiguous "
+        "datatype, once). Set for one rank to check that the others return "
         "an error instead of hanging",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.test_fail);
@@ -392,7 +393,8 @@ static void mca_coll_strata_component_parse_test_fail(void)
                  {"context", MCA_COLL_STRATA_TEST_FAIL_CONTEXT},
                  {"copy_out", MCA_COLL_STRATA_TEST_FAIL_COPY_OUT},
                  {"isend", MCA_COLL_STRATA_TEST_FAIL_ISEND},
-                 {"stage", MCA_COLL_STRATA_TEST_FAIL_STAGE}};
+                 {"stage", MCA_COLL_STRATA_TEST_FAIL_STAGE},
+                 {"pack", MCA_COLL_STRATA_TEST_FAIL_PACK}};
     const char *list = mca_coll_strata_component.test_fail;
 
     mca_coll_strata_component.test_fail_steps = 0;
@@ -411,7 +413,8 @@ static void mca_coll_strata_component_parse_test_fail(void)
 bool mca_coll_strata_test_fail_now(unsigned step)
 {
     if (MCA_COLL_STRATA_TEST_FAIL_INTER == step || MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step ||
-        MCA_COLL_STRATA_TEST_FAIL_COPY_OUT == step || MCA_COLL_STRATA_TEST_FAIL_ISEND == step) {
+        MCA_COLL_STRATA_TEST_FAIL_COPY_OUT == step || MCA_COLL_STRATA_TEST_FAIL_ISEND == step ||
+        MCA_COLL_STRATA_TEST_FAIL_PACK == step) {
         /* once: later calls must work */
         mca_coll_strata_component.test_fail_steps &= ~step;
     }
@@ -426,7 +429,9 @@ bool mca_coll_strata_test_fail_now(unsigned step)
                 : (MCA_COLL_STRATA_TEST_FAIL_ISEND == step)
                     ? "an inter-node exchange's send (as if the pml refused it)"
                 : (MCA_COLL_STRATA_TEST_FAIL_STAGE == step) ? "the allocation of a staging buffer"
-                                                            : "an inter-node phase");
+                : (MCA_COLL_STRATA_TEST_FAIL_PACK == step)
+                    ? "the allocation of a bcast's or allgather's packed image"
+                    : "an inter-node phase");
     return true;
 }
 

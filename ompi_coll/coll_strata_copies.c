@@ -154,6 +154,21 @@ static int mca_coll_strata_copy_run(mca_coll_strata_module_t *module,
     return mca_coll_strata_pipeline_run(module, a, d, &module->node_host);
 }
 
+/* A packed image's memory (coll_strata_test_fail=pack: none), or NULL
+ * with the reason said. */
+static char *mca_coll_strata_copy_alloc(const char *coll, size_t bytes)
+{
+    char *p = mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_PACK) ? NULL : malloc(bytes);
+
+    if (NULL == p) {
+        opal_output(0,
+                    "coll:strata: %s: no memory for a packed image of %zu bytes (a "
+                    "non-contiguous datatype): this call fails on this rank (MPI_ERR_NO_MEM)",
+                    coll, bytes);
+    }
+    return p;
+}
+
 /* ---- MPI_Bcast ---------------------------------------------------------- */
 
 static void mca_coll_strata_bcast_args(mca_coll_strata_pipeline_args_t *a, char *data, size_t bytes,
@@ -204,7 +219,7 @@ int mca_coll_strata_bcast_host(mca_coll_strata_module_t *module, void *buf, int 
          * memory for it this rank still takes its part (the others count
          * on it): no input at the root (every rank fails), no output
          * elsewhere. */
-        data = packed = malloc(bytes);
+        data = packed = mca_coll_strata_copy_alloc("MPI_Bcast", bytes);
         if (NULL != packed && at_root) {
             rc = mca_coll_strata_copy_pack(buf, count, dtype, packed, bytes);
         }
@@ -213,7 +228,7 @@ int mca_coll_strata_bcast_host(mca_coll_strata_module_t *module, void *buf, int 
     if (NULL == data || OMPI_SUCCESS != rc) {
         a.sbuf = NULL;
         a.out_hi = 0;
-        rc = (OMPI_SUCCESS != rc) ? rc : OMPI_ERR_OUT_OF_RESOURCE;
+        rc = (OMPI_SUCCESS != rc) ? rc : MPI_ERR_NO_MEM;
     }
     {
         int run_rc = mca_coll_strata_copy_run(module, comm, &a, &d, "host", NULL != packed);
@@ -265,9 +280,9 @@ static int mca_coll_strata_allgather_sides(const void *sbuf, int scount,
     *in_packed = *out_packed = NULL;
     *out = mca_coll_strata_copy_bytes(rbuf, (size_t)rcount * (size_t)n, rdtype, &sbytes);
     if (NULL == *out) {
-        *out = *out_packed = malloc(bytes * (size_t)n);
+        *out = *out_packed = mca_coll_strata_copy_alloc("MPI_Allgather", bytes * (size_t)n);
         if (NULL == *out) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
+            return MPI_ERR_NO_MEM;
         }
     }
     if (MPI_IN_PLACE == sbuf) {
@@ -278,9 +293,9 @@ static int mca_coll_strata_allgather_sides(const void *sbuf, int scount,
     }
     *in = mca_coll_strata_copy_bytes((void *)sbuf, (size_t)scount, sdtype, &sbytes);
     if (NULL == *in) {
-        *in = *in_packed = malloc(bytes);
+        *in = *in_packed = mca_coll_strata_copy_alloc("MPI_Allgather", bytes);
         if (NULL == *in) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
+            return MPI_ERR_NO_MEM;
         }
         return mca_coll_strata_copy_pack(sbuf, scount, sdtype, *in_packed, bytes);
     }
@@ -321,6 +336,7 @@ int mca_coll_strata_allgather_host(mca_coll_strata_module_t *module, const void 
         a.sbuf = NULL;
         if (NULL == out) {
             a.out = NULL;
+            a.out_hi = 0;
         }
     }
     run_rc = mca_coll_strata_copy_run(module, comm, &a, &d, "host",

@@ -258,7 +258,7 @@ static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool
     }
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
     if (p->copies_in && NULL == p->sbuf) {
-        rc = OMPI_ERR_OUT_OF_RESOURCE; /* the caller had no input for it */
+        rc = MPI_ERR_NO_MEM; /* the caller had no memory for its input */
     } else if (p->copies_in) {
         rc = node->ops->copy(node, mca_coll_strata_pipeline_in_area(p, c, n),
                              p->sbuf + first * (size_t)p->extent, n * (size_t)p->extent);
@@ -545,8 +545,9 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
             p->node_error = MPI_ERR_OTHER;
         }
         mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-        if (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind && NULL != p->out) {
-            rc = mca_coll_strata_pipeline_copy_out_blocks(p, c);
+        if (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) {
+            /* (no `out`: the caller had no memory for it; nothing to copy) */
+            rc = (NULL == p->out) ? OMPI_SUCCESS : mca_coll_strata_pipeline_copy_out_blocks(p, c);
             if (OMPI_SUCCESS == rc && p->fail_copy_out) {
                 rc = OMPI_ERROR;
             }
@@ -588,6 +589,13 @@ static const size_t *mca_coll_strata_pipeline_parts(mca_coll_strata_module_t *mo
     }
     switch (a->parts) {
     case MCA_COLL_STRATA_PARTS_ROOT:
+        /* A chain to the root's node: its members step together (empty
+         * blocks still pass, they carry the failure news), so a chunk's
+         * exchange takes nnodes - 1 transfers and only nslots overlap;
+         * beyond that the full exchange streams better. */
+        if (nnodes - 1 > module->shm.nslots) {
+            return NULL;
+        }
         for (int k = 0; k <= nnodes; ++k) {
             b[k] = (k <= topo->rank_node[a->root]) ? 0 : a->count;
         }

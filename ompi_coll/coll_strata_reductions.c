@@ -33,7 +33,8 @@ const char *mca_coll_strata_reduction_inter_name(const mca_coll_strata_module_t 
 {
     if ((MCA_COLL_STRATA_INTER_RING == d->inter || MCA_COLL_STRATA_INTER_RHD == d->inter) &&
         module->topo.nnodes > 1 && MCA_COLL_STRATA_ALG_REPLICATED != d->algorithm &&
-        (MCA_COLL_STRATA_PARTS_ROOT == a->parts ||
+        ((MCA_COLL_STRATA_PARTS_ROOT == a->parts &&
+          module->topo.nnodes - 1 <= module->shm.nslots) ||
          (MCA_COLL_STRATA_PARTS_BLOCKS == a->parts && module->topo.node_contiguous))) {
         return "ring_rs";
     }

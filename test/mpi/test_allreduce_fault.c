@@ -18,7 +18,9 @@
  * that collective instead, each rank checking its part; --coll bcast (from
  * --root: every other rank checks the root's vector) and --coll allgather
  * (count/ranks elements per rank: every rank checks every block) make it
- * the copy-only collectives.  Then later calls on the same communicator, small and large,
+ * the copy-only collectives; with --swap-pairs they describe the ints as
+ * count/2 pairs stored swapped (a datatype strata must pack: its memory
+ * layout is not contiguous).  Then later calls on the same communicator, small and large,
  * separate and in place, must all be right.  Exits 1 naming the first
  * wrong value or rank.
  */
@@ -29,7 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int rank, size, timeout_s = 60, root = 0;
+static int rank, size, timeout_s = 60, root = 0, swap_pairs = 0;
+static MPI_Datatype pair_swapped; /* two ints, the second first */
 static const char *coll = "allreduce";
 static const char *phase = "start";
 
@@ -93,6 +96,10 @@ static void part(long count, long *lo, long *hi)
  * this rank's part if ok. */
 static int call(long count, int in_place, int check, int *wrong)
 {
+    if (swap_pairs) {
+        /* whole pairs: every block an even number of ints */
+        count = !strcmp(coll, "allgather") ? count / size / 2 * 2 * size : count / 2 * 2;
+    }
     int *sbuf = malloc(sizeof(int) * (size_t)(count ? count : 1));
     int *rbuf = malloc(sizeof(int) * (size_t)(count ? count : 1));
     const void *s = in_place ? MPI_IN_PLACE : (const void *)sbuf;
@@ -107,7 +114,8 @@ static int call(long count, int in_place, int check, int *wrong)
     alarm((unsigned)timeout_s);
     if (!strcmp(coll, "bcast")) {
         if (rank == root) memcpy(rbuf, sbuf, sizeof(int) * (size_t)count);
-        rc = MPI_Bcast(rbuf, (int)count, MPI_INT, root, MPI_COMM_WORLD);
+        rc = swap_pairs ? MPI_Bcast(rbuf, (int)(count / 2), pair_swapped, root, MPI_COMM_WORLD)
+                        : MPI_Bcast(rbuf, (int)count, MPI_INT, root, MPI_COMM_WORLD);
     } else if (!strcmp(coll, "allgather")) {
         long per = count / size;
 
@@ -115,7 +123,10 @@ static int call(long count, int in_place, int check, int *wrong)
             for (long i = 0; i < per * size; ++i) rbuf[i] = -1;
             memcpy(rbuf + per * rank, sbuf, sizeof(int) * (size_t)per);
         }
-        rc = MPI_Allgather(s, (int)per, MPI_INT, rbuf, (int)per, MPI_INT, MPI_COMM_WORLD);
+        rc = swap_pairs
+                 ? MPI_Allgather(s, (int)(per / 2), pair_swapped, rbuf, (int)(per / 2),
+                                 pair_swapped, MPI_COMM_WORLD)
+                 : MPI_Allgather(s, (int)per, MPI_INT, rbuf, (int)per, MPI_INT, MPI_COMM_WORLD);
     } else if (!strcmp(coll, "reduce_scatter_block")) {
         rc = MPI_Reduce_scatter_block(s, rbuf, (int)(count / size), MPI_INT, MPI_SUM,
                                       MPI_COMM_WORLD);
@@ -159,6 +170,15 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--failing")) failing = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--coll")) coll = argv[i + 1];
         else if (!strcmp(argv[i], "--root")) root = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--swap-pairs")) swap_pairs = atoi(argv[i + 1]);
+    }
+    {
+        int lens[2] = {1, 1};
+        MPI_Aint displs[2] = {sizeof(int), 0};
+        MPI_Datatype types[2] = {MPI_INT, MPI_INT};
+
+        MPI_Type_create_struct(2, lens, displs, types, &pair_swapped);
+        MPI_Type_commit(&pair_swapped);
     }
     if (NULL == expect ||
         (strcmp(expect, "fail") && strcmp(expect, "ok") && strcmp(expect, "own")) ||

@@ -144,20 +144,23 @@ copy_colls_device() {
     fi
 }
 
-# copy_fault EXPECT COLL [ARGS]: 4 ranks, rank 1's copies out of the node
-# area fail (coll_strata_test_fail=copy_out), test_allreduce_fault --coll
-# COLL: EXPECT own (only rank 1 errs) or ok (rank 1 copies nothing out: a
-# bcast's root); no hang; later calls right.
+# copy_fault EXPECT COLL STEP [ARGS]: 4 ranks, rank 1 fails STEP on purpose
+# (coll_strata_test_fail: copy_out, its copies out of the node area; pack,
+# its packed image of a non-contiguous datatype, with --swap-pairs 1),
+# test_allreduce_fault --coll COLL: EXPECT own (only rank 1 errs), ok (rank 1
+# had nothing to copy out: a bcast's root) or fail (rank 1's input is
+# missing: every rank errs); no hang; later calls right.
 copy_fault() {
-    local expect=$1 coll=$2 want="1 of 4 ranks"; shift 2
+    local expect=$1 coll=$2 step=$3 want="1 of 4 ranks"; shift 3
     [ "$expect" = ok ] && want="0 of 4 ranks"
+    [ "$expect" = fail ] && want="4 of 4 ranks"
     strata_mpirun_local 4 $(strata_coll_mca strata) --mca coll_strata_${coll}_min 0 \
-        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=copy_out; exec "$@"' _ \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=$0; exec "$@"' "$step" \
         "$T/mpi/test_allreduce_fault" --expect "$expect" --failing 1 --timeout 60 --coll "$coll" "$@" \
         >"$STRATA_TEST_LOG.out" 2>&1
     local rc=$?; cat "$STRATA_TEST_LOG.out"
     [ $rc -eq 0 ] && grep -q "test_allreduce_fault: OK: $want returned an error from the first call" "$STRATA_TEST_LOG.out" &&
-        grep -q "coll_strata_test_fail: failing the copies out of the result area" "$STRATA_TEST_LOG.out"
+        grep -q "coll_strata_test_fail: failing the \(copies out of the result area\|allocation of a bcast's or allgather's packed image\)" "$STRATA_TEST_LOG.out"
 }
 
 # mpi_reduce_ops COLL NP [ARGS]: test_allreduce_ops --coll COLL with strata,
@@ -1052,9 +1055,13 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_copy_colls_strata_np5_chain 300 mpi_copy_colls strata 5 --large --only-comm world
     OMPI_MCA_coll_strata_bcast_algorithm=binomial \
         strata_test mpi_copy_colls_strata_np2_binomial 300 mpi_copy_colls strata 2 --only-comm world
-    strata_test mpi_bcast_own_fault 120 copy_fault own bcast --root 0
-    strata_test mpi_bcast_root_fault 120 copy_fault ok bcast --root 1
-    strata_test mpi_allgather_own_fault 120 copy_fault own allgather
+    strata_test mpi_bcast_own_fault 120 copy_fault own bcast copy_out --root 0
+    strata_test mpi_bcast_root_fault 120 copy_fault ok bcast copy_out --root 1
+    strata_test mpi_allgather_own_fault 120 copy_fault own allgather copy_out
+    # no memory for a packed image: a bcast's non-root gets no result, an
+    # allgather's rank has no input either (every rank errs); no hang
+    strata_test mpi_bcast_pack_nomem 120 copy_fault own bcast pack --root 0 --swap-pairs 1
+    strata_test mpi_allgather_pack_nomem 120 copy_fault fail allgather pack --swap-pairs 1
     strata_test mpi_reduce_scatter_block_own_fault 120 mpi_reduction_own_fault own --coll reduce_scatter_block
     strata_test mpi_reduce_root_fault 120 mpi_reduction_own_fault own --coll reduce --root 1
     strata_test mpi_reduce_nonroot_fault 120 mpi_reduction_own_fault ok --coll reduce --root 0
