@@ -1055,6 +1055,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_copy_colls_strata_np5_chain 300 mpi_copy_colls strata 5 --large --only-comm world
     OMPI_MCA_coll_strata_bcast_algorithm=binomial \
         strata_test mpi_copy_colls_strata_np2_binomial 300 mpi_copy_colls strata 2 --only-comm world
+    strata_test mpi_copy_colls_strata_np8 300 mpi_copy_colls strata 8 --only-comm world
     strata_test mpi_bcast_own_fault 120 copy_fault own bcast copy_out --root 0
     strata_test mpi_bcast_root_fault 120 copy_fault ok bcast copy_out --root 1
     strata_test mpi_allgather_own_fault 120 copy_fault own allgather copy_out
