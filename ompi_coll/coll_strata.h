@@ -610,6 +610,12 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
                                  const mca_coll_strata_pipeline_args_t *a,
                                  const mca_coll_strata_decision_t *decision,
                                  mca_coll_strata_node_t *node);
+/* Whether the run's exchange between nodes is the ring's reduce-scatter
+ * half (see the args' parts): the one rule for the pipeline and for the
+ * verbose lines that name it. */
+bool mca_coll_strata_pipeline_scatters(const mca_coll_strata_module_t *module,
+                                       const mca_coll_strata_pipeline_args_t *a,
+                                       const mca_coll_strata_decision_t *decision);
 /* The run for MPI_Allreduce (sbuf may be MPI_IN_PLACE). */
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
                                        void *rbuf, size_t count,

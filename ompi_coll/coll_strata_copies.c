@@ -379,22 +379,15 @@ static bool mca_coll_strata_copy_native_applies(mca_coll_strata_module_t *module
     size_t total = bytes *
                    ((MCA_COLL_STRATA_PIPE_BCAST == kind) ? 1 : (size_t)ompi_comm_size(comm));
 
-    /* rank-independent tests first: a call that cannot run natively never
-     * sets the communicator up */
-    if (0 == bytes || ompi_comm_size(comm) < 2 ||
-        MCA_COLL_STRATA_COPY_FALLBACK ==
-            ((MCA_COLL_STRATA_PIPE_BCAST == kind) ? c->bcast_algorithm : c->allgather_algorithm) ||
+    /* The size rule first: a call that cannot run natively never sets the
+     * communicator up.  The decision sets it up (every rank: same inputs),
+     * after which whether some rank has a driver is known. */
+    if (0 == bytes ||
         !mca_coll_strata_decide_try_native(c->device_algorithm, c->device_native_min, total)) {
         return false;
     }
-    if (OPAL_UNLIKELY(MCA_COLL_STRATA_SETUP_NONE == module->setup)) {
-        const char *why;
-
-        (void)mca_coll_strata_module_ready(module, comm, &why); /* every rank: same inputs */
-    }
-    return module->any_driver && MCA_COLL_STRATA_SETUP_READY == module->setup &&
-           MCA_COLL_STRATA_SETUP_FAILED != module->device_setup &&
-           NULL == mca_coll_strata_copy_decide(module, comm, kind, bytes, true, d, sched) &&
+    return NULL == mca_coll_strata_copy_decide(module, comm, kind, bytes, true, d, sched) &&
+           module->any_driver && MCA_COLL_STRATA_SETUP_FAILED != module->device_setup &&
            1 < module->topo.ppn_max;
 }
 

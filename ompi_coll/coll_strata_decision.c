@@ -123,22 +123,14 @@ const mca_coll_strata_name_t mca_coll_strata_allgather_alg_table[] = {
     {0, NULL},
 };
 
-const char *mca_coll_strata_copy_alg_name(int alg)
-{
-    return (MCA_COLL_STRATA_COPY_RING == alg)
-               ? "ring"
-               : mca_coll_strata_name_of(mca_coll_strata_bcast_alg_table, alg);
-}
-
 int mca_coll_strata_decide_bcast_sched(int setting, int nnodes, size_t nchunks)
 {
-    int l = mca_coll_strata_log2_floor(nnodes);
+    int l = mca_coll_strata_log2_ceil(nnodes);
 
     if (MCA_COLL_STRATA_COPY_BINOMIAL == setting || MCA_COLL_STRATA_COPY_CHAIN == setting) {
         return (MCA_COLL_STRATA_COPY_CHAIN == setting) ? MCA_COLL_STRATA_SCHED_CHAIN
                                                        : MCA_COLL_STRATA_SCHED_BINOMIAL;
     }
-    l += ((1 << l) < nnodes) ? 1 : 0; /* ceil */
     return (nnodes > 2 && nchunks * (size_t)(l - 1) >= (size_t)(nnodes - 2))
                ? MCA_COLL_STRATA_SCHED_CHAIN
                : MCA_COLL_STRATA_SCHED_BINOMIAL;

@@ -99,7 +99,6 @@ typedef enum {
 
 extern const mca_coll_strata_name_t mca_coll_strata_bcast_alg_table[];
 extern const mca_coll_strata_name_t mca_coll_strata_allgather_alg_table[];
-const char *mca_coll_strata_copy_alg_name(int alg);
 
 /*
  * The bcast's exchange between nnodes node leaders when the vector takes
@@ -263,6 +262,14 @@ static inline int mca_coll_strata_log2_floor(int n)
         ++l;
     }
     return l;
+}
+
+/* ceil(log2 n) for n >= 1: the steps of a binomial tree over n members */
+static inline int mca_coll_strata_log2_ceil(int n)
+{
+    int l = mca_coll_strata_log2_floor(n);
+
+    return ((1 << l) < n) ? l + 1 : l;
 }
 
 static inline void mca_coll_strata_partition(size_t total, int parts, int index,

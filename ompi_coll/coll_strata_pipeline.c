@@ -315,10 +315,7 @@ static void mca_coll_strata_pipeline_sched(const mca_coll_strata_pipeline_t *p, 
                        : (MCA_COLL_STRATA_INTER_RHD == p->decision->inter)
                            ? MCA_COLL_STRATA_SCHED_RHD
                            : MCA_COLL_STRATA_SCHED_RING;
-        /* bandwidth's exchanges (ring, halving-doubling) become the ring's
-         * reduce-scatter half: the bytes of one half, never more steps
-         * than the ring (doubling's small vectors keep their latency) */
-        if (NULL != p->node_parts && MCA_COLL_STRATA_SCHED_RD != x->sched.alg) {
+        if (NULL != p->node_parts) { /* mca_coll_strata_pipeline_scatters */
             mca_coll_strata_pipeline_slice_parts(p, c, x);
         }
         break;
@@ -497,17 +494,16 @@ static void mca_coll_strata_pipeline_window(const mca_coll_strata_pipeline_t *p,
     }
 }
 
-/* Chunk c's n elements of every rank's block from the result area (node
- * order) to the block's place in `out` (rank order). */
-static int mca_coll_strata_pipeline_copy_out_blocks(mca_coll_strata_pipeline_t *p, uint64_t c)
+/* Chunk c's n elements of every rank's block (from element `first` of
+ * each) from the result area (node order) to the block's place in `out`
+ * (rank order). */
+static int mca_coll_strata_pipeline_copy_out_blocks(mca_coll_strata_pipeline_t *p,
+                                                    const char *result, size_t first, size_t n)
 {
     mca_coll_strata_node_t *node = p->node;
-    const char *result = node->ops->result(node, mca_coll_strata_pipeline_slot(p, c));
-    size_t first, n, bytes;
+    size_t bytes = n * (size_t)p->extent;
     int rc = OMPI_SUCCESS;
 
-    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-    bytes = n * (size_t)p->extent;
     for (int q = 0; q < p->comm_size && OMPI_SUCCESS == rc; ++q) {
         rc = node->ops->copy(node, p->out + ((size_t)q * p->count + first) * (size_t)p->extent,
                              result + (size_t)p->module->topo.rank_pos[q] * bytes, bytes);
@@ -520,6 +516,8 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
     uint64_t c = p->next_out, g = p->base + c;
     mca_coll_strata_node_t *node = p->node;
     size_t first, n, lo, hi;
+    const char *result;
+    bool allgather = MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind;
     int rc = OMPI_SUCCESS;
 
     if (p->private_result) {
@@ -545,20 +543,14 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
             p->node_error = MPI_ERR_OTHER;
         }
         mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-        if (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) {
-            /* (no `out`: the caller had no memory for it; nothing to copy) */
-            rc = (NULL == p->out) ? OMPI_SUCCESS : mca_coll_strata_pipeline_copy_out_blocks(p, c);
-            if (OMPI_SUCCESS == rc && p->fail_copy_out) {
-                rc = OMPI_ERROR;
-            }
-            if (OMPI_SUCCESS == rc) {
-                rc = node->ops->complete(node);
-            }
-        } else if (lo < hi) {
-            rc = node->ops->copy(node, p->out + (lo - p->out_lo) * (size_t)p->extent,
-                                 node->ops->result(node, mca_coll_strata_pipeline_slot(p, c)) +
-                                     (lo - first) * (size_t)p->extent,
-                                 (hi - lo) * (size_t)p->extent);
+        result = node->ops->result(node, mca_coll_strata_pipeline_slot(p, c));
+        /* this rank's part: every block of an allgather (none without
+         * `out`: the caller had no memory for it), else its window */
+        if (allgather ? NULL != p->out : lo < hi) {
+            rc = allgather ? mca_coll_strata_pipeline_copy_out_blocks(p, result, first, n)
+                           : node->ops->copy(node, p->out + (lo - p->out_lo) * (size_t)p->extent,
+                                             result + (lo - first) * (size_t)p->extent,
+                                             (hi - lo) * (size_t)p->extent);
             if (OMPI_SUCCESS == rc && p->fail_copy_out) {
                 rc = OMPI_ERROR;
             }
@@ -573,19 +565,20 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
     *moved = true;
 }
 
-/* The nodes' regions of the result (mca_coll_strata_pipeline_args_t's
- * parts) in module->node_parts, or NULL for the full exchange: a reduce's
- * root node holds it all; a reduce-scatter's nodes their ranks' blocks,
- * where node order is comm order (else the regions interleave). */
-static const size_t *mca_coll_strata_pipeline_parts(mca_coll_strata_module_t *module,
-                                                    const mca_coll_strata_pipeline_args_t *a)
+bool mca_coll_strata_pipeline_scatters(const mca_coll_strata_module_t *module,
+                                       const mca_coll_strata_pipeline_args_t *a,
+                                       const mca_coll_strata_decision_t *decision)
 {
     const mca_coll_strata_topo_t *topo = &module->topo;
-    size_t *b = module->node_parts, at = 0;
-    int nnodes = topo->nnodes, size;
 
-    if (NULL == b || nnodes < 2 || MCA_COLL_STRATA_PIPE_REDUCE != a->kind) {
-        return NULL;
+    /* bandwidth's exchanges (ring, halving-doubling) become the ring's
+     * reduce-scatter half: the bytes of one half, never more steps than
+     * the ring (doubling's small vectors keep their latency) */
+    if (MCA_COLL_STRATA_PIPE_REDUCE != a->kind || topo->nnodes < 2 || NULL == module->node_parts ||
+        MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm ||
+        (MCA_COLL_STRATA_INTER_RING != decision->inter &&
+         MCA_COLL_STRATA_INTER_RHD != decision->inter)) {
+        return false;
     }
     switch (a->parts) {
     case MCA_COLL_STRATA_PARTS_ROOT:
@@ -593,29 +586,40 @@ static const size_t *mca_coll_strata_pipeline_parts(mca_coll_strata_module_t *mo
          * blocks still pass, they carry the failure news), so a chunk's
          * exchange takes nnodes - 1 transfers and only nslots overlap;
          * beyond that the full exchange streams better. */
-        if (nnodes - 1 > module->shm.nslots) {
-            return NULL;
-        }
+        return topo->nnodes - 1 <= module->shm.nslots;
+    case MCA_COLL_STRATA_PARTS_BLOCKS:
+        /* one region per node only where node order is comm order */
+        return topo->node_contiguous;
+    default:
+        return false;
+    }
+}
+
+/* The nodes' regions of the result (mca_coll_strata_pipeline_args_t's
+ * parts) in module->node_parts, for a call the reduce-scatter half runs:
+ * a reduce's root node holds it all; a reduce-scatter's nodes their
+ * ranks' blocks. */
+static const size_t *mca_coll_strata_pipeline_parts(mca_coll_strata_module_t *module,
+                                                    const mca_coll_strata_pipeline_args_t *a)
+{
+    const mca_coll_strata_topo_t *topo = &module->topo;
+    size_t *b = module->node_parts, at = 0;
+    int nnodes = topo->nnodes, size = topo->node_first[nnodes];
+
+    if (MCA_COLL_STRATA_PARTS_ROOT == a->parts) {
         for (int k = 0; k <= nnodes; ++k) {
             b[k] = (k <= topo->rank_node[a->root]) ? 0 : a->count;
         }
         return b;
-    case MCA_COLL_STRATA_PARTS_BLOCKS:
-        if (!topo->node_contiguous) {
-            return NULL;
-        }
-        size = topo->node_first[nnodes];
-        b[0] = 0;
-        for (int k = 0; k < nnodes; ++k) {
-            for (int q = topo->node_first[k]; q < topo->node_first[k + 1]; ++q) {
-                at += (NULL != a->rcounts) ? (size_t)a->rcounts[q] : a->count / (size_t)size;
-            }
-            b[k + 1] = at;
-        }
-        return b;
-    default:
-        return NULL;
     }
+    b[0] = 0;
+    for (int k = 0; k < nnodes; ++k) {
+        for (int q = topo->node_first[k]; q < topo->node_first[k + 1]; ++q) {
+            at += (NULL != a->rcounts) ? (size_t)a->rcounts[q] : a->count / (size_t)size;
+        }
+        b[k + 1] = at;
+    }
+    return b;
 }
 
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
@@ -669,7 +673,7 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
     size_t count = a->count;
 
     p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm;
-    if (!p.replicated) {
+    if (mca_coll_strata_pipeline_scatters(module, a, decision)) {
         p.node_parts = mca_coll_strata_pipeline_parts(module, a);
     }
     if (MCA_COLL_STRATA_PIPE_BCAST == a->kind) {

@@ -31,14 +31,8 @@ const char *mca_coll_strata_reduction_inter_name(const mca_coll_strata_module_t 
                                                  const mca_coll_strata_pipeline_args_t *a,
                                                  const mca_coll_strata_decision_t *d)
 {
-    if ((MCA_COLL_STRATA_INTER_RING == d->inter || MCA_COLL_STRATA_INTER_RHD == d->inter) &&
-        module->topo.nnodes > 1 && MCA_COLL_STRATA_ALG_REPLICATED != d->algorithm &&
-        ((MCA_COLL_STRATA_PARTS_ROOT == a->parts &&
-          module->topo.nnodes - 1 <= module->shm.nslots) ||
-         (MCA_COLL_STRATA_PARTS_BLOCKS == a->parts && module->topo.node_contiguous))) {
-        return "ring_rs";
-    }
-    return mca_coll_strata_inter_name(d->inter);
+    return mca_coll_strata_pipeline_scatters(module, a, d) ? "ring_rs"
+                                                           : mca_coll_strata_inter_name(d->inter);
 }
 
 int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,

@@ -3,7 +3,7 @@
  */
 #include "coll_strata_sched.h"
 
-#include "coll_strata_decision.h" /* mca_coll_strata_partition, _log2_floor */
+#include "coll_strata_decision.h" /* mca_coll_strata_partition, _log2_floor, _log2_ceil */
 
 static void mca_coll_strata_sched_none(mca_coll_strata_sched_step_t *step)
 {
@@ -121,13 +121,6 @@ static void mca_coll_strata_sched_chain(const mca_coll_strata_sched_t *sched, in
         step->recv_peer = mca_coll_strata_sched_mod(r - 1, n);
         step->recv_count = sched->count;
     }
-}
-
-static int mca_coll_strata_sched_log2_ceil(int n)
-{
-    int l = mca_coll_strata_log2_floor(n);
-
-    return ((1 << l) < n) ? l + 1 : l;
 }
 
 /* ---- the power-of-two core and its fold ---- */
@@ -253,7 +246,7 @@ int mca_coll_strata_sched_nsteps(const mca_coll_strata_sched_t *sched)
     case MCA_COLL_STRATA_SCHED_CHAIN:
         return n - 1;
     case MCA_COLL_STRATA_SCHED_BINOMIAL:
-        return mca_coll_strata_sched_log2_ceil(n);
+        return mca_coll_strata_log2_ceil(n);
     default:
         return 2 * (n - 1);
     }
