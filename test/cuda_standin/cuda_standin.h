@@ -91,6 +91,8 @@
     _x(cuCtxDestroy) \
     _x(cuCtxGetDevice) \
     _x(cuCtxSynchronize) \
+    _x(cuCtxGetFlags) \
+    _x(cuCtxSetFlags) \
     _x(cuMemGetInfo) \
     _x(cuMemHostAlloc) \
     _x(cuModuleLoadData) \
@@ -128,6 +130,10 @@
     _x(cuStreamSynchronize) \
     _x(cuStreamQuery) \
     _x(cuStreamWaitEvent) \
+    _x(cuStreamWaitValue32) \
+    _x(cuStreamWaitValue64) \
+    _x(cuStreamWriteValue32) \
+    _x(cuStreamWriteValue64) \
     _x(cuEventCreate) \
     _x(cuEventDestroy) \
     _x(cuEventRecord) \
@@ -192,6 +198,10 @@ typedef struct cuda_standin_config {
     int trace;         /* CUDA_STANDIN_TRACE */
     int device_memory_mib; /* CUDA_STANDIN_DEVICE_MEMORY */
     int ipc_free_check;    /* CUDA_STANDIN_IPC_FREE_CHECK */
+    /* CUDA_STANDIN_ORDER=seed:N: queued work also runs at random calls
+     * (seeded), not only at completion points; 0 keeps it lazy. */
+    unsigned order_seed;
+    int wait_value_ms;     /* CUDA_STANDIN_WAIT_VALUE_MS */
     /* CUDA_STANDIN_FAIL: the result forced on each entry point, or
      * CUDA_SUCCESS where the call runs normally. */
     CUresult fail[CUDA_STANDIN_API_COUNT];
@@ -273,6 +283,7 @@ int cuda_standin_result_parse(const char *name, CUresult *code_p);
 struct CUctx_st {
     uint32_t magic;
     int device;
+    unsigned flags; /* cuCtxSetFlags: CU_CTX_SYNC_MEMOPS is the one that acts */
     int retained; /* cuDevicePrimaryCtxRetain count; 0: destroyed */
     int created;  /* made by cuCtxCreate (not a primary context) */
 };
@@ -285,6 +296,9 @@ CUcontext cuda_standin_ctx_current(void);
 int cuda_standin_ctx_valid(CUcontext ctx);
 /* Accounts device memory; CUDA_ERROR_OUT_OF_MEMORY beyond the device's size. */
 CUresult cuda_standin_device_charge(int device, size_t size);
+/* CU_CTX_SYNC_MEMOPS on the current context: synchronous copies and
+ * memsets it issues complete before they return, whatever the memory. */
+int cuda_standin_ctx_sync_memops(void);
 void cuda_standin_device_uncharge(int device, size_t size);
 size_t cuda_standin_device_used(int device);
 
@@ -352,6 +366,9 @@ cuda_standin_map_t *cuda_standin_map_at(size_t index);
 
 /* Frees a cuMemAlloc/pool/managed allocation by its base (queued frees). */
 CUresult cuda_standin_mem_free_base(uintptr_t dptr);
+/* [addr, addr + len) lies in page-locked host memory (cuMemHostAlloc,
+ * cuMemHostRegister): the driver's DMA reads it directly. */
+int cuda_standin_mem_host_pinned(uintptr_t addr, size_t len);
 /* cuda_standin_ipc.c: another process still maps this memfd (IPC) */
 int cuda_standin_ipc_still_open(int memfd);
 void cuda_standin_mem_pool_release(struct CUmemPoolHandle_st *pool);
@@ -366,6 +383,8 @@ typedef enum cuda_standin_op_kind {
     CUDA_STANDIN_OP_MARKER, /* cuEventRecord */
     CUDA_STANDIN_OP_WAIT,   /* another stream's work up to a position first */
     CUDA_STANDIN_OP_KERNEL, /* cuLaunchKernel: one of Strata's kernels */
+    CUDA_STANDIN_OP_WAIT_VALUE,  /* cuStreamWaitValue32/64 */
+    CUDA_STANDIN_OP_WRITE_VALUE, /* cuStreamWriteValue32/64 */
 } cuda_standin_op_kind_t;
 
 typedef struct cuda_standin_op {
@@ -374,9 +393,12 @@ typedef struct cuda_standin_op {
     struct cuda_standin_op *next;
     int device;                     /* whose access rights apply (VMM) */
     CUcontext ctx;                  /* KERNEL: the context it was launched in */
-    uintptr_t dst, src;             /* COPY; dst for MEMSET and FREE */
-    size_t len;
+    uintptr_t dst, src;             /* COPY; dst for MEMSET, FREE and *_VALUE */
+    size_t len;                     /* *_VALUE: 4 or 8 */
     unsigned char value;            /* MEMSET */
+    void *staged;                   /* COPY: the source as it was at issue (owned) */
+    uint64_t word;                  /* *_VALUE: the operand */
+    unsigned flags;                 /* WAIT_VALUE: CU_STREAM_WAIT_VALUE_* */
     uint64_t wait_stream, wait_seq; /* WAIT */
     const struct strata_reduce_host_kernel *kernel; /* KERNEL: which, and a copy */
     unsigned char params[256];                      /* of its parameter */
@@ -396,6 +418,10 @@ CUresult cuda_standin_stream_finish(cuda_standin_stream_t *stream);
 /* Runs all queued work of every stream: the device-wide synchronization
  * that cuMemFree, cuMemUnmap and cuIpcCloseMemHandle imply. */
 CUresult cuda_standin_stream_finish_all(void);
+/* CUDA_STANDIN_ORDER=seed:N: runs some queued work now, as a GPU may. */
+void cuda_standin_stream_progress_random(void);
+/* Frees what a dropped or finished operation owns. */
+void cuda_standin_op_release(cuda_standin_op_t *op);
 
 /* --- Copies (cuda_standin_copy.c), run by queued operations. --- */
 
@@ -403,6 +429,10 @@ CUresult cuda_standin_copy_run(const cuda_standin_op_t *op);
 /* cuda_standin_module.c: runs a queued kernel on the memory's aliases. */
 void cuda_standin_kernel_run(const cuda_standin_op_t *op);
 CUresult cuda_standin_memset_run(const cuda_standin_op_t *op);
+/* cuda_standin_memop.c: runs a WAIT_VALUE (polls) or WRITE_VALUE. */
+void cuda_standin_memop_run(const cuda_standin_op_t *op);
+/* A WAIT_VALUE whose condition holds now; 1 for every other operation. */
+int cuda_standin_memop_ready(const cuda_standin_op_t *op);
 
 /* --- VMM (cuda_standin_vmm.c). --- */
 

@@ -98,6 +98,29 @@ static int cuda_standin_parse_ipc_free_check(const char *value, const char **why
     return cuda_standin_parse_int(value, 0, 1, &cuda_standin_config.ipc_free_check);
 }
 
+static int cuda_standin_parse_order(const char *value, const char **why)
+{
+    int seed = 0;
+
+    *why = "expected 'lazy' or 'seed:N' with N from 1 to 2147483647";
+    if (strcmp(value, "lazy") == 0) {
+        cuda_standin_config.order_seed = 0;
+        return 0;
+    }
+    if ((strncmp(value, "seed:", 5) != 0) || (cuda_standin_parse_int(value + 5, 1, INT32_MAX,
+                                                                     &seed) != 0)) {
+        return -1;
+    }
+    cuda_standin_config.order_seed = (unsigned)seed;
+    return 0;
+}
+
+static int cuda_standin_parse_wait_value_ms(const char *value, const char **why)
+{
+    *why = "expected milliseconds from 1 to 3600000";
+    return cuda_standin_parse_int(value, 1, 3600000, &cuda_standin_config.wait_value_ms);
+}
+
 static int cuda_standin_api_lookup(const char *name, size_t len)
 {
     const cuda_standin_api_name_t *api;
@@ -179,6 +202,14 @@ static const cuda_standin_setting_t cuda_standin_settings[] = {
      "1: a cuMemFree of an allocation another process still has open through "
      "cuIpcOpenMemHandle (undefined on a GPU) prints one line to stderr",
      cuda_standin_parse_ipc_free_check},
+    {"CUDA_STANDIN_ORDER", "lazy",
+     "when queued work lands: 'lazy' at the completion points only (the latest the driver "
+     "allows), 'seed:N' also at random calls (seeded), for tests that look for races",
+     cuda_standin_parse_order},
+    {"CUDA_STANDIN_WAIT_VALUE_MS", "10000",
+     "a cuStreamWaitValue32/64 whose condition is not met within this many milliseconds "
+     "faults with CUDA_ERROR_LAUNCH_TIMEOUT instead of hanging",
+     cuda_standin_parse_wait_value_ms},
     {"CUDA_STANDIN_FAIL", "",
      "name[=CODE][,name...]: these entry points (e.g. cuIpcOpenMemHandle_v2) return CODE "
      "(default CUDA_ERROR_UNKNOWN) every time without doing anything",
@@ -350,6 +381,10 @@ CUresult cuda_standin_call_begin(cuda_standin_call_t *call)
     if ((status != CUDA_SUCCESS) && call->locked) {
         pthread_mutex_unlock(&cuda_standin_lock);
         call->locked = 0;
+    }
+    if ((status == CUDA_SUCCESS) && call->locked && (cuda_standin_config.order_seed != 0) &&
+        cuda_standin_initialized()) {
+        cuda_standin_stream_progress_random();
     }
     return status;
 }

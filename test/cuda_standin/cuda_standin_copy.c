@@ -8,16 +8,26 @@
  * device range is CUDA_ERROR_INVALID_VALUE then) and translated again when
  * it runs.
  *
- * When the copy runs follows the driver's documented synchronization rules:
+ * When the copy runs follows the driver's documented synchronization rules
+ * ("API synchronization behavior" in the driver API reference):
  *  - cuMemcpy*Async: queued on the stream, run at a completion point.
- *  - cuMemcpyHtoD/DtoH, cuMemcpy involving host or managed memory: queued on
- *    the default stream (so ordered after its earlier work) and run before
- *    the call returns.
- *  - device-to-device cuMemcpyDtoD/cuMemcpy and cuMemsetD8 of device memory:
- *    "no host-side synchronization is performed", so they are queued on the
- *    default stream and return at once; later work on that stream, or a
- *    synchronization, sees them done.  CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on
- *    either side makes them synchronous, as it does on a GPU.
+ *  - from pageable host memory to device memory: "a stream sync is performed
+ *    before the copy is initiated", then the call returns once the source is
+ *    staged, "but the DMA to final destination may not have completed": the
+ *    stand-in waits for the default stream, copies the source aside and
+ *    queues the copy from there on the default stream.
+ *  - from pinned (cuMemHostAlloc, cuMemHostRegister) host memory to device
+ *    memory, device to host, and anything involving managed memory: queued
+ *    on the default stream (so ordered after its earlier work) and run
+ *    before the call returns.
+ *  - device to device, and cuMemsetD8 of device memory: "no host-side
+ *    synchronization is performed": queued on the default stream and
+ *    returning at once.
+ *  Work queued on the default stream lands at its next completion point:
+ *  later work on that stream or on a blocking stream sees it, a non-blocking
+ *  stream and other processes do not.  CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on
+ *  the device memory, or CU_CTX_SYNC_MEMOPS on the current context, makes
+ *  every synchronous copy and memset complete before it returns, as on a GPU.
  */
 #include "cuda_standin.h"
 
@@ -27,6 +37,7 @@ typedef enum cuda_standin_copy_mode {
     CUDA_STANDIN_COPY_QUEUED,     /* asynchronous API: the caller's stream */
     CUDA_STANDIN_COPY_SYNC,       /* done when the call returns */
     CUDA_STANDIN_COPY_HOST_ASYNC, /* synchronous API, asynchronous to the host */
+    CUDA_STANDIN_COPY_STAGED,     /* pageable source: staged now, lands later */
 } cuda_standin_copy_mode_t;
 
 /* What one side of a copy must be. */
@@ -133,29 +144,79 @@ CUresult cuda_standin_memset_run(const cuda_standin_op_t *op)
     return CUDA_SUCCESS;
 }
 
-/* Device memory whose synchronous operations need not wait for the host. */
+/* Device memory whose synchronous operations need not wait for the host:
+ * not managed, and neither it nor the context asked for synchronous memory
+ * operations. */
 static int cuda_standin_copy_device_only(uintptr_t addr)
 {
     cuda_standin_map_t *map = cuda_standin_map_find(addr);
 
-    return (map != NULL) && (map->kind != CUDA_STANDIN_MAP_MANAGED) && !map->sync_memops;
+    return (map != NULL) && (map->kind != CUDA_STANDIN_MAP_MANAGED) && !map->sync_memops &&
+           !cuda_standin_ctx_sync_memops();
 }
 
-static cuda_standin_copy_mode_t cuda_standin_copy_sync_mode(uintptr_t dst, uintptr_t src)
+static int cuda_standin_copy_is_device(uintptr_t addr)
 {
-    return (cuda_standin_copy_device_only(dst) && cuda_standin_copy_device_only(src))
-               ? CUDA_STANDIN_COPY_HOST_ASYNC
-               : CUDA_STANDIN_COPY_SYNC;
+    return cuda_standin_map_find(addr) != NULL;
 }
 
-/* Queues `op` and, for SYNC, runs it (with the stream's earlier work). */
+/* How a synchronous copy of len bytes from src to dst behaves (see the top). */
+static cuda_standin_copy_mode_t cuda_standin_copy_sync_mode(uintptr_t dst, uintptr_t src,
+                                                            size_t len)
+{
+    if (!cuda_standin_copy_device_only(dst)) {
+        return CUDA_STANDIN_COPY_SYNC; /* to host or managed memory, or synchronized */
+    }
+    if (cuda_standin_copy_is_device(src)) {
+        return cuda_standin_copy_device_only(src) ? CUDA_STANDIN_COPY_HOST_ASYNC
+                                                  : CUDA_STANDIN_COPY_SYNC;
+    }
+    return cuda_standin_mem_host_pinned(src, len) ? CUDA_STANDIN_COPY_SYNC
+                                                  : CUDA_STANDIN_COPY_STAGED;
+}
+
+void cuda_standin_op_release(cuda_standin_op_t *op)
+{
+    free(op->staged);
+    op->staged = NULL;
+}
+
+/* The pageable source, copied aside: the copy reads it from there. */
+static CUresult cuda_standin_copy_stage(cuda_standin_op_t *op, cuda_standin_stream_t *stream)
+{
+    CUresult status = cuda_standin_stream_finish(stream);
+
+    if (status != CUDA_SUCCESS) {
+        return status;
+    }
+    op->staged = malloc(op->len);
+    if (op->staged == NULL) {
+        return cuda_standin_error(CUDA_ERROR_OUT_OF_MEMORY, "%zu bytes of staging", op->len);
+    }
+    memcpy(op->staged, (const void *)op->src, op->len);
+    op->src = (uintptr_t)op->staged;
+    return CUDA_SUCCESS;
+}
+
+/* Queues `op` and, for SYNC, runs it (with the stream's earlier work).  The
+ * queue owns what `op` holds once it is queued. */
 static CUresult cuda_standin_op_submit(cuda_standin_op_t *op, cuda_standin_stream_t *stream,
                                        cuda_standin_copy_mode_t mode)
 {
-    CUresult status = cuda_standin_stream_enqueue(stream, op);
+    CUresult status = CUDA_SUCCESS;
 
-    if ((status != CUDA_SUCCESS) || (mode != CUDA_STANDIN_COPY_SYNC)) {
+    if (mode == CUDA_STANDIN_COPY_STAGED) {
+        status = cuda_standin_copy_stage(op, stream);
+    }
+    if (status == CUDA_SUCCESS) {
+        status = cuda_standin_stream_enqueue(stream, op);
+    }
+    if (status != CUDA_SUCCESS) {
+        cuda_standin_op_release(op);
         return status;
+    }
+    if (mode != CUDA_STANDIN_COPY_SYNC) {
+        return CUDA_SUCCESS;
     }
     return cuda_standin_stream_finish(stream);
 }
@@ -212,7 +273,7 @@ CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
     CUDA_STANDIN_CALL(cuMemcpy, CUDA_STANDIN_IN_CTX,
                       cuda_standin_copy_typed(dst, src, ByteCount, CUDA_STANDIN_ANY,
                                               CUDA_STANDIN_ANY, NULL,
-                                              cuda_standin_copy_sync_mode(dst, src)));
+                                              cuda_standin_copy_sync_mode(dst, src, ByteCount)));
 }
 
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
@@ -227,7 +288,8 @@ CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCou
     CUDA_STANDIN_CALL(cuMemcpyHtoD, CUDA_STANDIN_IN_CTX,
                       cuda_standin_copy_typed(dstDevice, (uintptr_t)srcHost, ByteCount,
                                               CUDA_STANDIN_DEVICE, CUDA_STANDIN_ANY, NULL,
-                                              CUDA_STANDIN_COPY_SYNC));
+                                              cuda_standin_copy_sync_mode(
+                                                  dstDevice, (uintptr_t)srcHost, ByteCount)));
 }
 
 CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
@@ -243,7 +305,8 @@ CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteC
     CUDA_STANDIN_CALL(cuMemcpyDtoD, CUDA_STANDIN_IN_CTX,
                       cuda_standin_copy_typed(dstDevice, srcDevice, ByteCount, CUDA_STANDIN_DEVICE,
                                               CUDA_STANDIN_DEVICE, NULL,
-                                              cuda_standin_copy_sync_mode(dstDevice, srcDevice)));
+                                              cuda_standin_copy_sync_mode(dstDevice, srcDevice,
+                                                                          ByteCount)));
 }
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,

@@ -389,6 +389,7 @@ static CUresult cuda_standin_primary_reset(CUdevice dev)
         return cuda_standin_device_check(dev);
     }
     cuda_standin_ctx_teardown(&cuda_standin_devices[dev].primary);
+    cuda_standin_devices[dev].primary.flags = 0;
     return CUDA_SUCCESS;
 }
 
@@ -398,7 +399,7 @@ CUresult cuda_standin_patchable_cuDevicePrimaryCtxReset(CUdevice dev)
                       cuda_standin_primary_reset(dev));
 }
 
-/* Active while retained (the stand-in has no flags to report). */
+/* Active while retained; the flags are the context's (cuCtxSetFlags). */
 static CUresult cuda_standin_primary_get_state(CUdevice dev, unsigned *flags, int *active)
 {
     if ((flags == NULL) || (active == NULL)) {
@@ -407,7 +408,7 @@ static CUresult cuda_standin_primary_get_state(CUdevice dev, unsigned *flags, in
     if (!cuda_standin_device_valid(dev)) {
         return cuda_standin_device_check(dev);
     }
-    *flags  = 0;
+    *flags  = cuda_standin_devices[dev].primary.flags;
     *active = cuda_standin_devices[dev].primary.retained > 0;
     return CUDA_SUCCESS;
 }
@@ -485,9 +486,53 @@ CUresult cuCtxGetDevice(CUdevice *device)
     CUDA_STANDIN_CALL(cuCtxGetDevice, CUDA_STANDIN_IN_CTX, cuda_standin_ctx_get_device(device));
 }
 
+/* Flags cuCtxSetFlags accepts (cuda.h: "see cuDevicePrimaryCtxSetFlags"):
+ * the scheduling policy, MAP_HOST, LMEM_RESIZE_TO_MAX, COREDUMP_ENABLE,
+ * USER_COREDUMP_ENABLE and SYNC_MEMOPS. */
+#define CUDA_STANDIN_CTX_SETTABLE_FLAGS \
+    (CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX | \
+     CU_CTX_COREDUMP_ENABLE | CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS)
+
+int cuda_standin_ctx_sync_memops(void)
+{
+    CUcontext ctx = cuda_standin_ctx_current();
+
+    return (ctx != NULL) && (ctx->flags & CU_CTX_SYNC_MEMOPS);
+}
+
+static CUresult cuda_standin_ctx_get_flags(unsigned int *flags)
+{
+    if (flags == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *flags = cuda_standin_ctx_current()->flags;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetFlags(unsigned int *flags)
+{
+    CUDA_STANDIN_CALL(cuCtxGetFlags, CUDA_STANDIN_IN_CTX, cuda_standin_ctx_get_flags(flags));
+}
+
+/* The flags replace the current ones, as the driver's do. */
+static CUresult cuda_standin_ctx_set_flags(unsigned int flags)
+{
+    if ((flags & ~(unsigned)CUDA_STANDIN_CTX_SETTABLE_FLAGS) != 0) {
+        return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "flags 0x%x", flags);
+    }
+    cuda_standin_ctx_current()->flags = flags;
+    cuda_standin_note("ctx %p flags 0x%x", (void *)cuda_standin_ctx_current(), flags);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetFlags(unsigned int flags)
+{
+    CUDA_STANDIN_CALL(cuCtxSetFlags, CUDA_STANDIN_IN_CTX, cuda_standin_ctx_set_flags(flags));
+}
+
 /* A context of the application's own: current once made; its memory is not
  * the primary context's (kernels of another context may not use it). */
-static CUresult cuda_standin_ctx_create(CUcontext *pctx, CUdevice dev)
+static CUresult cuda_standin_ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
 {
     int i;
 
@@ -505,6 +550,7 @@ static CUresult cuda_standin_ctx_create(CUcontext *pctx, CUdevice dev)
             ctx->device          = dev;
             ctx->retained        = 1;
             ctx->created         = 1;
+            ctx->flags           = flags & CUDA_STANDIN_CTX_SETTABLE_FLAGS;
             cuda_standin_current = ctx;
             *pctx                = ctx;
             cuda_standin_note("device %d ctx %p", dev, (void *)ctx);
@@ -518,8 +564,7 @@ static CUresult cuda_standin_ctx_create(CUcontext *pctx, CUdevice dev)
 CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
 {
     (void)params;
-    (void)flags;
-    CUDA_STANDIN_CALL(cuCtxCreate, CUDA_STANDIN_INITED, cuda_standin_ctx_create(pctx, dev));
+    CUDA_STANDIN_CALL(cuCtxCreate, CUDA_STANDIN_INITED, cuda_standin_ctx_create(pctx, flags, dev));
 }
 
 static CUresult cuda_standin_ctx_destroy(CUcontext ctx)

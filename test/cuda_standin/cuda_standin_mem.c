@@ -564,6 +564,25 @@ CUresult cuMemHostUnregister(void *p)
                       cuda_standin_mem_host_unregister(p));
 }
 
+static int cuda_standin_host_list_holds(const cuda_standin_host_alloc_t *list, uintptr_t addr,
+                                        size_t len)
+{
+    const cuda_standin_host_alloc_t *a;
+
+    for (a = list; a != NULL; a = a->next) {
+        if ((addr >= (uintptr_t)a->ptr) && (addr + len <= (uintptr_t)a->ptr + a->size)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int cuda_standin_mem_host_pinned(uintptr_t addr, size_t len)
+{
+    return cuda_standin_host_list_holds(cuda_standin_host_allocs, addr, len) ||
+           cuda_standin_host_list_holds(cuda_standin_host_registered, addr, len);
+}
+
 /* Fork child: pools are process state (mappings go with the vaspace). */
 void cuda_standin_mem_forget(void)
 {

@@ -284,7 +284,13 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute 
 }
 
 /* SYNC_MEMOPS makes synchronous copies and memsets on the memory complete
- * before they return (see cuda_standin_copy.c); nothing else is settable. */
+ * before they return (see cuda_standin_copy.c); nothing else is settable.
+ * The driver takes it only for memory with a legacy allocation behind it
+ * (cuMemAlloc, cuMemAllocManaged): virtual-memory mappings answer
+ * CUDA_ERROR_NOT_SUPPORTED (seen by UCX and libfabric users), and so, here,
+ * do stream-ordered pool memory and IPC-opened mappings, whose allocation
+ * the process does not own; the conformance probe's record says which of
+ * these a GPU confirmed.  CU_CTX_SYNC_MEMOPS covers every kind. */
 static CUresult cuda_standin_pointer_set_attribute(const void *value, CUpointer_attribute attr,
                                                    CUdeviceptr ptr)
 {
@@ -293,6 +299,12 @@ static CUresult cuda_standin_pointer_set_attribute(const void *value, CUpointer_
 
     if ((value == NULL) || (attr != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) || (map == NULL)) {
         return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "attribute %d of 0x%llx", (int)attr,
+                                  (unsigned long long)ptr);
+    }
+    if ((map->kind != CUDA_STANDIN_MAP_ALLOC) && (map->kind != CUDA_STANDIN_MAP_MANAGED)) {
+        return cuda_standin_error(CUDA_ERROR_NOT_SUPPORTED,
+                                  "SYNC_MEMOPS of 0x%llx: not a cuMemAlloc/cuMemAllocManaged "
+                                  "allocation (use CU_CTX_SYNC_MEMOPS)",
                                   (unsigned long long)ptr);
     }
     memcpy(&flag, value, sizeof(flag));

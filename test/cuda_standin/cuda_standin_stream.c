@@ -202,6 +202,10 @@ static void cuda_standin_stream_run_op(const cuda_standin_op_t *op)
             (void)cuda_standin_stream_run_to(other, op->wait_seq);
         }
         break;
+    case CUDA_STANDIN_OP_WAIT_VALUE:
+    case CUDA_STANDIN_OP_WRITE_VALUE:
+        cuda_standin_memop_run(op);
+        break;
     case CUDA_STANDIN_OP_MARKER:
         break;
     }
@@ -221,6 +225,7 @@ static CUresult cuda_standin_stream_run_to(cuda_standin_stream_t *stream, uint64
         }
         cuda_standin_stream_run_op(op);
         stream->completed = op->seq;
+        cuda_standin_op_release(op);
         free(op);
     }
     return cuda_standin_sticky_error();
@@ -239,6 +244,58 @@ CUresult cuda_standin_stream_finish_all(void)
         (void)cuda_standin_stream_finish(s);
     }
     return cuda_standin_stream_finish(&cuda_standin_default);
+}
+
+/* --- Adversarial order (CUDA_STANDIN_ORDER=seed:N) ---
+ * A GPU runs queued work whenever it gets to it, not at the host's
+ * completion points: in this mode one call in four first runs the head
+ * operation of a randomly chosen stream that has work, so work lands at
+ * seeded, varying times and independent streams complete in varying order.
+ * Each stream still runs in order, and a WAIT still runs what it waits for
+ * first.  A WAIT_VALUE whose condition does not hold yet is left alone. */
+
+static uint64_t cuda_standin_order_state;
+
+static uint32_t cuda_standin_order_next(void)
+{
+    uint64_t x = cuda_standin_order_state;
+
+    if (x == 0) {
+        x = 0x9e3779b97f4a7c15ull ^ ((uint64_t)cuda_standin_config.order_seed << 17) ^
+            (uint64_t)cuda_standin_pid();
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    cuda_standin_order_state = x;
+    return (uint32_t)(x >> 32);
+}
+
+void cuda_standin_stream_progress_random(void)
+{
+    cuda_standin_stream_t *candidates[64];
+    struct CUstream_st *s;
+    size_t n = 0;
+
+    if ((cuda_standin_order_next() & 3) != 0) {
+        return;
+    }
+    if (cuda_standin_stream_pending(&cuda_standin_default)) {
+        candidates[n++] = &cuda_standin_default;
+    }
+    for (s = cuda_standin_streams; (s != NULL) && (n < 64); s = s->next) {
+        if (cuda_standin_stream_pending(s)) {
+            candidates[n++] = s;
+        }
+    }
+    if (n == 0) {
+        return;
+    }
+    s = candidates[cuda_standin_order_next() % n];
+    if ((s->head != NULL) && (s->head->kind != CUDA_STANDIN_OP_WAIT) &&
+        cuda_standin_memop_ready(s->head)) {
+        (void)cuda_standin_stream_run_to(s, s->head->seq);
+    }
 }
 
 /* --- Streams --- */
@@ -526,6 +583,7 @@ static void cuda_standin_stream_drop_ops(cuda_standin_stream_t *stream)
     while (stream->head != NULL) {
         op           = stream->head;
         stream->head = op->next;
+        cuda_standin_op_release(op);
         free(op);
     }
     stream->tail = NULL;

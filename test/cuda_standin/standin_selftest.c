@@ -301,9 +301,15 @@ static void st_test_settings(void)
     static const char *const bad_env[]       = {"CUDA_STANDIN_FAIL", "cuNoSuchCall", NULL};
     static const char *const trace_env[]     = {"CUDA_STANDIN_TRACE", "1", NULL};
     static const char *const memory_env[]    = {"CUDA_STANDIN_DEVICE_MEMORY", "2", NULL};
+    static const char *const timeout_env[]   = {"CUDA_STANDIN_WAIT_VALUE_MS", "50", NULL};
+    static const char *const seed_env[]      = {"CUDA_STANDIN_ORDER", "seed:7", NULL};
+    static const char *const bad_seed_env[]  = {"CUDA_STANDIN_ORDER", "seed:x", NULL};
     int devnull;
 
-    st_group_begin("settings: CUDA_STANDIN_FAIL, _DEVICES=0, _TRACE, _DEVICE_MEMORY");
+    st_group_begin("settings: CUDA_STANDIN_FAIL, _DEVICES=0, _TRACE, _DEVICE_MEMORY, _ORDER, "
+                   "_WAIT_VALUE_MS");
+    st_expect_child_ok("CUDA_STANDIN_WAIT_VALUE_MS=50", st_spawn_sub("wait-timeout", timeout_env, -1));
+    st_expect_child_ok("CUDA_STANDIN_ORDER=seed:7", st_spawn_sub("order-seed", seed_env, -1));
     st_expect_child_ok("CUDA_STANDIN_DEVICE_MEMORY=2", st_spawn_sub("memory", memory_env, -1));
     st_expect_child_ok("CUDA_STANDIN_FAIL", st_spawn_sub("fail", fail_env, -1));
     st_expect_child_ok("CUDA_STANDIN_FAIL=cuInit", st_spawn_sub("fail-init", fail_init_env, -1));
@@ -311,6 +317,8 @@ static void st_test_settings(void)
     devnull = open("/dev/null", O_WRONLY);
     st_expect_child_signal("CUDA_STANDIN_FAIL naming no entry point aborts",
                            st_spawn_sub("no-device", bad_env, devnull), SIGABRT);
+    st_expect_child_signal("CUDA_STANDIN_ORDER=seed:x aborts",
+                           st_spawn_sub("no-device", bad_seed_env, devnull), SIGABRT);
     close(devnull);
     st_expect_sub_stderr("trace", trace_env, "cuMemAlloc_v2 -> CUDA_SUCCESS");
     st_group_end();
@@ -397,6 +405,10 @@ static int st_run_sub(const char *mode)
         return st_sub_trace();
     } else if (strcmp(mode, "memory") == 0) {
         return st_sub_memory();
+    } else if (strcmp(mode, "wait-timeout") == 0) {
+        return st_sub_wait_timeout();
+    } else if (strcmp(mode, "order-seed") == 0) {
+        return st_sub_order_seed();
     }
     fprintf(stderr, "unknown sub-mode %s\n", mode);
     return 2;
@@ -434,6 +446,7 @@ int main(int argc, char **argv)
     st_test_vmm();
     st_test_kernels();
     st_test_dmabuf();
+    st_test_order();
     st_test_settings();
 
     printf("standin_selftest: all %d checks passed\n", st_checks);

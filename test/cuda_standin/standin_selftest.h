@@ -51,12 +51,17 @@ void st_expect_child_signal(const char *what, pid_t pid, int sig);
 /* Ends a forked child that passed: reports its own count of checks. */
 void st_child_done(void) __attribute__((noreturn));
 
-/* The groups of checks, by file: _device.c, _mem.c, _ipc.c, _kernel.c, _dmabuf.c. */
+/* The groups of checks, by file: _device.c, _mem.c, _ipc.c, _kernel.c, _dmabuf.c,
+ * _order.c. */
 void st_test_driver(void);
 void st_test_memory(void);
 void st_test_ipc(void);
 void st_test_vmm(void);
 void st_test_kernels(void);
 void st_test_dmabuf(void);
+void st_test_order(void);
+/* Sub-processes (standin_selftest --sub MODE) of standin_selftest_order.c. */
+int st_sub_wait_timeout(void);
+int st_sub_order_seed(void);
 
 #endif /* STANDIN_SELFTEST_H */

@@ -48,6 +48,7 @@ static void st_dmabuf_check_shared(const char *what, CUdeviceptr ptr, size_t siz
     }
     st_fill(buf, size, 61, 0);
     ST_OK(cuMemcpyHtoD(ptr, buf, size));
+    ST_OK(cuCtxSynchronize()); /* a pageable copy lands after it returns */
     st_check_pattern(what, view, size, 61, 0);
     st_fill(view + size / 2, 100, 62, 0);
     ST_OK(cuMemcpyDtoH(buf, ptr + size / 2, 100));

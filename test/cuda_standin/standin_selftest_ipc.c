@@ -108,6 +108,9 @@ static void st_test_ipc_share(void)
     id = st_buffer_id(d);
     st_fill(buf, ST_IPC_SIZE, 30, 0);
     ST_OK(cuMemcpyHtoD(d, buf, ST_IPC_SIZE));
+    /* From pageable memory the copy may land after it returns: another
+     * process sees it once this one synchronized. */
+    ST_OK(cuCtxSynchronize());
     ST_OK(cuIpcGetMemHandle(&handle, d + 4096)); /* any pointer inside names the whole */
     ST_CU(cuIpcOpenMemHandle(&p, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
           CUDA_ERROR_INVALID_CONTEXT);
@@ -146,6 +149,7 @@ static void st_test_ipc_stale(void)
     ST_TRUE("re-allocation has a new buffer id", st_buffer_id(d2) != id);
     st_fill(buf, ST_IPC_SIZE, 32, 0);
     ST_OK(cuMemcpyHtoD(d2, buf, ST_IPC_SIZE));
+    ST_OK(cuCtxSynchronize());
     ST_OK(cuIpcGetMemHandle(&fresh, d2));
     pid = st_fork();
     if (pid == 0) {
@@ -356,6 +360,7 @@ static void st_test_vmm_local(st_vmm_t *v)
     buf = malloc(2 * v->gran);
     st_fill(buf, 2 * v->gran - 100, 40, 0);
     ST_OK(cuMemcpyHtoD(v->va, buf, 2 * v->gran - 100));
+    ST_OK(cuCtxSynchronize()); /* landed, for the child of the next group */
     st_vmm_attributes(v);
     st_vmm_handles(v);
     pid = st_fork();
