@@ -301,7 +301,9 @@ void mca_coll_strata_stage_release(mca_coll_strata_module_t *module)
  * wait for work the application left on the legacy default stream before
  * the call (the buffer's producer).  Copies out run on a non-blocking one:
  * a nonblocking collective copies out from the progress engine, and must
- * not wait for kernels the application queued after starting it.
+ * not wait for kernels the application queued after starting it; they wait
+ * for an event recorded at the call's start instead
+ * (mca_coll_strata_stage_order).
  */
 static CUstream mca_coll_strata_streams[MCA_COLL_STRATA_STAGE_DEVICES][2];
 static pthread_mutex_t mca_coll_strata_streams_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -358,8 +360,15 @@ static CUresult mca_coll_strata_stage_copy_one(mca_coll_strata_stage_t *st,
         return CUDA_ERROR_INVALID_CONTEXT;
     }
     stream = mca_coll_strata_stream(b->ordinal, to_host);
-    res = to_host ? strata_cuda.cuMemcpyDtoHAsync(host, dev, len, stream)
-                  : strata_cuda.cuMemcpyHtoDAsync(dev, host, len, stream);
+    if (to_host) {
+        res = strata_cuda.cuMemcpyDtoHAsync(host, dev, len, stream);
+    } else {
+        res = (NULL == b->after) ? CUDA_SUCCESS
+                                 : strata_cuda.cuStreamWaitEvent(stream, b->after, 0);
+        if (CUDA_SUCCESS == res) {
+            res = strata_cuda.cuMemcpyHtoDAsync(dev, host, len, stream);
+        }
+    }
     strata_cuda_ctx_pop(saved);
     return res;
 }
@@ -413,8 +422,73 @@ static void mca_coll_strata_stage_copy(mca_coll_strata_stage_t *st, int dir, boo
     }
 }
 
+/*
+ * The application's last write of a receive buffer may still be queued on
+ * the legacy default stream when it calls MPI: cuMemsetD8, and cuMemcpyHtoD
+ * from pageable memory, return before the device memory is written (unless
+ * the memory has SYNC_MEMOPS, which nothing sets under pml/ob1), and so may
+ * its kernels.  A copy out on the non-blocking stream is not ordered after
+ * that work, and the old bytes could land over the result.  So the call's
+ * start records, for each device buffer it copies out, an event on the
+ * legacy stream, which the copy out waits for: after the application's
+ * work before the call, never after work it queued later.  Without an event
+ * the host waits for the legacy stream now, which orders the same.
+ */
+static void mca_coll_strata_stage_order(mca_coll_strata_stage_t *st)
+{
+    for (int i = 0; i < 2; ++i) {
+        mca_coll_strata_stage_buf_t *b = &st->buf[i];
+        CUevent event = NULL;
+        CUcontext saved;
+        CUresult res;
+
+        if (!(b->dir & MCA_COLL_STRATA_STAGE_OUT) || STRATA_MEM_DEVICE != b->kind ||
+            0 != strata_cuda_ctx_push(b->ordinal, &saved)) {
+            continue; /* without a context the copy out fails, and says so */
+        }
+        res = strata_cuda.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING);
+        if (CUDA_SUCCESS == res) {
+            res = strata_cuda.cuEventRecord(event, CU_STREAM_LEGACY);
+            if (CUDA_SUCCESS != res) {
+                (void)strata_cuda.cuEventDestroy(event);
+                event = NULL;
+            }
+        }
+        if (CUDA_SUCCESS != res) {
+            (void)strata_cuda.cuStreamSynchronize(CU_STREAM_LEGACY);
+        }
+        b->after = event;
+        strata_cuda_ctx_pop(saved);
+    }
+}
+
+/* The events of mca_coll_strata_stage_order, once the copies out are queued
+ * (a copy out already queued still waits for its event). */
+static void mca_coll_strata_stage_order_release(mca_coll_strata_stage_t *st)
+{
+    for (int i = 0; i < 2; ++i) {
+        mca_coll_strata_stage_buf_t *b = &st->buf[i];
+        CUcontext saved;
+
+        if (NULL == b->after || 0 != strata_cuda_ctx_push(b->ordinal, &saved)) {
+            continue;
+        }
+        (void)strata_cuda.cuEventDestroy(b->after);
+        b->after = NULL;
+        strata_cuda_ctx_pop(saved);
+    }
+}
+
 #else
 static void mca_coll_strata_stage_copy(mca_coll_strata_stage_t *st, int dir, bool to_host)
+{
+}
+
+static void mca_coll_strata_stage_order(mca_coll_strata_stage_t *st)
+{
+}
+
+static void mca_coll_strata_stage_order_release(mca_coll_strata_stage_t *st)
 {
 }
 #endif
@@ -482,6 +556,7 @@ int mca_coll_strata_stage_in(mca_coll_strata_stage_t *st)
         st->rc = MPI_ERR_NO_MEM;
         return OMPI_SUCCESS;
     }
+    mca_coll_strata_stage_order(st);
     mca_coll_strata_stage_copy(st, MCA_COLL_STRATA_STAGE_IN, true);
     return OMPI_SUCCESS;
 }
@@ -505,6 +580,7 @@ int mca_coll_strata_stage_out(mca_coll_strata_stage_t *st, int coll_rc)
     if (MPI_SUCCESS == coll_rc && MPI_SUCCESS == st->rc) {
         mca_coll_strata_stage_copy(st, MCA_COLL_STRATA_STAGE_OUT, false);
     }
+    mca_coll_strata_stage_order_release(st);
     mca_coll_strata_bounce_put(st);
     return (MPI_SUCCESS != coll_rc) ? coll_rc : st->rc;
 }

@@ -11,8 +11,9 @@
  *         strata's stream and waits for the copies
  *   run   the caller runs the saved fallback (or strata's host allreduce) on
  *         the host pointers mca_coll_strata_stage_ptr() gives
- *   out   copies every `out` region back to the device and gives the bounce
- *         buffer back
+ *   out   copies every `out` region back to the device, after the work the
+ *         application queued on the legacy default stream before the call,
+ *         waits for the copies and gives the bounce buffer back
  * Host and managed buffers are not copied: their pointers pass unchanged.
  *
  * A failed copy in does not skip the collective: the peers are already in
@@ -42,6 +43,9 @@ typedef struct mca_coll_strata_stage_buf_t {
     strata_mem_kind_t kind;
     int ordinal;            /* device of a device buffer */
     size_t offset;          /* of its region in the bounce buffer */
+    /* a CUevent on the legacy default stream at the call's start, which
+     * the copy out waits for (mca_coll_strata_stage_order); NULL: none */
+    struct CUevent_st *after;
 } mca_coll_strata_stage_buf_t;
 
 #define MCA_COLL_STRATA_STAGE_SEND 0
