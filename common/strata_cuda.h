@@ -45,6 +45,7 @@ extern "C" {
     _req(cuCtxGetCurrent) \
     _req(cuCtxSetCurrent) \
     _req(cuCtxGetDevice) \
+    _req(cuCtxSynchronize) \
     _req(cuPointerGetAttribute) \
     _req(cuPointerGetAttributes) \
     _req(cuMemGetAddressRange) \
@@ -73,6 +74,8 @@ extern "C" {
     _req(cuIpcOpenMemHandle) \
     _req(cuIpcCloseMemHandle) \
     _opt(cuDevicePrimaryCtxGetState) \
+    _opt(cuCtxGetFlags) \
+    _opt(cuCtxSetFlags) \
     _opt(cuDeviceCanAccessPeer) \
     _opt(cuMemHostRegister) \
     _opt(cuMemHostUnregister) \

@@ -208,12 +208,122 @@ strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal)
     return (mem_type == CU_MEMORYTYPE_DEVICE) ? STRATA_MEM_DEVICE : STRATA_MEM_HOST;
 }
 
-void strata_mem_set_sync_memops(uintptr_t ptr)
+/* ---- synchronous memory operations (strata_mem.h) ---- */
+
+/* Contexts flagged already, and whether settled (synchronized once).  A
+ * context destroyed and another created at the same address would be taken
+ * for this one: the contexts Strata meets are primary ones (never destroyed
+ * while retained) or long-lived. */
+#define STRATA_MEM_SYNCED_MAX 64
+static struct {
+    CUcontext ctx;
+    int flag_ret; /* what flagging it returned: -1 on a driver without cuCtxSetFlags */
+    int settled;
+} strata_mem_synced[STRATA_MEM_SYNCED_MAX];
+static int strata_mem_nsynced;
+static pthread_mutex_t strata_mem_synced_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The current context gets the flag, keeping its other flags. */
+static int strata_mem_ctx_flag_current(void)
+{
+    unsigned flags = 0;
+
+    if ((strata_cuda.cuCtxSetFlags == NULL) || (strata_cuda.cuCtxGetFlags == NULL) ||
+        (strata_cuda.cuCtxGetFlags(&flags) != CUDA_SUCCESS)) {
+        return -1;
+    }
+    if (flags & CU_CTX_SYNC_MEMOPS) {
+        return 0;
+    }
+    return (strata_cuda.cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS) == CUDA_SUCCESS) ? 0 : -1;
+}
+
+/* The entry of ctx (flagged when made); -1 when the table is full. */
+static int strata_mem_ctx_entry(CUcontext ctx)
+{
+    int i;
+
+    for (i = 0; i < strata_mem_nsynced; ++i) {
+        if (strata_mem_synced[i].ctx == ctx) {
+            return i;
+        }
+    }
+    if (strata_mem_nsynced == STRATA_MEM_SYNCED_MAX) {
+        return -1;
+    }
+    strata_mem_synced[strata_mem_nsynced].ctx      = ctx;
+    strata_mem_synced[strata_mem_nsynced].flag_ret = strata_mem_ctx_flag_current();
+    strata_mem_synced[strata_mem_nsynced].settled  = 0;
+    return strata_mem_nsynced++;
+}
+
+int strata_mem_sync_memops_ctx(int settle)
+{
+    CUcontext ctx = NULL;
+    int entry, ret;
+
+    if ((strata_cuda_load() != 0) || (strata_cuda.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) ||
+        (ctx == NULL)) {
+        return -1;
+    }
+    pthread_mutex_lock(&strata_mem_synced_lock);
+    entry = strata_mem_ctx_entry(ctx);
+    ret   = (entry >= 0) ? strata_mem_synced[entry].flag_ret : strata_mem_ctx_flag_current();
+    if (settle && ((entry < 0) || !strata_mem_synced[entry].settled)) {
+        /* Once per context: work queued before the flag was set may still
+         * be on its way (a pageable cuMemcpyHtoD returns before it lands). */
+        (void)strata_cuda.cuCtxSynchronize();
+        if (entry >= 0) {
+            strata_mem_synced[entry].settled = 1;
+        }
+    }
+    pthread_mutex_unlock(&strata_mem_synced_lock);
+    return ret;
+}
+
+/* The context the memory at ptr belongs to: its own for cuMemAlloc memory,
+ * the device's primary context (if active) for memory without one. */
+static CUcontext strata_mem_owner_ctx(uintptr_t ptr)
+{
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_CONTEXT,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    CUcontext ctx  = NULL;
+    int ordinal    = -1, active = 0;
+    void *values[] = {&ctx, &ordinal};
+    unsigned flags;
+    CUdevice dev;
+
+    if (strata_cuda.cuPointerGetAttributes(2, attrs, values, (CUdeviceptr)ptr) != CUDA_SUCCESS) {
+        return NULL;
+    }
+    if ((ctx != NULL) || (ordinal < 0) || (strata_cuda.cuDevicePrimaryCtxGetState == NULL) ||
+        (strata_cuda.cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS) ||
+        (strata_cuda.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS) ||
+        !active) {
+        return ctx;
+    }
+    return strata_cuda_primary_ctx(ordinal);
+}
+
+int strata_mem_set_sync_memops(uintptr_t ptr, int settle)
 {
     unsigned int one = 1;
+    CUcontext current = NULL, owner;
+    int ret;
 
-    if ((ptr != 0) && (strata_cuda_load() == 0)) {
-        (void)strata_cuda.cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
-                                                (CUdeviceptr)ptr);
+    if ((ptr == 0) || (strata_cuda_load() != 0)) {
+        return -1;
     }
+    /* Refused (CUDA_ERROR_NOT_SUPPORTED) by VMM, pool and IPC-opened
+     * memory: the context flag covers those. */
+    (void)strata_cuda.cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                                            (CUdeviceptr)ptr);
+    ret   = strata_mem_sync_memops_ctx(settle);
+    owner = strata_mem_owner_ctx(ptr);
+    if ((owner != NULL) && (strata_cuda.cuCtxGetCurrent(&current) == CUDA_SUCCESS) &&
+        (owner != current) && (strata_cuda.cuCtxSetCurrent(owner) == CUDA_SUCCESS)) {
+        (void)strata_mem_sync_memops_ctx(settle);
+        (void)strata_cuda.cuCtxSetCurrent(current);
+    }
+    return ret;
 }

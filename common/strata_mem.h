@@ -53,15 +53,35 @@ int strata_mem_query(const void *ptr, strata_mem_info_t *info);
 strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal);
 
 /*
- * Sets CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the device allocation at `ptr`,
- * as UCX's own CUDA support does for the memory it detects: synchronous
- * copies and memsets on it (cuMemsetD8, cuMemcpyDtoD, which otherwise return
- * before the device has run them) are complete when they return, so a
- * buffer filled just before an MPI call holds its bytes when a transport
- * reads it on another stream.  GPUDirect RDMA needs it too.  Failures (VMM
- * mappings may refuse it) change nothing else.
+ * Synchronous memory operations.  The driver lets cuMemsetD8, cuMemcpyDtoD
+ * and cuMemcpyHtoD from pageable memory return before the bytes land: they
+ * are queued on the legacy default stream, which Strata's non-blocking
+ * streams and a peer reading through IPC do not wait for.  A buffer filled
+ * that way just before an MPI call would be read stale (the H200 run of
+ * 2026-11-27: VMM, stream-ordered and IPC-opened memory).  Two switches make
+ * such operations complete before they return: CU_CTX_SYNC_MEMOPS on the
+ * context that issues them (cuCtxSetFlags, driver 12.1 or newer), which
+ * covers every kind of memory, and CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the
+ * allocation, which only cuMemAlloc and managed memory take.  Strata sets
+ * both, as UCX's own CUDA support does, on every context it meets.
+ *
+ * strata_mem_sync_memops_ctx() flags the context current on this thread.
+ * The first time Strata flags a context it also synchronizes it once, so
+ * that what the application queued before Strata knew the context has
+ * landed too (settle != 0; allocation hooks pass 0: nothing was written to
+ * memory allocated just now).  Returns 0 when the context is flagged, -1
+ * when it cannot be (no context, or a driver without cuCtxSetFlags).
  */
-void strata_mem_set_sync_memops(uintptr_t ptr);
+int strata_mem_sync_memops_ctx(int settle);
+
+/*
+ * Everything Strata does for a device buffer it meets at `ptr`: the pointer
+ * attribute where the allocation takes it, and the context flag on the
+ * current context and on the context the allocation belongs to (the primary
+ * context of its device for memory without one: VMM, pools).  Returns as
+ * strata_mem_sync_memops_ctx() for the current context.
+ */
+int strata_mem_set_sync_memops(uintptr_t ptr, int settle);
 
 /* Whether a CUDA driver is loaded and initialised in this process (the
  * condition under which strata_mem_kind() asks the driver at all).  Inline:

@@ -371,7 +371,7 @@ int accelerator_strata_get_buffer_id(int dev_id, const void *addr,
         /* Registration caches key on the id: a buffer freed and allocated
          * again at the same address gets a new one.  Synchronous memory
          * operations, as for every device buffer Strata hands on. */
-        strata_mem_set_sync_memops((uintptr_t)addr);
+        (void)strata_mem_set_sync_memops((uintptr_t)addr, 1);
     }
     accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {

@@ -177,6 +177,17 @@ ucs_status_t uct_strata_md_open(const uct_strata_md_desc_t *desc, uct_component_
         ucs_error("cannot open memory domain %s: %s", desc->name, strata_cuda_error());
         return UCS_ERR_NO_DEVICE;
     }
+    /* The application's context, if it has one already: from here on its
+     * synchronous copies and memsets land before they return, and what it
+     * queued before has landed (strata_mem.h).  A driver without
+     * cuCtxSetFlags (before 12.1) leaves VMM, stream-ordered and IPC-opened
+     * memory without that guarantee. */
+    if ((strata_mem_sync_memops_ctx(1) != 0) && (strata_cuda.cuCtxSetFlags == NULL)) {
+        ucs_diag("%s: the CUDA driver has no cuCtxSetFlags (CUDA 12.1): synchronous copies "
+                 "into VMM, stream-ordered or IPC-opened memory may land after the MPI call "
+                 "reads them; synchronize before calling MPI",
+                 desc->name);
+    }
     md = ucs_calloc(1, sizeof(*md), "strata md");
     if (md == NULL) {
         return UCS_ERR_NO_MEMORY;

@@ -38,11 +38,12 @@ static void uct_strata_memhooks_dispatch(ucm_event_type_t type, CUdeviceptr ptr,
     ucm_event_dispatch(type, &event);
 }
 
-/* Device memory Strata sees allocated is made to complete synchronous
- * memsets and copies before they return (strata_mem_set_sync_memops). */
+/* Device memory Strata sees allocated, and the context allocating it, are
+ * made to complete synchronous memsets and copies before they return
+ * (strata_mem.h).  Nothing is written to new memory yet: no settling. */
 static void uct_strata_memhooks_sync_memops(CUdeviceptr ptr)
 {
-    strata_mem_set_sync_memops((uintptr_t)ptr);
+    (void)strata_mem_set_sync_memops((uintptr_t)ptr, 0);
 }
 
 /* The size of the allocation that starts at ptr, asked before it is freed. */
@@ -116,8 +117,9 @@ UCT_STRATA_FREE_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream stream), (
  * A peer's allocation mapped by CUDA IPC is device memory no allocation hook
  * sees, and it may be the only device memory the process has (the deferred
  * scan has then not run): report the mapping itself, as an allocation, and
- * its release.  Not made to sync memops: that attribute belongs to the
- * exporter's allocation.
+ * its release.  The pointer attribute belongs to the exporter's allocation;
+ * the importing context is flagged, so its own synchronous writes to the
+ * mapping land before they return.
  */
 static CUresult (*uct_strata_orig_cuIpcOpenMemHandle)(CUdeviceptr *, CUipcMemHandle, unsigned);
 
@@ -129,6 +131,7 @@ static CUresult uct_strata_hook_cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHa
     ucm_event_enter();
     res = uct_strata_orig_cuIpcOpenMemHandle(dptr, handle, flags);
     if (res == CUDA_SUCCESS) {
+        (void)strata_mem_sync_memops_ctx(0);
         uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr,
                                      uct_strata_memhooks_range(*dptr), UCS_MEMORY_TYPE_CUDA);
     }

@@ -97,10 +97,12 @@ static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *addre
     if (info.mem_type == UCS_MEMORY_TYPE_HOST) {
         return UCS_ERR_INVALID_ADDR;
     }
-    /* Memory the allocation hooks did not see (hooks off, or allocated
-     * before UCX started) gets SYNC_MEMOPS when UCP first asks about it. */
+    /* Memory the allocation hooks did not see (hooks off, allocated before
+     * UCX started, or in a context Strata had not met) gets synchronous
+     * memory operations when UCP first asks about it, and its context is
+     * settled once (strata_mem.h). */
     if (info.mem_type == UCS_MEMORY_TYPE_CUDA) {
-        strata_mem_set_sync_memops(info.base);
+        (void)strata_mem_set_sync_memops(info.base, 1);
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
         mem_attr->mem_type = info.mem_type;
