@@ -7,6 +7,26 @@ ucx_standin_selftest() {
     LD_LIBRARY_PATH="$STRATA_CUDA_LIBDIR" "$STRATA_BUILDDIR/test/cuda_standin/standin_selftest"
 }
 
+# The stand-in answers the conformance probe as the CUDA driver does
+# (test/cuda_standin/conformance): the newest real driver's record
+# (conformance-real-*.txt, by its "# recorded:" date), else what the
+# documentation says (driver-documented.txt).
+ucx_standin_conformance() {
+    local dir="$STRATA_SRCDIR/test/cuda_standin/conformance" out="$STRATA_TEST_TMP/answers"
+    local record="" newest="" f date
+    for f in "$dir"/conformance-real-*.txt; do
+        [ -f "$f" ] || continue
+        date=$(sed -n 's/^# recorded: *//p' "$f" | head -n 1)
+        if [ -z "$record" ] || [[ "$date" > "$newest" ]]; then record=$f newest=$date; fi
+    done
+    record=${record:-$dir/driver-documented.txt}
+    LD_LIBRARY_PATH="$STRATA_CUDA_LIBDIR" "$STRATA_BUILDDIR/test/cuda_standin/cuda_conformance" \
+        --out "$out" || return 1
+    head -n 1 "$out"
+    echo "record: ${record#"$dir"/} ($(head -n 1 "$record"))"
+    "$dir/compare.sh" "$record" "$out"
+}
+
 # The UCX the system's Open MPI was built against (the distribution's own,
 # /usr/bin/ucx_info), MAJOR.MINOR; empty where there is none.
 strata_ompi_ucx_series() {
@@ -654,6 +674,7 @@ if [ "$STRATA_HAVE_UCX" != yes ]; then
     strata_skip ucx_layer "this build has no UCX transports (no UCX or no CUDA headers)"
 elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; then
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_standin_selftest 120 ucx_standin_selftest
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_standin_conformance 120 ucx_standin_conformance
     strata_test ucx_info_lists_transports 60 ucx_info_lists_transports
     strata_test ucx_info_lists_settings 60 ucx_info_lists_settings
     strata_test ucx_version_mismatch_refused 60 ucx_version_mismatch_refused
