@@ -245,6 +245,9 @@ static int device_run(const char *op, const char *type, unsigned char *const *sr
         res = cuMemcpyHtoD(dev.src[j] + shift, src[j], size * count);
         a.src[j] = (const void *)(uintptr_t)(dev.src[j] + shift);
     }
+    /* The pageable copies may land after they return, and the kernel's
+     * stream is non-blocking: wait for them (the driver's rule). */
+    if (res == CUDA_SUCCESS) res = cuCtxSynchronize();
     a.dst = in_place ? (void *)a.src[nsrc - 1] : (void *)(uintptr_t)(dev.dst + shift);
     a.count = count;
     a.nsrc = nsrc;

@@ -1113,6 +1113,9 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     if [ "$STRATA_HAVE_UCX" = yes ] && [ -x "$T/mpi/test_coll_device" ]; then
         strata_test mpi_coll_device_ob1_np4 300 coll_device 4 ob1 --quiet
         strata_test mpi_coll_device_ob1_np3 300 coll_device 3 ob1 --quiet
+        # The H200's gpu_coll_device_ob1_np2 (a host-device allreduce's result
+        # under a poison still in flight), on the stand-in.
+        strata_test mpi_coll_device_ob1_np2 300 coll_device 2 ob1 --quiet
         strata_test mpi_coll_device_ucx_np4 300 coll_device 4 ucx --quiet
         strata_test mpi_coll_device_deadlock 120 coll_device_deadlock
         strata_test mpi_coll_device_bounded 300 coll_device_bounded

@@ -156,16 +156,20 @@ static void uct_gpu_ipc_export(const uct_strata_md_t *md, const uct_strata_mem_i
 {
     const char *why = NULL;
 
+    /* Pool memory before anything else, whatever the driver answers for
+     * IS_LEGACY_CUDA_IPC_CAPABLE (UCX notes that attribute is wrong for some
+     * allocations): a pool reuses and releases its blocks in the order of
+     * the owner's streams, which a peer's mapping and copies never follow. */
     if (info->mem_type != UCS_MEMORY_TYPE_CUDA) {
         why = "managed memory has no IPC handle";
+    } else if (info->from_pool) {
+        why = "stream-ordered pool memory is not exported";
     } else if (info->legacy_ipc) {
         if (!md->config.ipc_legacy) {
             why = "legacy IPC is disabled (UCX_STRATA_IPC_LEGACY=n)";
         } else if (uct_gpu_ipc_export_legacy(memh) != UCS_OK) {
             why = "cuIpcGetMemHandle failed";
         }
-    } else if (info->from_pool) {
-        why = "stream-ordered pool memory is not exported";
     } else if (!md->config.ipc_vmm) {
         why = "VMM export is disabled (UCX_STRATA_IPC_VMM=n)";
     } else {
