@@ -369,6 +369,15 @@ CUresult cuda_standin_mem_free_base(uintptr_t dptr);
 /* [addr, addr + len) lies in page-locked host memory (cuMemHostAlloc,
  * cuMemHostRegister): the driver's DMA reads it directly. */
 int cuda_standin_mem_host_pinned(uintptr_t addr, size_t len);
+/* What the driver knows of page-locked host memory (pointer attributes). */
+typedef struct cuda_standin_host_info {
+    uintptr_t base;
+    size_t size;
+    CUcontext ctx;
+    unsigned long long buffer_id;
+} cuda_standin_host_info_t;
+/* 1 and *info where addr lies in page-locked host memory, else 0. */
+int cuda_standin_mem_host_info(uintptr_t addr, cuda_standin_host_info_t *info);
 /* cuda_standin_ipc.c: another process still maps this memfd (IPC) */
 int cuda_standin_ipc_still_open(int memfd);
 void cuda_standin_mem_pool_release(struct CUmemPoolHandle_st *pool);

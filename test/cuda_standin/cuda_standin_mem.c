@@ -449,6 +449,8 @@ CUresult cuMemGetInfo(size_t *free, size_t *total)
 typedef struct cuda_standin_host_alloc {
     void *ptr;
     size_t size;
+    CUcontext ctx; /* current when it was allocated or registered */
+    unsigned long long buffer_id;
     struct cuda_standin_host_alloc *next;
 } cuda_standin_host_alloc_t;
 
@@ -467,6 +469,8 @@ static CUresult cuda_standin_mem_host_alloc(void **pp, size_t size, unsigned int
         return cuda_standin_error(CUDA_ERROR_OUT_OF_MEMORY, "%zu bytes of host memory", size);
     }
     a->size                  = size;
+    a->ctx                   = cuda_standin_ctx_current();
+    a->buffer_id             = cuda_standin_next_id();
     a->next                  = cuda_standin_host_allocs;
     cuda_standin_host_allocs = a;
     *pp                      = a->ptr;
@@ -531,6 +535,8 @@ static CUresult cuda_standin_mem_host_register(void *ptr, size_t size, unsigned 
     }
     a->ptr                       = ptr;
     a->size                      = size;
+    a->ctx                       = cuda_standin_ctx_current();
+    a->buffer_id                 = cuda_standin_next_id();
     a->next                      = cuda_standin_host_registered;
     cuda_standin_host_registered = a;
     return CUDA_SUCCESS;
@@ -564,23 +570,44 @@ CUresult cuMemHostUnregister(void *p)
                       cuda_standin_mem_host_unregister(p));
 }
 
-static int cuda_standin_host_list_holds(const cuda_standin_host_alloc_t *list, uintptr_t addr,
-                                        size_t len)
+static const cuda_standin_host_alloc_t *
+cuda_standin_host_list_find(const cuda_standin_host_alloc_t *list, uintptr_t addr, size_t len)
 {
     const cuda_standin_host_alloc_t *a;
 
     for (a = list; a != NULL; a = a->next) {
         if ((addr >= (uintptr_t)a->ptr) && (addr + len <= (uintptr_t)a->ptr + a->size)) {
-            return 1;
+            return a;
         }
     }
-    return 0;
+    return NULL;
+}
+
+static const cuda_standin_host_alloc_t *cuda_standin_host_find(uintptr_t addr, size_t len)
+{
+    const cuda_standin_host_alloc_t *a = cuda_standin_host_list_find(cuda_standin_host_allocs,
+                                                                     addr, len);
+
+    return (a != NULL) ? a : cuda_standin_host_list_find(cuda_standin_host_registered, addr, len);
 }
 
 int cuda_standin_mem_host_pinned(uintptr_t addr, size_t len)
 {
-    return cuda_standin_host_list_holds(cuda_standin_host_allocs, addr, len) ||
-           cuda_standin_host_list_holds(cuda_standin_host_registered, addr, len);
+    return cuda_standin_host_find(addr, len) != NULL;
+}
+
+int cuda_standin_mem_host_info(uintptr_t addr, cuda_standin_host_info_t *info)
+{
+    const cuda_standin_host_alloc_t *a = cuda_standin_host_find(addr, 1);
+
+    if (a == NULL) {
+        return 0;
+    }
+    info->base      = (uintptr_t)a->ptr;
+    info->size      = a->size;
+    info->ctx       = a->ctx;
+    info->buffer_id = a->buffer_id;
+    return 1;
 }
 
 /* Fork child: pools are process state (mappings go with the vaspace). */

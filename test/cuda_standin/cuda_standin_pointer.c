@@ -137,12 +137,64 @@ static CUresult cuda_standin_attr_unmapped(const cuda_standin_ptr_t *info, int a
     }
 }
 
+/* Page-locked host memory: the driver knows it (cuda.h: memory type host,
+ * the context it was allocated in, that context's device, a buffer id);
+ * pageable memory it does not. */
+static CUresult cuda_standin_attr_host(const cuda_standin_host_info_t *host, uintptr_t addr,
+                                       int attr, void *data)
+{
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        cuda_standin_put_ptr(data, host->ctx);
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        cuda_standin_put_uint(data, CU_MEMORYTYPE_HOST);
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: /* unified addressing: the same */
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        cuda_standin_put_ptr(data, (void *)addr);
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        cuda_standin_put_uint(data, (host->ctx != NULL) ? (unsigned)host->ctx->device : 0);
+        break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        cuda_standin_put_u64(data, host->buffer_id);
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        cuda_standin_put_u64(data, host->base);
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        cuda_standin_put_u64(data, host->size);
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        cuda_standin_put_ptr(data, NULL);
+        break;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        cuda_standin_put_uint(data, 1);
+        break;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+        cuda_standin_put_uint(data, 0);
+        break;
+    default:
+        return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "attribute %d of host memory", attr);
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult cuda_standin_attr_get(const cuda_standin_ptr_t *info, int attr, void *data)
 {
     const cuda_standin_map_t *map = info->map;
+    cuda_standin_host_info_t host;
     uintptr_t range_base;
     size_t range_size;
 
+    if ((map == NULL) && (info->resv_size == 0) && cuda_standin_mem_host_info(info->addr, &host)) {
+        return cuda_standin_attr_host(&host, info->addr, attr, data);
+    }
     if (map == NULL) {
         return cuda_standin_attr_unmapped(info, attr, data);
     }
