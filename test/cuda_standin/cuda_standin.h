@@ -202,6 +202,7 @@ typedef struct cuda_standin_config {
      * (seeded), not only at completion points; 0 keeps it lazy. */
     unsigned order_seed;
     int wait_value_ms;     /* CUDA_STANDIN_WAIT_VALUE_MS */
+    char counts_path[4096]; /* CUDA_STANDIN_COUNTS: "" for none */
     /* CUDA_STANDIN_FAIL: the result forced on each entry point, or
      * CUDA_SUCCESS where the call runs normally. */
     CUresult fail[CUDA_STANDIN_API_COUNT];
@@ -452,6 +453,25 @@ unsigned cuda_standin_vmm_phys_handle_types(const struct cuda_standin_phys *phys
 int cuda_standin_vmm_phys_fd(const struct cuda_standin_phys *phys);
 /* The reservation holding addr: 0 when addr is in none. */
 int cuda_standin_vmm_reservation(uintptr_t addr, uintptr_t *base_p, size_t *size_p);
+
+/* --- Cost counters (cuda_standin_count.c, CUDA_STANDIN_COUNTS). --- */
+
+typedef enum cuda_standin_count_kind {
+    CUDA_STANDIN_COUNT_WAIT,   /* the host waited for the device */
+    CUDA_STANDIN_COUNT_LAUNCH, /* a kernel */
+    CUDA_STANDIN_COUNT_DTOD,
+    CUDA_STANDIN_COUNT_HTOD,
+    CUDA_STANDIN_COUNT_DTOH,
+    CUDA_STANDIN_COUNT_MEMSET,
+    CUDA_STANDIN_COUNT_KINDS
+} cuda_standin_count_kind_t;
+
+void cuda_standin_count(cuda_standin_count_kind_t kind);
+/* One copy, counted by the kinds of memory on each side. */
+void cuda_standin_count_copy(uintptr_t dst, uintptr_t src);
+/* Registers the line written at exit (settings read). */
+void cuda_standin_count_setup(void);
+void cuda_standin_count_forget(void);
 
 /* --- Fork: a child starts with no driver state, as after exec. --- */
 

@@ -121,6 +121,16 @@ static int cuda_standin_parse_wait_value_ms(const char *value, const char **why)
     return cuda_standin_parse_int(value, 1, 3600000, &cuda_standin_config.wait_value_ms);
 }
 
+static int cuda_standin_parse_counts(const char *value, const char **why)
+{
+    *why = "expected a file name shorter than 4096 bytes";
+    if (strlen(value) >= sizeof(cuda_standin_config.counts_path)) {
+        return -1;
+    }
+    strcpy(cuda_standin_config.counts_path, value);
+    return 0;
+}
+
 static int cuda_standin_api_lookup(const char *name, size_t len)
 {
     const cuda_standin_api_name_t *api;
@@ -210,6 +220,10 @@ static const cuda_standin_setting_t cuda_standin_settings[] = {
      "a cuStreamWaitValue32/64 whose condition is not met within this many milliseconds "
      "faults with CUDA_ERROR_LAUNCH_TIMEOUT instead of hanging",
      cuda_standin_parse_wait_value_ms},
+    {"CUDA_STANDIN_COUNTS", "",
+     "FILE: each process appends 'pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N' "
+     "at exit: host-side waits, kernel launches, copies by direction and memsets it issued",
+     cuda_standin_parse_counts},
     {"CUDA_STANDIN_FAIL", "",
      "name[=CODE][,name...]: these entry points (e.g. cuIpcOpenMemHandle_v2) return CODE "
      "(default CUDA_ERROR_UNKNOWN) every time without doing anything",
@@ -259,6 +273,7 @@ static void cuda_standin_fork_child(void)
     pthread_mutexattr_destroy(&attr);
     cuda_standin_cached_pid = getpid();
     cuda_standin_sticky     = CUDA_SUCCESS;
+    cuda_standin_count_forget();
     cuda_standin_stream_forget();
     cuda_standin_mem_forget();
     cuda_standin_vmm_forget();
@@ -274,6 +289,7 @@ static void cuda_standin_setup(void)
         cuda_standin_setting_load(&cuda_standin_settings[i]);
     }
     cuda_standin_cached_pid = getpid();
+    cuda_standin_count_setup();
     pthread_atfork(cuda_standin_fork_prepare, cuda_standin_fork_parent, cuda_standin_fork_child);
 }
 

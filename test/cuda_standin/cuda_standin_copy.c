@@ -215,6 +215,14 @@ static CUresult cuda_standin_op_submit(cuda_standin_op_t *op, cuda_standin_strea
         cuda_standin_op_release(op);
         return status;
     }
+    if (op->kind == CUDA_STANDIN_OP_MEMSET) {
+        cuda_standin_count(CUDA_STANDIN_COUNT_MEMSET);
+    } else {
+        cuda_standin_count_copy(op->dst, op->src);
+    }
+    if ((mode == CUDA_STANDIN_COPY_SYNC) || (mode == CUDA_STANDIN_COPY_STAGED)) {
+        cuda_standin_count(CUDA_STANDIN_COUNT_WAIT); /* the host waited for the device */
+    }
     if (mode != CUDA_STANDIN_COPY_SYNC) {
         return CUDA_SUCCESS;
     }

@@ -150,7 +150,11 @@ static CUresult cuda_standin_launch(const cuda_standin_launch_t *l)
     memcpy(op.params, l->params[0], sizeof(strata_reduce_args_t));
     op.device = cuda_standin_ctx_current()->device;
     op.ctx    = cuda_standin_ctx_current();
-    return cuda_standin_stream_enqueue(stream, &op);
+    status    = cuda_standin_stream_enqueue(stream, &op);
+    if (status == CUDA_SUCCESS) {
+        cuda_standin_count(CUDA_STANDIN_COUNT_LAUNCH);
+    }
+    return status;
 }
 
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,

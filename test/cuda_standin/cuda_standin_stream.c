@@ -356,7 +356,11 @@ static CUresult cuda_standin_stream_synchronize(CUstream hstream)
     cuda_standin_stream_t *stream = NULL;
     CUresult status = cuda_standin_stream_get(hstream, &stream);
 
-    return (status == CUDA_SUCCESS) ? cuda_standin_stream_finish(stream) : status;
+    if (status != CUDA_SUCCESS) {
+        return status;
+    }
+    cuda_standin_count(CUDA_STANDIN_COUNT_WAIT);
+    return cuda_standin_stream_finish(stream);
 }
 
 CUresult cuStreamSynchronize(CUstream hStream)
@@ -531,7 +535,11 @@ static CUresult cuda_standin_event_synchronize(CUevent hevent)
     struct CUevent_st *event = NULL;
     CUresult status = cuda_standin_event_get(hevent, &event);
 
-    return (status == CUDA_SUCCESS) ? cuda_standin_event_finish(event) : status;
+    if (status != CUDA_SUCCESS) {
+        return status;
+    }
+    cuda_standin_count(CUDA_STANDIN_COUNT_WAIT);
+    return cuda_standin_event_finish(event);
 }
 
 CUresult cuEventSynchronize(CUevent hEvent)
@@ -569,9 +577,15 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
                       cuda_standin_stream_wait_event(hStream, hEvent, Flags));
 }
 
+static CUresult cuda_standin_ctx_synchronize(void)
+{
+    cuda_standin_count(CUDA_STANDIN_COUNT_WAIT);
+    return cuda_standin_stream_finish_all();
+}
+
 CUresult cuCtxSynchronize(void)
 {
-    CUDA_STANDIN_CALL(cuCtxSynchronize, CUDA_STANDIN_IN_CTX, cuda_standin_stream_finish_all());
+    CUDA_STANDIN_CALL(cuCtxSynchronize, CUDA_STANDIN_IN_CTX, cuda_standin_ctx_synchronize());
 }
 
 /* --- Fork child: queued work belongs to the parent. --- */

@@ -289,6 +289,31 @@ static void st_expect_sub_stderr(const char *mode, const char *const *env, const
     }
 }
 
+/* CUDA_STANDIN_COUNTS: the sub-process's one line, exactly. */
+static void st_check_counts(void)
+{
+    char path[] = "/tmp/standin_counts.XXXXXX", line[256] = "", want[256];
+    const char *env[] = {"CUDA_STANDIN_COUNTS", path, NULL};
+    ssize_t n;
+    pid_t pid;
+    int fd = mkstemp(path);
+
+    if (fd < 0) {
+        st_fail("mkstemp: %s", strerror(errno));
+    }
+    pid = st_spawn_sub("counts", env, -1);
+    st_expect_child_ok("CUDA_STANDIN_COUNTS", pid);
+    n = read(fd, line, sizeof(line) - 1);
+    close(fd);
+    unlink(path);
+    snprintf(want, sizeof(want), "pid=%d waits=3 launches=0 dtod=1 htod=2 dtoh=1 memset=1\n",
+             (int)pid);
+    st_count();
+    if ((n <= 0) || (strcmp(line, want) != 0)) {
+        st_fail("CUDA_STANDIN_COUNTS: expected \"%s\", got \"%s\"", want, line);
+    }
+}
+
 static void st_test_settings(void)
 {
     static const char *const fail_env[] = {
@@ -307,7 +332,7 @@ static void st_test_settings(void)
     int devnull;
 
     st_group_begin("settings: CUDA_STANDIN_FAIL, _DEVICES=0, _TRACE, _DEVICE_MEMORY, _ORDER, "
-                   "_WAIT_VALUE_MS");
+                   "_WAIT_VALUE_MS, _COUNTS");
     st_expect_child_ok("CUDA_STANDIN_WAIT_VALUE_MS=50", st_spawn_sub("wait-timeout", timeout_env, -1));
     st_expect_child_ok("CUDA_STANDIN_ORDER=seed:7", st_spawn_sub("order-seed", seed_env, -1));
     st_expect_child_ok("CUDA_STANDIN_DEVICE_MEMORY=2", st_spawn_sub("memory", memory_env, -1));
@@ -321,6 +346,7 @@ static void st_test_settings(void)
                            st_spawn_sub("no-device", bad_seed_env, devnull), SIGABRT);
     close(devnull);
     st_expect_sub_stderr("trace", trace_env, "cuMemAlloc_v2 -> CUDA_SUCCESS");
+    st_check_counts();
     st_group_end();
 }
 
@@ -409,6 +435,8 @@ static int st_run_sub(const char *mode)
         return st_sub_wait_timeout();
     } else if (strcmp(mode, "order-seed") == 0) {
         return st_sub_order_seed();
+    } else if (strcmp(mode, "counts") == 0) {
+        return st_sub_counts();
     }
     fprintf(stderr, "unknown sub-mode %s\n", mode);
     return 2;

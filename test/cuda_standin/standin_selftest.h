@@ -63,5 +63,6 @@ void st_test_order(void);
 /* Sub-processes (standin_selftest --sub MODE) of standin_selftest_order.c. */
 int st_sub_wait_timeout(void);
 int st_sub_order_seed(void);
+int st_sub_counts(void);
 
 #endif /* STANDIN_SELFTEST_H */

@@ -232,6 +232,29 @@ int st_sub_order_seed(void)
     return 0;
 }
 
+/* Sub-process, CUDA_STANDIN_COUNTS=FILE: a known mix of calls; the parent
+ * reads the line written at exit (st_check_counts). */
+int st_sub_counts(void)
+{
+    unsigned char host[64];
+    CUdeviceptr a, b;
+    CUstream nb;
+
+    st_ctx_setup(0);
+    a = st_alloc(64);
+    b = st_alloc(64);
+    ST_OK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+    memset(host, 1, sizeof(host));
+    ST_OK(cuMemcpyHtoD(a, host, sizeof(host)));         /* htod, and a wait (staged) */
+    ST_OK(cuMemcpyDtoD(b, a, sizeof(host)));             /* dtod, no wait */
+    ST_OK(cuMemsetD8(a, 2, sizeof(host)));               /* memset, no wait */
+    ST_OK(cuMemcpyHtoDAsync(b, host, sizeof(host), nb)); /* htod, no wait */
+    ST_OK(cuStreamSynchronize(nb));                      /* a wait */
+    ST_OK(cuMemcpyDtoH(host, a, sizeof(host)));          /* dtoh, and a wait */
+    ST_CU(cuMemcpyDtoH(host, a, 100000), CUDA_ERROR_INVALID_VALUE); /* failed: not counted */
+    return 0;
+}
+
 void st_test_order(void)
 {
     CUstream nb;

@@ -1,0 +1,88 @@
+/*
+ * What the calls of a process cost the GPU, counted (CUDA_STANDIN_COUNTS).
+ *
+ * Tests assert budgets that do not depend on timing: how often the host
+ * waited for the device (cuStreamSynchronize, cuEventSynchronize,
+ * cuCtxSynchronize, and synchronous copies and memsets that block until
+ * they land), how many kernels were launched, and how many copies of each
+ * direction and memsets were issued.  On a GPU shared without MPS every
+ * compute-engine operation (kernel, device-to-device copy, memset) pays a
+ * context switch, and every host-side wait a round trip: these are the
+ * numbers a fast path keeps low.
+ *
+ * With CUDA_STANDIN_COUNTS=FILE each process appends one line at exit:
+ *   pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N
+ * in one write(2) on an O_APPEND descriptor, so lines of processes exiting
+ * together do not interleave.  A forked child starts from zero.
+ */
+#include "cuda_standin.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static unsigned long long cuda_standin_counts[CUDA_STANDIN_COUNT_KINDS];
+static int cuda_standin_count_registered;
+
+void cuda_standin_count(cuda_standin_count_kind_t kind)
+{
+    ++cuda_standin_counts[kind];
+}
+
+void cuda_standin_count_copy(uintptr_t dst, uintptr_t src)
+{
+    int dst_dev = cuda_standin_map_find(dst) != NULL;
+    int src_dev = cuda_standin_map_find(src) != NULL;
+
+    if (dst_dev && src_dev) {
+        cuda_standin_count(CUDA_STANDIN_COUNT_DTOD);
+    } else if (dst_dev) {
+        cuda_standin_count(CUDA_STANDIN_COUNT_HTOD);
+    } else if (src_dev) {
+        cuda_standin_count(CUDA_STANDIN_COUNT_DTOH);
+    }
+}
+
+static void cuda_standin_count_write(void)
+{
+    char line[256];
+    int fd, n;
+
+    if (cuda_standin_config.counts_path[0] == '\0') {
+        return;
+    }
+    n = snprintf(line, sizeof(line), "pid=%d waits=%llu launches=%llu dtod=%llu htod=%llu "
+                 "dtoh=%llu memset=%llu\n",
+                 (int)getpid(), cuda_standin_counts[CUDA_STANDIN_COUNT_WAIT],
+                 cuda_standin_counts[CUDA_STANDIN_COUNT_LAUNCH],
+                 cuda_standin_counts[CUDA_STANDIN_COUNT_DTOD],
+                 cuda_standin_counts[CUDA_STANDIN_COUNT_HTOD],
+                 cuda_standin_counts[CUDA_STANDIN_COUNT_DTOH],
+                 cuda_standin_counts[CUDA_STANDIN_COUNT_MEMSET]);
+    fd = open(cuda_standin_config.counts_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "cuda_standin: CUDA_STANDIN_COUNTS=%s: %s\n",
+                cuda_standin_config.counts_path, strerror(errno));
+        return;
+    }
+    if (write(fd, line, (size_t)n) != n) {
+        fprintf(stderr, "cuda_standin: CUDA_STANDIN_COUNTS=%s: short write\n",
+                cuda_standin_config.counts_path);
+    }
+    close(fd);
+}
+
+void cuda_standin_count_setup(void)
+{
+    if ((cuda_standin_config.counts_path[0] != '\0') && !cuda_standin_count_registered) {
+        cuda_standin_count_registered = 1;
+        atexit(cuda_standin_count_write);
+    }
+}
+
+void cuda_standin_count_forget(void)
+{
+    memset(cuda_standin_counts, 0, sizeof(cuda_standin_counts));
+}
