@@ -5,40 +5,71 @@
 # checkout and the folder `prepare` makes (test/gpu/README).
 #
 #   here, as root:   test/gpu/device-run.sh prepare [BUILDDIR]
-#                    builds BUILDDIR (default build/), copies what the run
-#                    needs of it into .device/build (stripped), unpacks
-#                    Debian's Open MPI and UCX runtime into .device/root.tar.gz;
-#                    ends with the line `carry: .device`
+#                    builds BUILDDIR (default build/; ./autogen.sh first in a
+#                    fresh clone), copies what the run needs of it into
+#                    .device/build (stripped, without the CUDA stand-in),
+#                    unpacks Debian's Open MPI and UCX runtime into
+#                    .device/root.tar.gz, builds Strata against UCX 1.16.0
+#                    for the machine's own Ubuntu 24.04 stack into
+#                    .device/ubuntu2404; ends with the line `carry: .device`
 #   on the machine:  bash test/gpu/device-run.sh run
 #                    (the device tool: carry [".device"]; results go to $OUT,
 #                    or .device/out without it)
 #   here, as root:   test/gpu/device-run.sh rehearse [TREE]
 #                    the same `run` in a bare Debian 13 tree (no Open MPI, no
 #                    UCX) with the CUDA stand-in where the real driver will be
-#                    found, a fresh $OUT and only the checkout plus .device;
-#                    checks the stages, the $OUT limits and the carried size
+#                    found (STRATA_DEVICE_REHEARSAL=1), a fresh $OUT and only
+#                    the checkout plus .device; checks the stages, the driver
+#                    gate, the $OUT limits and the carried size
+#
+# Every step runs on the driver the run found, never on the stand-in: the
+# carried build holds none, each step exports STRATA_TEST_DRIVER=real and
+# before it starts checks that its programs load that driver (ldd through
+# the step's own library path), and a step whose output names the stand-in
+# fails.  A driver that is itself the stand-in stops the run, unless
+# STRATA_DEVICE_REHEARSAL=1 says this is a rehearsal (the summary then says
+# so in its title, and no figure in it is a GPU's).
 #
 # `run` works in stages of falling value, each with a time budget, and writes
 # its results before the next stage starts, so a run stopped at any point has
 # left what it did in $OUT:
-#   smoke        driver and GPU, ucx_info, strata_info, one device p2p and one
-#                device allreduce (staged and native), values checked
-#   correctness  the gpu layer's tests and the ucx layer's, on the real driver
-#   measure      native vs staged device allreduce (2 and 4 ranks, 64 KiB -
-#                256 MiB) against the HBM limit; p2p through pml/ucx
-#   extra        staging cost (device vs host buffers), mpi4py + CuPy, native
-#                allreduce with 8 ranks and up to 1 GiB
+#   smoke        driver and GPU: the conformance probe (the driver's answers,
+#                conformance-real.txt), the driver gate, ucx_info,
+#                strata_info, one device p2p and one device allreduce
+#                (staged and native), values checked
+#   correctness  the gpu and ucx layers, on the real driver, in parallel
+#                lanes, the tests that failed on the H200 first
+#   sanitizer    compute-sanitizer memcheck and synccheck over the p2p and
+#                collective programs that failed there
+#   ubuntu       the machine's own Ubuntu 24.04 Open MPI 4.1.6 and UCX
+#                1.16.0 with Strata: device p2p, MPIX_Query_cuda_support,
+#                device allreduce, mpi4py + CuPy
+#   measure      without MPS: gpu_share_probe, native vs staged allreduce
+#   mps          the MPS daemon started (a private pipe and log folder,
+#                stopped on every exit path): the same, and bcast/allgather
+#   extra        p2p through pml/ucx, mpi4py on the carried Open MPI, the
+#                allreduce's chunk sizes, 8 ranks up to STRATA_DEVICE_BIG
 # A step that would not fit in what is left of its stage is skipped with a
-# line saying so.  $OUT then holds three files: summary.md (rewritten after
-# every step), results.csv (every measurement) and logs.tar.gz.
+# line saying so.  $OUT then holds summary.md (rewritten after every step),
+# results.csv (every measurement), logs.tar.gz and the conformance probe's
+# answers (conformance-real.txt; conformance-standin.txt in a rehearsal).
 #
-#   STRATA_DEVICE_BUDGET_S   the whole run's budget in seconds (default 420)
+#   STRATA_DEVICE_BUDGET_S   the whole run's budget in seconds (default 540:
+#                            one 10-minute call of the device tool)
 #   STRATA_DEVICE_STEPS      only these steps, comma-separated (a second call
 #                            that reruns what failed); the others are listed
 #                            as skipped
+#   STRATA_DEVICE_LANES      tests run side by side (default 4, at most the
+#                            number of cores)
 #   STRATA_DEVICE_BIG        the largest allreduce of the last step (default 1G;
 #                            the rehearsal's stand-in keeps device memory in
 #                            host memory, and sets less)
+#   STRATA_DEVICE_REHEARSAL  1: the driver found may be the CUDA stand-in
+#                            (rehearse.sh sets it; never on a GPU machine)
+#   STRATA_DEVICE_SANITIZER  compute-sanitizer (default /usr/local/cuda/bin's,
+#                            else PATH's)
+#   STRATA_DEVICE_MPS_CONTROL  nvidia-cuda-mps-control (default PATH's, else
+#                            /usr/local/nvidia/bin's)
 set -uo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
@@ -58,25 +89,69 @@ CARRY_LIMIT_MIB=64
 DRIVER_DIRS=(/usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64
              /usr/lib/wsl/lib /usr/local/cuda/compat)
 
+# What the CUDA stand-in (test/cuda_standin) calls its devices: in a library
+# file, the stand-in; in a step's output, a program that ran on it.
+STANDIN_BANNER="CUDA stand-in (host memory)"
+# The UCX release of the machine's own Ubuntu 24.04 stack, which Strata is
+# built against for it (prepare_ubuntu).
+UBUNTU_UCX=1.16.0
+# The correctness stage's order: the tests that failed on the H200
+# (2026-11-27, issue 33) first, then the long ones, longest first (seconds
+# there, alone), then the rest in the layers' order.
+TESTS_FIRST=(ucx_ucp_tag_vmm ucx_ucp_ipc_opened gpu_mpi_4ranks_vmm ucx_mpi_p2p_3ranks_vmm
+             gpu_ucp_cudart_malloc_async ucx_mpi_p2p_async ucx_ucp_tag_async gpu_coll_device_ob1_np2
+             ucx_gpu_ipc_uct)
+TESTS_LONG=(gpu_allreduce_ops_native gpu_allreduce_ops_native_np8 gpu_reductions_native
+            gpu_coll_device_ucx_np4 ucx_ucp_copy_max_events ucx_ucp_late_cuda ucx_ucp_without_ipc
+            ucx_ucp_exhausted_resources gpu_ucp_cudart_malloc gpu_mpi_4ranks_one_gpu ucx_mpi_p2p_2ranks
+            ucx_ucp_tag_cumemalloc ucx_ucp_rma_cumemalloc ucx_ucp_rma_vmm ucx_mpi_tune_cuda_aware)
+
 die() { echo "device-run: $*" >&2; exit 1; }
 say() { echo "device-run: $*"; }
 
 # ---- here: prepare ---------------------------------------------------------
 
-# The build's files the run uses: programs, plugins, the stand-in (for the
-# rehearsal) and the test environment; no objects, no libtool archives.
+# The build's files the run uses: programs, plugins and the test
+# environment; no objects, no libtool archives, and nothing of the CUDA
+# stand-in but the conformance probe: the driver of every step is the
+# machine's (the rehearsal brings its own stand-in, in the driver's place).
 slim_build() {
     local build=$1 dest=$2 f
     rm -rf "$dest" && mkdir -p "$dest"
     (cd "$build" && find components tools test -type f \
         ! -name '*.o' ! -name '*.lo' ! -name '*.la' ! -name '*.a' ! -name 'Makefile*' \
         ! -name '*.log' ! -name '*.trs' ! -path '*/.deps/*' ! -path 'test/out/*' \
-        ! -path 'test/debian13/*' ! -path '*/.libs/*' -print0 |
+        ! -path 'test/debian13/*' ! -path '*/.libs/*' \
+        ! -path 'test/cuda_standin/lib/*' ! -name 'libcuda.so*' ! -path 'test/cuda_standin/standin_*' \
+        -print0 |
         tar --null -T - -cf -) | tar -C "$dest" -xf - || die "cannot copy $build into $dest"
-    # The stand-in's soname link (test/cuda_standin/lib/libcuda.so.1) is a file.
+    f=$(find "$dest" -name 'libcuda.so*' -print -quit)
+    [ -z "$f" ] || die "the carried build would hold a CUDA driver library: $f"
     while IFS= read -r -d '' f; do
         [ "$(head -c 4 "$f")" = $'\x7fELF' ] && strip --strip-debug "$f"
     done < <(find "$dest" -type f -print0)
+}
+
+# Strata built against the UCX release of the machine's own Ubuntu 24.04
+# stack (config/ucx-release.sh strata 1.16.0: upstream UCX 1.16.0 built
+# here), its UCT module and Open MPI components in .device/ubuntu2404, for
+# the ubuntu_stack step; without the release tree, a warning, and that step
+# is skipped on the machine.  STRATA_DEVICE_UBUNTU=no leaves it out.
+prepare_ubuntu() {
+    local build=$1 dest="$DEVDIR/ubuntu2404" ubuild log
+    rm -rf "$dest"
+    [ "${STRATA_DEVICE_UBUNTU:-yes}" != no ] || { say "STRATA_DEVICE_UBUNTU=no: no Strata for Ubuntu 24.04's stack"; return 0; }
+    log="$build/ucx-release-$UBUNTU_UCX.log"
+    if ! ubuild=$(bash "$SRCDIR/config/ucx-release.sh" strata "$UBUNTU_UCX" 2>"$log"); then
+        say "warning: Strata against UCX $UBUNTU_UCX not built ($(grep -m 1 . "$log"); log: $log): the ubuntu_stack step will be skipped"
+        return 0
+    fi
+    mkdir -p "$dest/ompi"
+    cp "$ubuild/components/ucx/libuct_strata.so" "$dest/" &&
+        cp "$ubuild"/components/ompi/mca_*.so "$dest/ompi/" || die "cannot copy Strata's UCX $UBUNTU_UCX build from $ubuild"
+    strip --strip-debug "$dest/libuct_strata.so" "$dest"/ompi/*.so
+    echo "$UBUNTU_UCX" >"$dest/ucx-version"
+    say "Strata against UCX $UBUNTU_UCX (for Ubuntu 24.04's own stack): $dest"
 }
 
 prepare() {
@@ -96,13 +171,21 @@ prepare() {
     tar -C "$root" -czf "$DEVDIR/root.tar.gz" . || die "cannot pack the runtime"
     rm -rf "$root" "$DEVDIR/debs"
     if [ ! -f "$build/Makefile" ]; then
-        mkdir -p "$build" && (cd "$build" && "$SRCDIR/configure" --enable-werror >configure.log) \
-            || die "configure failed"
+        mkdir -p "$build" || die "cannot make $build"
+        # A fresh clone has no configure: the build system is generated.
+        if [ ! -x "$SRCDIR/configure" ]; then
+            say "no configure (a fresh clone): running ./autogen.sh (log: $build/autogen.log)"
+            (cd "$SRCDIR" && ./autogen.sh) >"$build/autogen.log" 2>&1 \
+                || { tail -n 20 "$build/autogen.log" >&2; die "autogen.sh failed"; }
+        fi
+        (cd "$build" && "$SRCDIR/configure" --enable-werror >configure.log 2>&1) \
+            || { tail -n 20 "$build/configure.log" >&2; die "configure failed ($build/configure.log)"; }
     fi
     make -C "$build" -j"$(nproc)" >/dev/null || die "build failed"
     slim_build "$build" "$DEVDIR/build"
     # The configured paths, for the run to find the build where it was made.
     cp "$build/test/strata-test-env.sh" "$DEVDIR/build/test/strata-test-env.sh"
+    prepare_ubuntu "$build"
     # The machine may have no git: the commit the build is of, and whether
     # the checkout had changes.
     (cd "$SRCDIR" && echo "$(git log --oneline -1 | cut -c1-72)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')") \
@@ -215,6 +298,57 @@ find_driver() {
     return 1
 }
 
+# The driver the run found: the machine's (DRIVER_KIND=real), or the CUDA
+# stand-in in its place (DRIVER_KIND=standin), which a run accepts only as a
+# rehearsal (STRATA_DEVICE_REHEARSAL=1) and never from inside the build or
+# the checkout (a build's own stand-in picked up through a library path).
+# Sets DRIVER_KIND; prints why the run cannot go on, if it cannot.
+driver_verdict() {
+    local lib
+    DRIVER_KIND=none
+    [ -n "$DRIVER_LIB" ] || { echo "no CUDA driver: libcuda.so.1 $DRIVER_HOW"; return 1; }
+    lib=$(readlink -f "$DRIVER_LIB")
+    if grep -qaF "$STANDIN_BANNER" "$lib"; then DRIVER_KIND=standin; else DRIVER_KIND=real; fi
+    case "$lib/" in
+    "$(readlink -f "$BUILD")"/* | "$(readlink -f "$SRCDIR")"/*)
+        echo "the driver found ($DRIVER_LIB -> $lib) is inside the build or the checkout: a stand-in, not the machine's driver"
+        return 1 ;;
+    esac
+    if [ "$DRIVER_KIND" = standin ] && [ "${STRATA_DEVICE_REHEARSAL:-}" != 1 ]; then
+        echo "the driver found ($DRIVER_LIB) is the CUDA stand-in, not a GPU's (STRATA_DEVICE_REHEARSAL=1 is for rehearsals only)"
+        return 1
+    fi
+    return 0
+}
+
+# The libcuda.so.1 that PROGRAM would load with this step's library path
+# (the test environment's choice of driver, as the step's jobs get it).
+step_driver_lib() {
+    ( with_env >/dev/null 2>&1
+      LD_LIBRARY_PATH="$(strata_cuda_ld_path)" ldd "$1" 2>/dev/null ) |
+        awk '$1 == "libcuda.so.1" { print ($3 == "not" ? "" : $3); exit }'
+}
+
+# The gate every step passes before it runs: its programs load the driver
+# the run found, not a stand-in that comes first in some library path.
+driver_gate() {
+    local probe got want
+    [ -n "${DRIVER_LIB:-}" ] || { echo "FAIL: no driver (DRIVER_LIB is empty)"; return 1; }
+    want=$(readlink -f "$DRIVER_LIB")
+    for probe in "$BUILD/test/mpi/test_p2p_device" "$BUILD/test/ucx/test_ucp_device" ""; do
+        [ -z "$probe" ] || [ -x "$probe" ] && break
+    done
+    [ -n "$probe" ] || { echo "FAIL: no test program in $BUILD to check the driver with"; return 1; }
+    got=$(step_driver_lib "$probe")
+    [ -n "$got" ] || { echo "FAIL: $probe would find no libcuda.so.1 (the run found $want)"; return 1; }
+    got=$(readlink -f "$got")
+    if [ "$got" != "$want" ]; then
+        echo "FAIL: this step's programs would load $got, not the driver the run found ($want)"
+        return 1
+    fi
+    echo "driver: $want ($([ "$DRIVER_KIND" = standin ] && echo "the CUDA stand-in, rehearsal" || echo "the machine's"))"
+}
+
 # ---- on the machine: stages and steps ---------------------------------------
 
 now() { date +%s; }
@@ -229,13 +363,25 @@ stage() {
     echo "== stage $1 ($3): $((STAGE_DEADLINE - STAGE_START)) s"
 }
 
+# The files a step wrote its output to: its log, logs/NAME.* beside it, and
+# for the tests their own logs.
+step_outputs() {
+    local name=$1
+    ls -d "$WORK/logs/$name.log" "$WORK/logs/$name".* 2>/dev/null
+    [ "$name" != tests ] || ls -d "$WORK/tests" 2>/dev/null
+}
+
 # step NAME NEEDS_S COMMAND...: runs COMMAND (a function of this script, in
 # a fresh shell) with what is left of the stage as its limit, its output in
 # logs/NAME.log; skipped, with a line saying so, when less than NEEDS_S is
-# left.  The result is a line of steps.tsv, then the summary is rewritten.
+# left (NEEDS_S 0: a clean-up that always runs, with at least 15 s).  A step
+# whose output names the CUDA stand-in fails, unless the run's driver is the
+# stand-in (a rehearsal).  The result is a line of steps.tsv, then the
+# summary is rewritten.
 step() {
     local name=$1 needs=$2 left rc start secs status note=""; shift 2
     left=$((STAGE_DEADLINE - $(now)))
+    [ "$needs" -gt 0 ] || [ "$left" -ge 15 ] || left=15
     if [ -n "${STRATA_DEVICE_STEPS:-}" ] && [[ ",$STRATA_DEVICE_STEPS," != *",$name,"* ]]; then
         status=skipped note="not among STRATA_DEVICE_STEPS" secs=0
         echo "SKIP: $name ($note)"
@@ -254,28 +400,41 @@ step() {
         124 | 137) status=timeout note="stopped at the stage's limit, ${left} s" ;;
         *) status=failed note="exit $rc: $(grep -a -m1 -i 'fail\|error\|abort' "$WORK/logs/$name.log" | cut -c1-160)" ;;
         esac
+        if [ "$DRIVER_KIND" != standin ] && [ "$status" != skipped ] &&
+           step_outputs "$name" | xargs -r grep -rlaF "$STANDIN_BANNER" -- >/dev/null 2>&1; then
+            status=failed note="ran on the CUDA stand-in, not the GPU ($(step_outputs "$name" |
+                xargs -r grep -rlaF "$STANDIN_BANNER" -- 2>/dev/null | head -n 1 | sed "s|^$WORK/||") names it)"
+        fi
         echo "$(tr a-z A-Z <<<"$status"): $name (${secs} s) $note"
     fi
     printf '%s\t%s\t%s\t%s\t%s\n' "$STAGE" "$name" "$status" "$secs" "${note//$'\t'/ }" >>"$WORK/steps.tsv"
     report
 }
 
-# Rewrites $OUT from the work folder: summary.md, results.csv, logs.tar.gz.
+# A line of steps.tsv for what run() itself does (install, driver).
+record() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$WORK/steps.tsv"; }
+
+# Rewrites $OUT from the work folder: summary.md, results.csv, the
+# conformance probe's answers, logs.tar.gz.
 report() {
     python3 "$SRCDIR/test/gpu/device_report.py" --work "$WORK" --out "$OUT" \
         --budget "$BUDGET" --elapsed $(($(now) - RUN_START)) >>"$WORK/logs/report.log" 2>&1 \
         || echo "device-run: device_report.py failed (logs/report.log)"
+    local f
+    for f in "$WORK"/conformance-*.txt; do
+        [ -f "$f" ] && cp -f "$f" "$OUT/"
+    done
     pack_logs
 }
 
 # One archive under 16 MiB: the logs, the tests' logs and the benchmarks'
 # own output; where too big, the largest files are cut to their last MiB.
 pack_logs() {
-    local tmp="$OUT/.logs.tar.gz"
-    tar -C "$WORK" -czf "$tmp" --exclude='./tests/*.d' . 2>/dev/null
+    local tmp="$OUT/.logs.tar.gz" ex=(--exclude='./tests/*.d' --exclude='./mps/pipe' --exclude='./tests.q/claim.*')
+    tar -C "$WORK" -czf "$tmp" "${ex[@]}" . 2>/dev/null
     if [ "$(stat -c %s "$tmp")" -gt $((15 * 1048576)) ]; then
         find "$WORK" -type f -size +1M -exec sh -c 'tail -c 1048576 "$1" >"$1.tail" && mv "$1.tail" "$1"' _ {} \;
-        tar -C "$WORK" -czf "$tmp" --exclude='./tests/*.d' . 2>/dev/null
+        tar -C "$WORK" -czf "$tmp" "${ex[@]}" . 2>/dev/null
     fi
     mv -f "$tmp" "$OUT/logs.tar.gz"
 }
@@ -283,6 +442,52 @@ pack_logs() {
 # ---- the steps (run through `__step NAME FUNCTION ARGS...`) -----------------
 
 with_env() { . "$BUILD/test/strata-test-env.sh" && . "$SRCDIR/test/lib.sh"; }
+
+# Which driver this step's programs load (the gate, run as a step of its
+# own so that the log shows it).
+step_driver() {
+    local p
+    for p in test/mpi/test_p2p_device test/ucx/test_ucp_device test/gpu/test_ucp_device_cudart; do
+        [ -x "$BUILD/$p" ] && echo "$p: libcuda.so.1 => $(step_driver_lib "$BUILD/$p")"
+    done
+    return 0
+}
+
+# The conformance probe (issue 33): what the driver answers where Strata
+# depends on it, `key value` lines, kept as conformance-real.txt (in a
+# rehearsal conformance-standin.txt: the stand-in's answers, not a driver's),
+# and compared with the record of the driver's documented answers (the
+# differences are the step's log; they do not fail it: recording the real
+# answers is the point).
+step_conformance() {
+    local bin="$BUILD/test/cuda_standin/cuda_conformance" file got rc cmp
+    local record="$SRCDIR/test/cuda_standin/conformance/driver-documented.txt"
+    [ -x "$bin" ] || { echo "the conformance probe is not in this build ($bin): skipped"; exit 77; }
+    file="$WORK/conformance-$([ "$DRIVER_KIND" = standin ] && echo standin || echo real).txt"
+    with_env
+    got=$(step_driver_lib "$bin")
+    if [ -n "$got" ] && [ "$(readlink -f "$got")" != "$(readlink -f "$DRIVER_LIB")" ]; then
+        echo "FAIL: $bin would load $got, not the driver the run found ($DRIVER_LIB)"
+        return 1
+    fi
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" "$bin" --out "$file"
+    rc=$?
+    [ -s "$file" ] || { echo "FAIL: the probe wrote no $file (exit $rc; 77: no driver or no device)"; return 1; }
+    cat "$file"
+    cmp="no record to compare with"
+    if [ -f "$record" ] && [ -f "$SRCDIR/test/cuda_standin/conformance/compare.sh" ]; then
+        echo "== against $(basename "$record")"
+        bash "$SRCDIR/test/cuda_standin/conformance/compare.sh" "$record" "$file" >"$WORK/logs/conformance.compare" 2>&1
+        case $? in
+        0) cmp="agrees with $(basename "$record")" ;;
+        1) cmp="$(grep -c ': driver says ' "$WORK/logs/conformance.compare") differences from $(basename "$record")" ;;
+        *) cmp="compare.sh failed" ;;
+        esac
+        sed 's/^/  /' "$WORK/logs/conformance.compare"
+    fi
+    echo "conformance: $(grep -vc '^#' "$file") answers in $(basename "$file") (exit $rc), $cmp"
+    return $rc
+}
 
 step_ucx_info() {
     with_env
@@ -322,11 +527,219 @@ step_allreduce() {
     fi
 }
 
+# The tests the gpu and ucx layers run on this driver (run-tests.sh --list),
+# in the order of value: TESTS_FIRST, TESTS_LONG, then the layers' order.
+# Those the layers skip as a whole come as "NAME (skipped: REASON)".
+tests_ordered() {
+    local list=$1 n
+    for n in "${TESTS_FIRST[@]}" "${TESTS_LONG[@]}"; do
+        grep -qx "$n" "$list" && echo "$n"
+    done
+    grep -v " (skipped: " "$list" | grep -vxF -f <(printf '%s\n' "${TESTS_FIRST[@]}" "${TESTS_LONG[@]}")
+}
+
+# One lane of the correctness stage: takes the next test nobody took yet
+# (mkdir is the claim) and runs it alone through run-tests.sh (-k NAME, -x
+# the longer names that contain NAME), until none is left; a test that
+# would start within STRATA_TEST_MIN_S of the deadline is skipped.
+tests_lane() {
+    local q=$1 deadline=$2 max=$3 name layer others
+    while IFS= read -r name; do
+        mkdir "$q/claim.$name" 2>/dev/null || continue
+        if [ $((deadline - $(now))) -lt "${STRATA_TEST_MIN_S:-10}" ]; then
+            echo "SKIP: $name (the run's time budget is spent ($((deadline - $(now))) s left))"
+            continue
+        fi
+        layer=ucx
+        [[ "$name" != gpu_* ]] || layer=gpu
+        others=$(grep -F -- "$name" "$q/order" | grep -vxF -- "$name" | paste -sd '|')
+        STRATA_TEST_DEADLINE=$deadline STRATA_TEST_MAX_S=$max bash "$SRCDIR/test/run-tests.sh" \
+            --builddir "$BUILD" -k "$name" ${others:+-x "$others"} "$layer" 2>&1 </dev/null |
+            grep -v '^== \|^[0-9]* passed, [0-9]* failed\|^failed: '
+    done <"$q/order"
+}
+
+# The gpu and ucx layers on the real driver, LANES tests side by side (the
+# machine's cores), the most valuable first, each under run-tests.sh's
+# timeout cut to DEADLINE and MAX_S; ends with run-tests.sh's summary lines.
 step_tests() {
-    STRATA_TEST_DRIVER=real STRATA_TEST_DEADLINE=$1 STRATA_TEST_MAX_S=$2 bash "$SRCDIR/test/run-tests.sh" --builddir "$BUILD" ucx gpu
-    local rc=$?
-    # The tests' own logs, beside the step's.
-    rm -rf "$WORK/tests" && cp -r "$BUILD/test/out" "$WORK/tests" 2>/dev/null
+    local deadline=$1 max=$2 lanes=${STRATA_DEVICE_LANES:-4} q="$WORK/tests.q" i n
+    [ "$lanes" -le "$(nproc)" ] || lanes=$(nproc)
+    rm -rf "$q" && mkdir -p "$q"
+    # The gpu layer decides whether a GPU is there with one ucx_info: on a
+    # GPU run a layer skipped for want of one is asked again, then failed.
+    for i in 1 2 3; do
+        bash "$SRCDIR/test/run-tests.sh" --builddir "$BUILD" --list gpu ucx >"$q/listed" 2>"$q/list.err" </dev/null \
+            || { cat "$q/listed" "$q/list.err"; echo "FAIL: run-tests.sh --list gpu ucx"; return 1; }
+        grep -q "^gpu_layer (skipped: no GPU visible" "$q/listed" || break
+        echo "the gpu layer saw no GPU (listing $i of 3)"
+        sleep 2
+    done
+    grep -E '^[a-z0-9_]+( \(skipped: .*\))?$' "$q/listed" >"$q/list"
+    tests_ordered "$q/list" >"$q/order"
+    echo "== $(wc -l <"$q/order") tests in $lanes lanes, until $(date -u -d "@$deadline" +%T) UTC, none above $max s:" \
+        "$(paste -sd ' ' "$q/order")"
+    sed -n 's/^\(.*\) (skipped: \(.*\))$/SKIP: \1 (\2)/p' "$q/list" |
+        sed 's/^SKIP: \(gpu_layer (no GPU visible.*\)$/FAIL: \1/' | tee "$q/lane0.out"
+    for i in $(seq "$lanes"); do
+        tests_lane "$q" "$deadline" "$max" >"$q/lane$i.out" 2>&1 &
+    done
+    wait
+    cat "$q"/lane[1-9]*.out
+    # The tests' own logs, beside the step's (only this run's).
+    rm -rf "$WORK/tests" && mkdir -p "$WORK/tests"
+    while IFS= read -r n; do
+        cp "$BUILD/test/out/$n.log" "$WORK/tests/" 2>/dev/null
+    done <"$q/order"
+    local pass fail skip failed
+    pass=$(cat "$q"/lane*.out | grep -c '^PASS: ') fail=$(cat "$q"/lane*.out | grep -c '^FAIL: ')
+    skip=$(cat "$q"/lane*.out | grep -c '^SKIP: ')
+    failed=$(cat "$q"/lane*.out | sed -n 's/^FAIL: \([^ ]*\) .*/\1/p' | paste -sd ' ')
+    [ -z "$failed" ] || echo "failed: $failed (logs in tests/)"
+    echo "$pass passed, $fail failed, $skip skipped"
+    [ "$fail" -eq 0 ]
+}
+
+# limited SECONDS COMMAND...: COMMAND (a function or a program) in a process
+# group of its own, which is signalled at SECONDS (TERM, then KILL 3 s
+# later); exit 124 if it was.
+limited() {
+    local t=$1 pid wd rc mark; shift
+    mark=$(mktemp)
+    rm -f "$mark"
+    set -m
+    "$@" &
+    pid=$!
+    ( sleep "$t"; touch "$mark"; kill -TERM -- -"$pid" 2>/dev/null
+      sleep 3; kill -KILL -- -"$pid" 2>/dev/null ) >/dev/null 2>&1 &
+    wd=$!
+    set +m
+    wait "$pid"; rc=$?
+    kill -- -"$wd" 2>/dev/null; kill "$wd" 2>/dev/null; wait "$wd" 2>/dev/null
+    [ ! -f "$mark" ] || { rm -f "$mark"; rc=124; }
+    return $rc
+}
+
+# compute-sanitizer (memcheck, synccheck) over the p2p and collective
+# programs of the tests that failed on the H200, each run cut to what is left
+# before DEADLINE (at most 20 s); a line "sanitizer: TOOL NAME: ..." each,
+# the whole output in logs/sanitizer.d/TOOL-NAME.txt.
+sanitizer_bin() {
+    local s=${STRATA_DEVICE_SANITIZER:-}
+    [ -n "$s" ] || { [ -x /usr/local/cuda/bin/compute-sanitizer ] && s=/usr/local/cuda/bin/compute-sanitizer; }
+    [ -n "$s" ] || s=$(command -v compute-sanitizer || true)
+    echo "$s"
+}
+# sanitize DEADLINE TOOL NAME COMMAND...: COMMAND with SAN set to the
+# sanitizer's command line for TOOL.
+sanitize() {
+    local deadline=$1 tool=$2 name=$3 log left rc errors; shift 3
+    log="$WORK/logs/sanitizer.d/$tool-$name.txt"
+    left=$((deadline - $(now) - 2))
+    [ "$left" -le 20 ] || left=20
+    if [ "$left" -lt 5 ]; then
+        echo "sanitizer: $tool $name: not run, the stage's time is spent"
+        return 0
+    fi
+    echo "== $tool $name"
+    SAN=("$(sanitizer_bin)" --tool "$tool" --target-processes all --print-limit 20 --error-exitcode 86)
+    limited "$left" "$@" >"$log" 2>&1
+    rc=$?
+    grep -v ': ok$' "$log" | tail -n 30
+    errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" |
+             awk '{ s += $1; n++ } END { if (n) print s; else print "none" }')
+    case $rc in
+    124) echo "sanitizer: $tool $name: timeout after $left s, errors reported: $errors" ;;
+    *) echo "sanitizer: $tool $name: exit $rc, errors reported: $errors" ;;
+    esac
+    [ "$rc" -eq 0 ] && [ "$errors" = 0 ]
+}
+# The programs, as the tests run them (test/ucx/tests.sh ucp_tag, mpi_device;
+# test/gpu/tests.sh gpu_coll_device_ob1_np2), the sanitizer ahead of each
+# process that touches the GPU; a plain UCX program gets Strata's module
+# preloaded, the sanitizer does not.
+san_ucp() {
+    env LD_LIBRARY_PATH="$(strata_cuda_ld_path)" UCX_TLS="${UCX_TLS:-self,sm,gpu_copy,gpu_ipc}" \
+        UCX_POSIX_ERROR_HANDLING=y "${SAN[@]}" \
+        bash -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" exec "$@"' "$STRATA_UCT_MODULE" \
+        "$BUILD/test/ucx/test_ucp_device" --test tag --err-mode none --sizes 1,8,4096,65537 --iters 2 --timeout 20 "$@"
+}
+san_p2p() { strata_mpirun_gpu 2 "${SAN[@]}" "$BUILD/test/mpi/test_p2p_device" --max-size 65536 "$@"; }
+san_coll() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 2 -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) "${SAN[@]}" "$BUILD/test/mpi/test_coll_device" --only allreduce "$@"
+}
+step_sanitizer() {
+    local deadline=$1 san tool rc=0
+    san=$(sanitizer_bin)
+    [ -n "$san" ] && [ -x "$san" ] || { echo "no compute-sanitizer (/usr/local/cuda/bin, PATH)"; exit 77; }
+    with_env
+    mkdir -p "$WORK/logs/sanitizer.d"
+    # By value: the context fault first (CUDA_ERROR_LAUNCH_FAILED after
+    # stream-ordered memory: memcheck names the access), the VMM and the
+    # collective failures, then the rest.
+    sanitize "$deadline" memcheck ucp_tag_async san_ucp --alloc async || rc=1
+    sanitize "$deadline" memcheck ucp_tag_vmm san_ucp --alloc vmm || rc=1
+    sanitize "$deadline" synccheck ucp_tag_vmm san_ucp --alloc vmm || rc=1
+    sanitize "$deadline" memcheck coll_device_ob1_np2 san_coll --kinds hd,dd --counts 1,7 || rc=1
+    sanitize "$deadline" synccheck coll_device_ob1_np2 san_coll --kinds hd,dd --counts 1,7 || rc=1
+    sanitize "$deadline" memcheck mpi_p2p_vmm_np2 san_p2p --alloc vmm || rc=1
+    sanitize "$deadline" synccheck ucp_tag_async san_ucp --alloc async || rc=1
+    sanitize "$deadline" synccheck mpi_p2p_vmm_np2 san_p2p --alloc vmm || rc=1
+    return $rc
+}
+
+# The machine's own Ubuntu 24.04 stack as a user has it: its Open MPI 4.1.6
+# and UCX 1.16.0 libraries, Strata's modules built against UCX 1.16.0
+# (.device/ubuntu2404, from prepare), nothing of the carried runtime: a
+# clean environment whose only library path is the driver's directory.
+ubu() {
+    env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME="${HOME:-/root}" \
+        LD_LIBRARY_PATH="$(dirname "$DRIVER_LIB")" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        OMPI_MCA_plm=isolated STRATA_TEST_DRIVER=real "$@"
+}
+ubu_mpirun() {
+    local np=$1; shift
+    ubu mpirun -np "$np" --oversubscribe --bind-to none --tune "$SRCDIR/config/cuda-aware.conf" \
+        --mca opal_mca_base_component_path "SYS_DEFAULT:$UBU/ompi" \
+        --mca hook_strata_uct_module "$UBU/libuct_strata.so" --mca mpi_yield_when_idle 1 \
+        -x LD_LIBRARY_PATH "$@"
+}
+step_ubuntu_stack() {
+    local ompi ucx want py rc=0 out="$WORK/logs/ubuntu_stack.d"
+    UBU=$DEVDIR/ubuntu2404
+    ompi=$(ubu ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v\([0-9][0-9.]*\).*/\1/p' | head -n 1)
+    ucx=$(ubu dpkg-query -W -f '${Version}' libucx0 2>/dev/null)
+    ucx=${ucx%%[+~-]*}
+    echo "the machine's own: Open MPI ${ompi:-none}, UCX ${ucx:-none} (libucx0)"
+    [ -n "$ompi" ] || { echo "the machine has no Open MPI of its own"; exit 77; }
+    [ "${ompi%.*}" = 4.1 ] || { echo "the machine's Open MPI is $ompi: the carried components are for 4.1"; exit 77; }
+    [ -f "$UBU/libuct_strata.so" ] || { echo "no Strata built against UCX $UBUNTU_UCX in .device (prepare could not build it)"; exit 77; }
+    want=$(cat "$UBU/ucx-version")
+    [ "${ucx%.*}" = "${want%.*}" ] || { echo "the machine's UCX is ${ucx:-not a package}: the carried module is for $want"; exit 77; }
+    mkdir -p "$out"
+    echo "== device p2p, 2 ranks"
+    ubu_mpirun 2 "$BUILD/test/mpi/test_p2p_device" --max-size 4194304 >"$out/p2p.txt" 2>&1 || rc=1
+    grep -v ': ok$' "$out/p2p.txt" | tail -n 12
+    echo "ubuntu: device p2p: $(grep -h "all checks passed\|FAIL" "$out/p2p.txt" | head -n 1)"
+    echo "== MPIX_Query_cuda_support"
+    ubu_mpirun 2 --mca hook_strata_verbose 10 "$BUILD/test/mpi/test_cuda_query" --expect 1 >"$out/query.txt" 2>&1 || rc=1
+    tail -n 8 "$out/query.txt"
+    echo "ubuntu: MPIX_Query_cuda_support: $(sed -n 's/.*MPIX_Query_cuda_support() \([0-9]\).*/\1/p' "$out/query.txt" | sort -u | paste -sd ',')"
+    echo "== device allreduce through coll/strata"
+    ubu_mpirun 2 --mca coll_strata_verbose 10 "$BUILD/test/mpi/test_coll_device" --only allreduce --kinds dd \
+        --counts 7,300000 >"$out/allreduce.txt" 2>&1 || rc=1
+    grep -v "coll:strata: allreduce\|: ok$" "$out/allreduce.txt" | tail -n 8
+    echo "ubuntu: device allreduce: $(grep -h "checks passed\|FAIL" "$out/allreduce.txt" | head -n 1)"
+    py=$(command -v python3)
+    if ! ubu "$py" -c 'import mpi4py, cupy' 2>/dev/null; then
+        echo "ubuntu: mpi4py + CuPy: not importable by $py"
+    else
+        echo "== mpi4py + CuPy ($py)"
+        ubu_mpirun 2 "$py" "$SRCDIR/test/gpu/mpi4py_coll.py" >"$out/mpi4py.txt" 2>&1 || rc=1
+        tail -n 5 "$out/mpi4py.txt"
+        echo "ubuntu: mpi4py + CuPy: $(grep -h "^mpi4py_coll: .*checks\|FAIL\|Error" "$out/mpi4py.txt" | tail -n 1)"
+    fi
     return $rc
 }
 
@@ -337,7 +750,7 @@ step_native() {
     python3 "$SRCDIR/test/bench/allreduce_bench.py" --builddir "$BUILD" \
         --configs strata-staged,strata-native --np "$np" --buffer device --min 64K --max "$max" \
         --iters "$iters" --iters-large 3 --warmup 2 --rounds 2 \
-        --title "device MPI_Allreduce, $np ranks on one GPU" --out "$WORK/bench/native-np$np"
+        --title "device MPI_Allreduce, $np ranks on one GPU" --out "$WORK/bench/native-np$np${STEP_SUFFIX:-}"
 }
 
 # MPI_Bcast and MPI_Allgather on the GPUs (issue 27) against staged and
@@ -351,7 +764,7 @@ step_copies() {
         python3 "$SRCDIR/test/bench/allreduce_bench.py" --builddir "$BUILD" --coll "$coll" \
             --configs strata-staged,strata-native --np "$np" --buffer device --min 1M --max "$max" \
             --iters 5 --iters-large 3 --warmup 1 --rounds 1 \
-            --title "device MPI_$coll, $np ranks on one GPU" --out "$WORK/bench/$coll-np$np" || return 1
+            --title "device MPI_$coll, $np ranks on one GPU" --out "$WORK/bench/$coll-np$np${STEP_SUFFIX:-}" || return 1
     done
 }
 
@@ -368,20 +781,26 @@ step_native_segments() {
     done
 }
 
-# One synchronized GPU operation, timed with 1, 2 and 4 processes sharing
-# the GPU: device-to-device copy, copy to pinned host memory, memset.
+# One synchronized GPU operation (OPS: dtod, dtoh, memset), timed with 1, 2
+# and 4 processes sharing the GPU, ITERS each; an operation whose entry
+# point the driver lacks (the stand-in has no cuMemsetD8Async) is left out,
+# saying so.
 step_share_probe() {
-    local n op
-    for op in dtod dtoh memset; do
+    local ops=${1:-dtod dtoh memset} iters=${2:-500} n op out
+    for op in $ops; do
         for n in 1 2 4; do
             echo "== $n process(es), $op"
-            "$BUILD/test/gpu/gpu_share_probe" "$n" "$op" 131072 500 || return 1
+            out=$("$BUILD/test/gpu/gpu_share_probe" "$n" "$op" 131072 "$iters" 2>&1) && { echo "$out"; continue; }
+            echo "$out"
+            grep -q "^gpu_share_probe: no cu" <<<"$out" || return 1
+            echo "share_probe: $op left out: the driver lacks its entry point"
+            break
         done
     done
 }
 
 step_p2p_suite() {
-    python3 "$SRCDIR/test/bench/p2p_suite.py" --builddir "$BUILD" --driver real --rounds 2 \
+    python3 "$SRCDIR/test/bench/p2p_suite.py" --builddir "$BUILD" --driver real --rounds 1 \
         --lat-iters 500 --bw-iters 5 --bw-max 64M --out "$WORK/bench/p2p"
 }
 
@@ -395,8 +814,9 @@ step_staging() {
     done
 }
 
-# A real client: mpi4py with CuPy arrays.  The machine's mpi4py is pip's:
-# what it was built against decides whether it runs with this Open MPI.
+# A real client: mpi4py with CuPy arrays, on the carried Open MPI.  The
+# machine's mpi4py is pip's: what it was built against decides whether it
+# runs with this Open MPI.
 step_mpi4py() {
     with_env
     python3 -c 'import mpi4py, sys; print("mpi4py", mpi4py.__version__, mpi4py.get_config())' \
@@ -407,10 +827,88 @@ step_mpi4py() {
     mpirun -np 2 "${strata_args[@]}" -x LD_LIBRARY_PATH python3 "$SRCDIR/test/gpu/mpi4py_coll.py" --times
 }
 
+# ---- MPS: one daemon of the run's own ---------------------------------------
+# Its pipe and log folders are the run's (WORK/mps), so that only the steps
+# that name them (step NAME N mps FUNCTION) are its clients; WORK/mps/control
+# says it was started, and mps_stop_now, called by the mps_stop step and on
+# every exit of run(), stops it.
+
+mps_control() {
+    local c=${STRATA_DEVICE_MPS_CONTROL:-}
+    [ -n "$c" ] || c=$(command -v nvidia-cuda-mps-control || true)
+    [ -n "$c" ] || { [ -x /usr/local/nvidia/bin/nvidia-cuda-mps-control ] && c=/usr/local/nvidia/bin/nvidia-cuda-mps-control; }
+    echo "$c"
+}
+mps_env() { env CUDA_MPS_PIPE_DIRECTORY="$WORK/mps/pipe" CUDA_MPS_LOG_DIRECTORY="$WORK/mps/log" "$@"; }
+# The control daemon's pid, from the first line of its log ("[... Control  PID] ...").
+mps_daemon_pid() { sed -n 's/.*Control *\([0-9][0-9]*\)\].*/\1/p' "$WORK/mps/log/control.log" 2>/dev/null | head -n 1; }
+
+step_mps_start() {
+    local ctl i servers
+    ctl=$(mps_control)
+    [ -n "$ctl" ] && [ -x "$ctl" ] || { echo "no nvidia-cuda-mps-control (PATH, /usr/local/nvidia/bin)"; exit 77; }
+    mkdir -p "$WORK/mps/pipe" "$WORK/mps/log"
+    mps_env "$ctl" -d || { echo "FAIL: $ctl -d"; return 1; }
+    echo "$ctl" >"$WORK/mps/control"
+    for i in $(seq 50); do
+        [ -n "$(mps_daemon_pid)" ] && break
+        sleep 0.1
+    done
+    echo "MPS control daemon: pid $(mps_daemon_pid), pipe $WORK/mps/pipe"
+    # The first client starts the server.
+    mps_env "$BUILD/test/gpu/gpu_share_probe" 1 dtod 4096 10 || { echo "FAIL: no client ran under MPS"; return 1; }
+    servers=$(echo get_server_list | mps_env "$ctl")
+    echo "MPS server(s): ${servers:-none}"
+    [ -n "$servers" ] || { echo "FAIL: the MPS daemon started no server"; return 1; }
+    command -v nvidia-smi >/dev/null && nvidia-smi 2>&1 | tail -n 6
+    return 0
+}
+
+mps_stop_now() {
+    local ctl pid servers i
+    [ -f "$WORK/mps/control" ] || return 0
+    ctl=$(cat "$WORK/mps/control")
+    pid=$(mps_daemon_pid)
+    servers=$(echo get_server_list | mps_env "$ctl" 2>/dev/null)
+    echo quit | mps_env "$ctl"
+    for i in $(seq 100); do
+        [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        echo "the MPS control daemon ($pid) did not quit in 10 s: SIGTERM to it and its servers (${servers:-none})"
+        kill "$pid" $servers 2>/dev/null
+    fi
+    tail -n 4 "$WORK/mps/log/control.log" 2>/dev/null
+    rm -f "$WORK/mps/control"
+    echo "MPS daemon stopped (control pid ${pid:-unknown})"
+}
+step_mps_stop() {
+    [ -f "$WORK/mps/control" ] || { echo "no MPS daemon of this run's to stop"; exit 77; }
+    mps_stop_now
+}
+
+# mps FUNCTION ARGS...: step FUNCTION as a client of the run's MPS daemon
+# (its outputs named with a suffix _mps); fails if no MPS server served it.
+step_mps() {
+    local fn=$1 ctl servers; shift
+    [ -f "$WORK/mps/control" ] || { echo "the MPS daemon is not running (mps_start did not start it)"; exit 77; }
+    ctl=$(cat "$WORK/mps/control")
+    export CUDA_MPS_PIPE_DIRECTORY="$WORK/mps/pipe" CUDA_MPS_LOG_DIRECTORY="$WORK/mps/log" STEP_SUFFIX=-mps
+    "step_$fn" "$@" || return
+    servers=$(echo get_server_list | "$ctl")
+    [ -n "$servers" ] || { echo "FAIL: no MPS server: this step's processes did not run under MPS"; return 1; }
+    echo "under MPS: server(s) $servers"
+}
+
 step_dispatch() {
     local name=$1 fn=$2; shift 2
     [ "$(type -t "step_$fn")" = function ] || { echo "no step '$fn'"; exit 2; }
     echo "== $name: $fn $* ($(date -u +%FT%TZ))"
+    # The real driver for every step, and the gate: its programs load the
+    # driver the run found.
+    export STRATA_TEST_DRIVER=real
+    driver_gate || exit 3
     "step_$fn" "$@"
 }
 
@@ -422,8 +920,14 @@ machine_facts() {
         echo "commit: $(cat "$DEVDIR/commit" 2>/dev/null || echo unknown)"
         echo "driver library: ${DRIVER_LIB:-none}"
         echo "driver found through: $DRIVER_HOW"
+        case "$DRIVER_KIND" in
+        real) echo "driver: the machine's (every step checks that its programs load it)" ;;
+        standin) echo "driver: the CUDA stand-in in the driver's place (rehearsal)" ;;
+        *) echo "driver: none usable" ;;
+        esac
+        [ "${STRATA_DEVICE_REHEARSAL:-}" != 1 ] || echo "rehearsal: yes (STRATA_DEVICE_REHEARSAL=1): no figure here is a GPU's"
         if command -v nvidia-smi >/dev/null; then
-            echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 4 | paste -sd ';')"
+            echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv,noheader 2>&1 | head -n 4 | paste -sd ';')"
         else
             echo "gpu: nvidia-smi not found"
         fi
@@ -431,17 +935,26 @@ machine_facts() {
         echo "cpus: $(nproc)"
         echo "os: $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown}")"
         echo "python: $(python3 -c 'import sys; print(sys.version.split()[0], sys.executable)' 2>&1)"
-        echo "machine's own Open MPI and UCX (not used): ${MACHINE_STACK:-none}"
+        echo "machine's own Open MPI and UCX (not used but by the ubuntu stage): ${MACHINE_STACK:-none}"
         echo "open mpi: $(ompi_info --version 2>/dev/null | head -n 1) (${RUNTIME:-?})"
         echo "ucx: $(ucx_info -v 2>/dev/null | head -n 1 | sed 's/^# *//')"
+        echo "compute-sanitizer: $(sanitizer_bin)"
+        echo "nvidia-cuda-mps-control: $(mps_control)"
         echo "/dev/shm: $(df -h /dev/shm 2>/dev/null | awk 'NR == 2 { print $2 " (" $4 " free)" }')"
         echo "runtime: $(cat /proc/version 2>/dev/null | cut -c1-100)"
         echo "budget: $BUDGET s; largest allreduce of the extra stage: ${STRATA_DEVICE_BIG:-1G}"
     } >"$WORK/machine.txt" 2>&1
 }
 
+# What run() does on any exit: the MPS daemon stopped, the summary written.
+run_exit() {
+    [ -f "$WORK/mps/control" ] || return 0
+    mps_stop_now >>"$WORK/logs/mps_stop.log" 2>&1
+    report
+}
+
 run() {
-    BUDGET=${STRATA_DEVICE_BUDGET_S:-420}
+    BUDGET=${STRATA_DEVICE_BUDGET_S:-540}
     RUN_START=$(now) RUN_DEADLINE=$((RUN_START + BUDGET))
     OUT=${OUT:-$DEVDIR/out}
     mkdir -p "$OUT" || die "cannot make $OUT"
@@ -453,46 +966,75 @@ run() {
     # One node, and no ssh or rsh on a bare machine: Open MPI 4.1's launcher
     # would look for one and stop ("plm_rsh_component.c: Not found").
     export OMPI_MCA_plm=isolated
+    # Every test helper and benchmark picks the real driver (test/lib.sh).
+    export STRATA_TEST_DRIVER=real
+    DRIVER_KIND=none
+    trap run_exit EXIT
+    trap 'exit 143' TERM
+    trap 'exit 130' INT
 
-    stage smoke 60 "driver, GPU, transports, one device p2p and allreduce"
-    local t0; t0=$(now)
+    stage smoke 60 "driver, conformance probe, transports, one device p2p and allreduce"
+    local t0 why; t0=$(now)
     if ! install_runtime >"$WORK/logs/install.log" 2>&1; then
-        printf '%s\t%s\t%s\t%s\t%s\n' smoke install failed "$(($(now) - t0))" "$(tail -n 1 "$WORK/logs/install.log")" >>"$WORK/steps.tsv"
+        record smoke install failed "$(($(now) - t0))" "$(tail -n 1 "$WORK/logs/install.log")"
         report; cat "$WORK/logs/install.log"; exit 1
     fi
     link_build
     export BUILD
     find_driver
+    driver_verdict >"$WORK/driver.txt"
+    why=$(cat "$WORK/driver.txt")
+    export DRIVER_LIB DRIVER_KIND DEVDIR STRATA_DEVICE_REHEARSAL
     machine_facts
     cat "$WORK/machine.txt"
-    printf '%s\t%s\t%s\t%s\t%s\n' smoke install ok "$(($(now) - t0))" "Open MPI and UCX in $RUNTIME" >>"$WORK/steps.tsv"
-    if [ -z "$DRIVER_LIB" ]; then
-        printf '%s\t%s\t%s\t%s\t%s\n' smoke driver failed 0 "no libcuda.so.1: $DRIVER_HOW" >>"$WORK/steps.tsv"
+    record smoke install ok "$(($(now) - t0))" "Open MPI and UCX in $RUNTIME"
+    if [ -n "$why" ]; then
+        record smoke driver failed 0 "$why"
+        report
+        echo "device-run: $why: no step runs" >&2
+        exit 1
     fi
+    record smoke driver ok 0 "$DRIVER_LIB ($DRIVER_KIND)"
     report
+    step conformance 20 conformance
+    step driver_gate 2 driver
     step ucx_info 5 ucx_info
     step strata_info 5 strata_info
     step p2p_device 10 p2p
     step allreduce_staged 10 allreduce staged
     step allreduce_native 10 allreduce native
 
-    stage correctness 150 "gpu and ucx layers on the real driver"
-    step tests 30 tests "$STAGE_DEADLINE" 60
+    stage correctness 200 "gpu and ucx layers on the real driver, side by side, the H200's failures first"
+    step tests 30 tests "$((STAGE_DEADLINE - 10))" 150
 
-    stage measure 190 "native vs staged allreduce, bcast, allgather vs HBM; p2p"
-    step native_np2 40 native 2 256M 10
-    step copies_np4 40 copies 4 256M 64M
-    step share_probe 20 share_probe
-    step native_segments 40 native_segments
-    step p2p_suite 40 p2p_suite
-    step native_np4 40 native 4 256M 10
+    stage sanitizer 75 "compute-sanitizer memcheck and synccheck over the failed p2p and collectives"
+    step sanitizer 15 sanitizer "$STAGE_DEADLINE"
 
-    stage extra "$BUDGET" "staging cost, mpi4py + CuPy, 8 ranks, 1 GiB"
-    step mpi4py 20 mpi4py
-    step staging_np2 30 staging 2
+    stage ubuntu 30 "the machine's own Open MPI 4.1.6 and UCX 1.16.0 with Strata"
+    step ubuntu_stack 10 ubuntu_stack
+
+    stage measure 55 "shared GPU without MPS: gpu_share_probe, native vs staged allreduce"
+    step share_probe 15 share_probe "dtod memset" 300
+    step native_np2 15 native 2 64M 5
+    step staging_np2 10 staging 2
+
+    stage mps 90 "MPS (one shared context): the same, bcast and allgather"
+    step mps_start 5 mps_start
+    step share_probe_mps 15 mps share_probe "dtod memset" 300
+    step native_np2_mps 15 mps native 2 64M 5
+    step native_np4_mps 20 mps native 4 64M 5
+    step copies_np4_mps 20 mps copies 4 64M 16M
+    step mps_stop 0 mps_stop
+
+    stage extra "$BUDGET" "p2p through pml/ucx, mpi4py on the carried Open MPI, chunk sizes, 8 ranks"
+    step p2p_suite 30 p2p_suite
+    step mpi4py 15 mpi4py
+    step native_segments 30 native_segments
     step native_np8_big 60 native 8 "${STRATA_DEVICE_BIG:-1G}" 5
 
     echo "== done in $(($(now) - RUN_START)) s of $BUDGET; results in $OUT"
+    trap - EXIT
+    run_exit
     rm -rf "$WORK"
 }
 
@@ -508,5 +1050,5 @@ prepare) shift; prepare "$@" ;;
 run) shift; run "$@" ;;
 rehearse) shift; exec bash "$SRCDIR/test/gpu/rehearse.sh" "$@" ;;
 __carried_mib) carried_mib ;;
-*) sed -n '2,36p' "$SELF" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,75p' "$SELF" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

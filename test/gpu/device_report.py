@@ -10,7 +10,9 @@ so what a run stopped at any point has done is in $OUT.
 
 The work folder holds machine.txt, stages.tsv (stage, title, budget),
 steps.tsv (stage, step, status, seconds, note), logs/STEP.log and
-bench/NAME/results.csv (allreduce_bench.py's or p2p_suite.py's).
+bench/NAME/results.csv (allreduce_bench.py's or p2p_suite.py's).  A run whose
+machine.txt says "rehearsal: yes" (the CUDA stand-in in the driver's place)
+is titled as a rehearsal, and its figures are not a GPU's.
 """
 
 import argparse
@@ -71,6 +73,47 @@ def bench_rows(work):
                         if r.get(metric) and float(r[metric]) > 0:
                             rows.append((source, r["variant"], kind, int(r["bytes"]), metric, r[metric]))
     return rows
+
+
+SHARE_HEAD = re.compile(r"^== (\d+) process\(es\), (\w+)$")
+SHARE_LINE = re.compile(r"^proc \d+: (\w+) (\d+) bytes: ([0-9.]+) us per op\+sync")
+
+
+def share_rows(work):
+    """gpu_share_probe's microseconds per synchronized operation, the mean of
+    the processes, from logs/share_probe.log and logs/share_probe_mps.log, as
+    (source, op, "N procs", bytes, "us_per_op", value)."""
+    rows = []
+    for step in ("share_probe", "share_probe_mps"):
+        n, times = None, {}
+        for line in read_log(work, step).splitlines():
+            m = SHARE_HEAD.match(line)
+            if m:
+                n = int(m.group(1))
+                continue
+            m = SHARE_LINE.match(line)
+            if m and n:
+                times.setdefault((m.group(1), n, int(m.group(2))), []).append(float(m.group(3)))
+        for (op, n, nbytes), us in sorted(times.items()):
+            rows.append((step, op, "%d procs" % n, nbytes, "us_per_op", "%.1f" % (sum(us) / len(us))))
+    return rows
+
+
+def share_figures(rows):
+    """One line per operation: microseconds with 1, 2, 4 processes, without
+    and with MPS."""
+    t = {(r[0], r[1], r[2]): r[5] for r in rows if r[0].startswith("share_probe")}
+    if not t:
+        return []
+    lines = ["", "One synchronized GPU operation (gpu_share_probe, 128 KiB), us per op, "
+             "processes sharing the GPU:", "",
+             "| op | MPS | 1 | 2 | 4 |", "|---|---|---|---|---|"]
+    for op in sorted({k[1] for k in t}):
+        for source, mps in (("share_probe", "no"), ("share_probe_mps", "yes")):
+            cells = [t.get((source, op, "%d procs" % n), "-") for n in (1, 2, 4)]
+            if any(c != "-" for c in cells):
+                lines.append("| %s | %s | %s |" % (op, mps, " | ".join(cells)))
+    return lines
 
 
 def allreduce_figures(rows):
@@ -155,12 +198,34 @@ def step_facts(work, steps):
         m = re.findall(r"^\d+ passed, \d+ failed.*$", log, re.M)
         failed = re.findall(r"^FAIL: (\S+)", log, re.M)
         skipped = re.findall(r"^SKIP: (\S+) \((.*)\)$", log, re.M)
-        facts.append("- tests (gpu, ucx layers): %s" % (m[-1] if m else "no summary line (stopped?)"))
+        lanes = re.findall(r"^== (\d+) tests in (\d+) lanes", log, re.M)
+        facts.append("- tests (gpu, ucx layers%s): %s" % (
+            ", %s tests in %s lanes" % lanes[-1] if lanes else "", m[-1] if m else "no summary line (stopped?)"))
         if failed:
             facts.append("  - failed: %s" % ", ".join(failed))
         budget = [name for name, why in skipped if "budget" in why]
         if budget:
             facts.append("  - not run, budget spent: %s" % ", ".join(budget))
+    if "conformance" in done:
+        log = read_log(work, "conformance")
+        m = re.findall(r"^conformance: .*$", log, re.M)
+        status = [st for st in steps if st[1] == "conformance"][-1]
+        facts.append("- conformance probe: %s" % (m[-1][len("conformance: "):] if m else
+                                                   "%s (%s)" % (status[2], status[4] or "no answers")))
+    if "sanitizer" in done:
+        lines = re.findall(r"^sanitizer: (.*)$", read_log(work, "sanitizer"), re.M)
+        if lines:
+            facts.append("- compute-sanitizer:")
+            facts += ["  - %s" % l for l in lines]
+    if "ubuntu_stack" in done:
+        log = read_log(work, "ubuntu_stack")
+        lines = re.findall(r"^ubuntu: (.*)$", log, re.M)
+        if lines:
+            facts.append("- the machine's own Open MPI and UCX with Strata:")
+            facts += ["  - %s" % l for l in lines]
+        else:
+            status = [st for st in steps if st[1] == "ubuntu_stack"][-1]
+            facts.append("- the machine's own Open MPI and UCX with Strata: %s (%s)" % (status[2], status[4]))
     if "mpi4py" in done:
         log = read_log(work, "mpi4py")
         m = re.findall(r"^mpi4py_coll: .*$", log, re.M) or re.findall(r"^mpi4py .*$", log, re.M)
@@ -175,7 +240,12 @@ def write_summary(args, steps, stages, rows):
     if os.path.exists(path):
         with open(path, errors="replace") as f:
             machine = [l.rstrip("\n") for l in f if l.strip()]
-    lines = ["# Strata staged GPU run", ""]
+    rehearsal = any(l.startswith("rehearsal: yes") for l in machine)
+    if rehearsal:
+        lines = ["# Strata staged GPU run: REHEARSAL (the CUDA stand-in in the driver's place; "
+                 "no figure here is a GPU's)", ""]
+    else:
+        lines = ["# Strata staged GPU run", ""]
     lines.append("%d s of %d s budget spent when this was written." % (args.elapsed, args.budget))
     lines.append("Several ranks share the one GPU: CUDA IPC between processes on one device; "
                  "no NVLink peer, no InfiniBand NIC.")
@@ -201,10 +271,13 @@ def write_summary(args, steps, stages, rows):
         lines.append("## Key figures")
         lines.append("")
         lines += facts
+    lines += share_figures(rows)
     lines += allreduce_figures(rows)
     lines += p2p_figures(rows)
     lines.append("")
-    lines.append("Every measurement: results.csv. Logs: logs.tar.gz (logs/STEP.log, tests/, bench/).")
+    lines.append("Every measurement: results.csv. Logs: logs.tar.gz (logs/STEP.log, tests/, bench/)."
+                 "%s" % (" The conformance probe's answers: conformance-*.txt." if any(
+                     s[1] == "conformance" and s[2] == "ok" for s in steps) else ""))
     tmp = os.path.join(args.out, ".summary.md")
     with open(tmp, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -268,7 +341,7 @@ def main():
         p.error("--work is required")
     steps = read_tsv(os.path.join(args.work, "steps.tsv"), 5)
     stages = read_tsv(os.path.join(args.work, "stages.tsv"), 3)
-    rows = bench_rows(args.work)
+    rows = bench_rows(args.work) + share_rows(args.work)
     write_csv(args, rows)
     write_summary(args, steps, stages, rows)
 
