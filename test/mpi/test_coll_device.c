@@ -4,8 +4,8 @@
  *
  *   mpirun -np N test_coll_device [--kinds LIST] [--counts LIST] [--max-count N]
  *                                 [--only LIST] [--quiet] [--timeout S]
- *                                 [--mode normal|deadlock|big|fault] [--count N]
- *                                 [--fresh]
+ *                                 [--mode normal|deadlock|big|fault|repeat] [--count N]
+ *                                 [--fresh] [--calls N] [--inplace]
  *
  * In this tree, e.g. on device buffers through Strata:
  *   source build/test/strata-test-env.sh && source test/lib.sh
@@ -62,6 +62,16 @@
  * --fresh on a new duplicate of MPI_COMM_WORLD, so that the first of them
  * is that communicator's first collective.
  *
+ * --mode repeat: --calls MPI_Allreduce (default 100) of --count MPI_INT
+ * elements (default 2: 8 bytes) on the first --kinds pair, MPI_SUM, or
+ * MPI_MAX in place with --inplace (the same result however many calls);
+ * the buffers are filled before the first call and checked after the last
+ * only, so a run with twice the calls costs the GPU exactly the calls'
+ * share more.  Rank 0 prints "rank R pid P" for every rank, so that the
+ * lines the CUDA stand-in writes at exit (CUDA_STANDIN_COUNTS) can be
+ * matched to ranks: test/mpi/tests.sh holds a call to a budget of GPU
+ * operations that way.
+ *
  * --mode fault: for a job run with the CUDA stand-in failing a copy entry
  * point the library uses (CUDA_STANDIN_FAIL=cuMemcpyDtoHAsync, say), with
  * MPI_ERRORS_RETURN: MPI_Allreduce, MPI_Bcast (root 0), MPI_Allgather and
@@ -91,10 +101,10 @@
  * communicator's counted once).  Exit 77 on all ranks: a kind needs CUDA
  * and there is no CUDA device.
  *
- * One file of ~1250 lines on purpose: one mpirun covers every collective;
+ * One file of ~1300 lines on purpose: one mpirun covers every collective;
  * the 17 collectives share one set of input, reference and check helpers,
  * each family of collectives is one short function in the table (colls[]),
- * and the three other modes reuse all of it.  Buffers of each memory kind
+ * and the four other modes reuse all of it.  Buffers of each memory kind
  * come from test/common/stest_buf.c.
  */
 #define _GNU_SOURCE
@@ -125,8 +135,8 @@
 #define BIG_CHUNK  ((size_t)4 << 20) /* elements per host chunk in --mode big */
 #define TOKEN_TAG  4242
 
-typedef enum { MODE_NORMAL, MODE_DEADLOCK, MODE_BIG, MODE_FAULT } run_mode_t;
-static const char *const mode_names[] = {"normal", "deadlock", "big", "fault"};
+typedef enum { MODE_NORMAL, MODE_DEADLOCK, MODE_BIG, MODE_FAULT, MODE_REPEAT } run_mode_t;
+static const char *const mode_names[] = {"normal", "deadlock", "big", "fault", "repeat"};
 
 static struct {
     run_mode_t mode;
@@ -134,11 +144,13 @@ static struct {
     int nkinds;
     long counts[MAX_COUNTS];
     int ncounts;
-    long max_count, count; /* count: --mode big and fault; 0: their default */
+    long max_count, count; /* count: --mode big, fault and repeat; 0: their default */
     char only[512];        /* ",name,name," or empty */
     int quiet, timeout;
     int fresh; /* --mode big on a new communicator */
-} opt = {.max_count = LONG_MAX, .timeout = 60};
+    long calls;  /* --mode repeat */
+    int inplace; /* --mode repeat */
+} opt = {.max_count = LONG_MAX, .timeout = 60, .calls = 100};
 
 static struct {
     int rank, size; /* in MPI_COMM_WORLD */
@@ -164,6 +176,7 @@ static const red_t red_move = {"", E_INT, OP_NONE};
 static const red_t red_sum = {"", E_INT, OP_SUM};
 static const red_t red_double_max = {":double-max", E_DOUBLE, OP_MAX};
 static const red_t red_uchar_bxor = {":uchar-bxor", E_UCHAR, OP_BXOR};
+static const red_t red_int_max = {":max", E_INT, OP_MAX};
 
 struct coll_desc;
 
@@ -1121,6 +1134,52 @@ static void run_fault(void)
     if (g.rank == 0) printf("host-buffer MPI_Allreduce after the errors: ok\n");
 }
 
+/* ---- --mode repeat ---- */
+
+static void run_repeat(void)
+{
+    check_t c = {.coll = coll_find("allreduce"), .comm = MPI_COMM_WORLD, .root = -1};
+    size_t n = (size_t)(opt.count ? opt.count : 2);
+    int *pids = xmalloc(sizeof(int) * (size_t)g.size), pid = (int)getpid();
+    buf_t sb = {0}, rb = {0};
+    unsigned char *pre, *exp;
+    void *s = MPI_IN_PLACE;
+
+    c.skind = opt.kinds[0][0];
+    c.rkind = opt.kinds[0][1];
+    c.count = (int)n;
+    c.rank = g.rank;
+    c.size = g.size;
+    c.inplace = opt.inplace;
+    c.red = opt.inplace ? &red_int_max : &red_sum;
+    c.esize = sizeof(int);
+    c.seed = stest_mix64(++g.calls);
+    snprintf(c.label, sizeof(c.label), "repeat allreduce%s %c%c count=%d inplace=%d calls=%ld",
+             c.red->tag, c.skind, c.rkind, c.count, c.inplace, opt.calls);
+    MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (g.rank == 0) {
+        for (int k = 0; k < g.size; k++) printf("rank %d pid %d\n", k, pids[k]);
+    }
+    free(pids);
+    pre = img_new(&c, n);
+    if (c.inplace) img_inputs(&c, pre, 0, c.rank, 0, n);
+    recv_buf(&c, &rb, c.rkind, pre, n);
+    if (!c.inplace) s = send_buf(&c, &sb, n);
+    stest_watchdog_arm(g.rank, c.label, opt.timeout);
+    for (long i = 0; i < opt.calls; i++) {
+        int rc = MPI_Allreduce(s, rb.mem.ptr, c.count, MPI_INT, check_op(&c), c.comm);
+        if (rc != MPI_SUCCESS) mpi_fail(&c, "the call", rc);
+    }
+    alarm(0);
+    exp = img_new(&c, n);
+    img_reduced(&c, exp, 0, 0, c.size, 0, n);
+    check_recv(&c, &rb, exp, 0, 0);
+    buf_done(&c, &sb);
+    g.checks[0]++;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g.rank == 0) printf("%s: ok\n", c.label);
+}
+
 /* ---- options, main ---- */
 
 static void usage(void) __attribute__((noreturn));
@@ -1130,7 +1189,8 @@ static void usage(void)
         fprintf(stderr,
                 "usage: " PROG " [--kinds dd,dh,hd,hh,mm,...] [--counts N,N,...] [--max-count N]\n"
                 "       [--only allreduce,iallreduce,...] [--quiet] [--timeout S]\n"
-                "       [--mode normal|deadlock|big|fault] [--count N] [--fresh]\n");
+                "       [--mode normal|deadlock|big|fault|repeat] [--count N] [--fresh]\n"
+                "       [--calls N] [--inplace]\n");
     }
     MPI_Finalize();
     exit(2);
@@ -1193,6 +1253,10 @@ static void parse_options(int argc, char **argv)
             opt.fresh = 1;
             continue;
         }
+        if (!strcmp(a, "--inplace")) {
+            opt.inplace = 1;
+            continue;
+        }
         if (v == NULL) usage();
         i++;
         if (!strcmp(a, "--kinds")) parse_kinds(v), have_kinds = 1;
@@ -1201,10 +1265,12 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(a, "--only")) parse_only(v);
         else if (!strcmp(a, "--timeout")) opt.timeout = atoi(v);
         else if (!strcmp(a, "--count")) opt.count = strtol(v, NULL, 10);
+        else if (!strcmp(a, "--calls")) opt.calls = strtol(v, NULL, 10);
         else if (!strcmp(a, "--mode")) {
-            for (opt.mode = MODE_NORMAL; opt.mode <= MODE_FAULT && strcmp(v, mode_names[opt.mode]); opt.mode++) {
+            for (opt.mode = MODE_NORMAL; opt.mode <= MODE_REPEAT && strcmp(v, mode_names[opt.mode]);
+                 opt.mode++) {
             }
-            if (opt.mode > MODE_FAULT) usage();
+            if (opt.mode > MODE_REPEAT) usage();
         } else {
             usage();
         }
@@ -1214,7 +1280,7 @@ static void parse_options(int argc, char **argv)
         if (opt.counts[i] <= opt.max_count) opt.counts[n++] = opt.counts[i];
     }
     opt.ncounts = n;
-    if (opt.timeout < 1 || opt.count < 0 || opt.count > INT_MAX) usage();
+    if (opt.timeout < 1 || opt.count < 0 || opt.count > INT_MAX || opt.calls < 1) usage();
 }
 
 int main(int argc, char **argv)
@@ -1244,6 +1310,7 @@ int main(int argc, char **argv)
     if (opt.mode == MODE_NORMAL) run_normal();
     else if (opt.mode == MODE_DEADLOCK) run_deadlock();
     else if (opt.mode == MODE_BIG) run_big();
+    else if (opt.mode == MODE_REPEAT) run_repeat();
     else run_fault();
 
     /* Each split communicator's checks count once: its rank 0 reports them. */

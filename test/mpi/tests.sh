@@ -1022,6 +1022,74 @@ coll_device_verbose() {
         grep -q "coll:strata: MPI_Ibcast MPI_COMM_WORLD device->device: staged" "$STRATA_TEST_LOG.out"
 }
 
+# The small device allreduce's budget of GPU operations, counted by the CUDA
+# stand-in (CUDA_STANDIN_COUNTS: one line per process at exit), not timed: on
+# a GPU shared without MPS every compute-engine operation (kernel launch,
+# device-to-device copy, memset) pays a context switch of ~120-135 us (the
+# H200, issue 34), copies between device and pinned host memory do not.
+# test_coll_device --mode repeat runs the allreduce CALLS times on buffers
+# filled before and checked after: run with N and 2N calls, the difference
+# per rank (matched by the pids it prints) is N calls' cost, set-up and
+# checking cancelled.  Every rank must show no launch, no dtod, no memset,
+# at most one copy each way and at most WAITS host-side waits per call.
+# coll_device_budget NP PML KINDS COUNT WAITS [MPIRUN_ARGS...] [-- PROGRAM_ARGS...]
+coll_device_budget() {
+    local np=$1 pml=$2 kinds=$3 count=$4 waits=$5 n=40 calls f rc
+    local dir="${STRATA_TEST_TMP:-${TMPDIR:-/tmp}}" mpirun_args=() files=()
+    shift 5
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do mpirun_args+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    for calls in $n $((2 * n)); do
+        f="$dir/budget.$calls"
+        rm -f "$f.counts"
+        CUDA_STANDIN_COUNTS="$f.counts" coll_device "$np" "$pml" -x CUDA_STANDIN_COUNTS "${mpirun_args[@]}" -- \
+            --mode repeat --kinds "$kinds" --count "$count" --calls "$calls" "$@" >"$f.out" 2>&1
+        rc=$?; cat "$f.out"
+        [ $rc -eq 0 ] || return 1
+        [ -s "$f.counts" ] || { echo "no counts in $f.counts (not the CUDA stand-in?)"; return 1; }
+        echo "counts, $calls calls:"; cat "$f.counts"
+        files+=("$f.out" "$f.counts")
+    done
+    awk -v np="$np" -v n="$n" -v waits="$waits" -v what="$kinds count=$count" '
+        FNR == 1 { file++ }
+        /^rank [0-9]+ pid [0-9]+$/ { rank[int((file + 1) / 2), $4] = $2; next }
+        /^pid=/ {
+            run = int((file + 1) / 2); split($1, p, "=")
+            if (!((run, p[2]) in rank)) { print "a count line of no rank: " $0; bad = 1; next }
+            r = rank[run, p[2]]; seen[run, r] = 1
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); v[run, r, kv[1]] = kv[2] }
+        }
+        END {
+            for (r = 0; r < np; r++) {
+                if (!((1, r) in seen) || !((2, r) in seen)) { printf "rank %d: no count line\n", r; bad = 1; continue }
+                split("waits launches dtod htod dtoh memset", k, " ")
+                line = sprintf("rank %d: %d more calls (%s):", r, n, what)
+                for (i = 1; i <= 6; i++) { d[k[i]] = v[2, r, k[i]] - v[1, r, k[i]]; line = line sprintf(" %s %+d", k[i], d[k[i]]) }
+                print line sprintf(" (%.2f waits per call)", d["waits"] / n)
+                if (d["launches"] || d["dtod"] || d["memset"])
+                    { printf "FAIL rank %d: compute-engine work per call (launches %+d, dtod %+d, memset %+d): expected none\n", r, d["launches"], d["dtod"], d["memset"]; bad = 1 }
+                if (d["waits"] > waits * n)
+                    { printf "FAIL rank %d: %.2f host-side waits per call, expected at most %d\n", r, d["waits"] / n, waits; bad = 1 }
+                if (d["htod"] > n || d["dtoh"] > n)
+                    { printf "FAIL rank %d: more than one copy each way per call (htod %+d, dtoh %+d)\n", r, d["htod"], d["dtoh"]; bad = 1 }
+            }
+            print bad ? "budget: FAIL" : "budget: ok"
+            exit bad
+        }' "${files[@]}"
+}
+
+# The budget's check itself: the allreduce forced onto the GPUs (one device
+# per rank) launches a kernel and copies device to device per call, and
+# coll_device_budget must say so.
+coll_device_budget_detects() {
+    CUDA_STANDIN_DEVICES=2 coll_device_budget 2 ob1 dd 2 2 -x CUDA_STANDIN_DEVICES \
+        --mca coll_strata_allreduce_device_algorithm native >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out"
+    [ $rc -ne 0 ] && grep -q "FAIL rank 0: compute-engine work per call (launches +40" "$STRATA_TEST_LOG.out" &&
+        grep -q "FAIL rank 1: compute-engine work per call (launches +40" "$STRATA_TEST_LOG.out" &&
+        grep -q "^budget: FAIL" "$STRATA_TEST_LOG.out"
+}
+
 # Sourced by a test that needs the functions in another process.
 [ "${1:-}" = --functions-only ] && return 0
 
@@ -1159,6 +1227,19 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_big 300 coll_device_native_big
         strata_test mpi_coll_device_native_first_call 300 coll_device_native_first_call
         strata_test mpi_coll_device_stage_nomem 120 coll_device_stage_nomem
+        # issue 34: the small device allreduce (staged, the replicated path
+        # up to 16 KiB, the rail path at 32 KiB) costs no compute-engine
+        # operation per call on any rank, at most 2 host-side waits (1 where
+        # one buffer is on the host)
+        strata_test mpi_coll_device_budget_8b_np2_ob1 120 coll_device_budget 2 ob1 dd 2 2
+        strata_test mpi_coll_device_budget_8b_np4_ucx 120 coll_device_budget 4 ucx dd 2 2
+        strata_test mpi_coll_device_budget_16k_np2_ucx 120 coll_device_budget 2 ucx dd 4096 2
+        strata_test mpi_coll_device_budget_16k_np4_ob1 120 coll_device_budget 4 ob1 dd 4096 2
+        strata_test mpi_coll_device_budget_32k_np2_ob1 120 coll_device_budget 2 ob1 dd 8192 2
+        strata_test mpi_coll_device_budget_inplace_np4 120 coll_device_budget 4 ob1 dd 2 2 -- --inplace
+        strata_test mpi_coll_device_budget_hd_np3 120 coll_device_budget 3 ob1 hd 2 1
+        strata_test mpi_coll_device_budget_dh_np3 120 coll_device_budget 3 ob1 dh 2 1
+        strata_test mpi_coll_device_budget_detects 120 coll_device_budget_detects
         strata_test mpi_threads_native_np3 300 coll_threads strata-native 3
         strata_test mpi_threads_auto_np4 300 coll_threads strata 4
         strata_test mpi_coll_free_loop_device 600 coll_free_loop device
