@@ -389,6 +389,9 @@ mpi_device() {
 }
 ucx_mpi_p2p_2ranks()         { mpi_device 2 --max-size 67108864; }
 ucx_mpi_p2p_3ranks_vmm()     { mpi_device 3 --alloc vmm --max-size 4194304; }
+# The H200's gpu_mpi_4ranks_vmm (stale first bytes on VMM memory), on the
+# stand-in, at sizes that fit this layer's time.
+ucx_mpi_p2p_4ranks_vmm()     { mpi_device 4 --alloc vmm --max-size 1048576; }
 ucx_mpi_p2p_async()          { mpi_device 2 --alloc async --max-size 4194304; }
 # Non-contiguous datatypes on device buffers (staged by hook/strata): every
 # case must report "works" and the job must exit 0.
@@ -752,6 +755,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     elif [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test ucx_mpi_p2p_2ranks 300 ucx_mpi_p2p_2ranks
         strata_test ucx_mpi_p2p_3ranks_vmm 300 ucx_mpi_p2p_3ranks_vmm
+        strata_test ucx_mpi_p2p_4ranks_vmm 300 ucx_mpi_p2p_4ranks_vmm
         strata_test ucx_mpi_p2p_async 300 ucx_mpi_p2p_async
         strata_test ucx_mpi_noncontig_device 120 ucx_mpi_noncontig_device
         strata_test ucx_mpi_tune_cuda_aware 180 ucx_mpi_tune_cuda_aware
