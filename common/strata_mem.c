@@ -287,8 +287,8 @@ static CUcontext strata_mem_owner_ctx(uintptr_t ptr)
 {
     CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_CONTEXT,
                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
-    CUcontext ctx  = NULL;
-    int ordinal    = -1, active = 0;
+    CUcontext ctx               = NULL;
+    int ordinal = -1, active = 0;
     void *values[] = {&ctx, &ordinal};
     unsigned flags;
     CUdevice dev;
@@ -298,8 +298,7 @@ static CUcontext strata_mem_owner_ctx(uintptr_t ptr)
     }
     if ((ctx != NULL) || (ordinal < 0) || (strata_cuda.cuDevicePrimaryCtxGetState == NULL) ||
         (strata_cuda.cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS) ||
-        (strata_cuda.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS) ||
-        !active) {
+        (strata_cuda.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS) || !active) {
         return ctx;
     }
     return strata_cuda_primary_ctx(ordinal);

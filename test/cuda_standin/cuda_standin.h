@@ -201,7 +201,7 @@ typedef struct cuda_standin_config {
     /* CUDA_STANDIN_ORDER=seed:N: queued work also runs at random calls
      * (seeded), not only at completion points; 0 keeps it lazy. */
     unsigned order_seed;
-    int wait_value_ms;     /* CUDA_STANDIN_WAIT_VALUE_MS */
+    int wait_value_ms;      /* CUDA_STANDIN_WAIT_VALUE_MS */
     char counts_path[4096]; /* CUDA_STANDIN_COUNTS: "" for none */
     /* CUDA_STANDIN_FAIL: the result forced on each entry point, or
      * CUDA_SUCCESS where the call runs normally. */
@@ -389,10 +389,10 @@ unsigned cuda_standin_mem_pool_handle_types(const struct CUmemPoolHandle_st *poo
 typedef enum cuda_standin_op_kind {
     CUDA_STANDIN_OP_COPY,
     CUDA_STANDIN_OP_MEMSET,
-    CUDA_STANDIN_OP_FREE,   /* cuMemFreeAsync */
-    CUDA_STANDIN_OP_MARKER, /* cuEventRecord */
-    CUDA_STANDIN_OP_WAIT,   /* another stream's work up to a position first */
-    CUDA_STANDIN_OP_KERNEL, /* cuLaunchKernel: one of Strata's kernels */
+    CUDA_STANDIN_OP_FREE,        /* cuMemFreeAsync */
+    CUDA_STANDIN_OP_MARKER,      /* cuEventRecord */
+    CUDA_STANDIN_OP_WAIT,        /* another stream's work up to a position first */
+    CUDA_STANDIN_OP_KERNEL,      /* cuLaunchKernel: one of Strata's kernels */
     CUDA_STANDIN_OP_WAIT_VALUE,  /* cuStreamWaitValue32/64 */
     CUDA_STANDIN_OP_WRITE_VALUE, /* cuStreamWriteValue32/64 */
 } cuda_standin_op_kind_t;

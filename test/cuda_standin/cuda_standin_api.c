@@ -107,8 +107,8 @@ static int cuda_standin_parse_order(const char *value, const char **why)
         cuda_standin_config.order_seed = 0;
         return 0;
     }
-    if ((strncmp(value, "seed:", 5) != 0) || (cuda_standin_parse_int(value + 5, 1, INT32_MAX,
-                                                                     &seed) != 0)) {
+    if ((strncmp(value, "seed:", 5) != 0) ||
+        (cuda_standin_parse_int(value + 5, 1, INT32_MAX, &seed) != 0)) {
         return -1;
     }
     cuda_standin_config.order_seed = (unsigned)seed;

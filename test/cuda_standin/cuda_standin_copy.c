@@ -296,8 +296,9 @@ CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCou
     CUDA_STANDIN_CALL(cuMemcpyHtoD, CUDA_STANDIN_IN_CTX,
                       cuda_standin_copy_typed(dstDevice, (uintptr_t)srcHost, ByteCount,
                                               CUDA_STANDIN_DEVICE, CUDA_STANDIN_ANY, NULL,
-                                              cuda_standin_copy_sync_mode(
-                                                  dstDevice, (uintptr_t)srcHost, ByteCount)));
+                                              cuda_standin_copy_sync_mode(dstDevice,
+                                                                          (uintptr_t)srcHost,
+                                                                          ByteCount)));
 }
 
 CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)

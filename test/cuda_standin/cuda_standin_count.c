@@ -53,14 +53,15 @@ static void cuda_standin_count_write(void)
     if (cuda_standin_config.counts_path[0] == '\0') {
         return;
     }
-    n = snprintf(line, sizeof(line), "pid=%d waits=%llu launches=%llu dtod=%llu htod=%llu "
-                 "dtoh=%llu memset=%llu\n",
-                 (int)getpid(), cuda_standin_counts[CUDA_STANDIN_COUNT_WAIT],
-                 cuda_standin_counts[CUDA_STANDIN_COUNT_LAUNCH],
-                 cuda_standin_counts[CUDA_STANDIN_COUNT_DTOD],
-                 cuda_standin_counts[CUDA_STANDIN_COUNT_HTOD],
-                 cuda_standin_counts[CUDA_STANDIN_COUNT_DTOH],
-                 cuda_standin_counts[CUDA_STANDIN_COUNT_MEMSET]);
+    n  = snprintf(line, sizeof(line),
+                  "pid=%d waits=%llu launches=%llu dtod=%llu htod=%llu "
+                   "dtoh=%llu memset=%llu\n",
+                  (int)getpid(), cuda_standin_counts[CUDA_STANDIN_COUNT_WAIT],
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_LAUNCH],
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_DTOD],
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_HTOD],
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_DTOH],
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_MEMSET]);
     fd = open(cuda_standin_config.counts_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr, "cuda_standin: CUDA_STANDIN_COUNTS=%s: %s\n",

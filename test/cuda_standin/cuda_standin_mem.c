@@ -585,8 +585,8 @@ cuda_standin_host_list_find(const cuda_standin_host_alloc_t *list, uintptr_t add
 
 static const cuda_standin_host_alloc_t *cuda_standin_host_find(uintptr_t addr, size_t len)
 {
-    const cuda_standin_host_alloc_t *a = cuda_standin_host_list_find(cuda_standin_host_allocs,
-                                                                     addr, len);
+    const cuda_standin_host_alloc_t *a = cuda_standin_host_list_find(cuda_standin_host_allocs, addr,
+                                                                     len);
 
     return (a != NULL) ? a : cuda_standin_host_list_find(cuda_standin_host_registered, addr, len);
 }

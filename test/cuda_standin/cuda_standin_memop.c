@@ -160,14 +160,16 @@ static CUresult cuda_standin_memop_enqueue(CUstream hstream, cuda_standin_op_kin
     return status;
 }
 
-CUresult cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags)
+CUresult cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                             unsigned int flags)
 {
     CUDA_STANDIN_CALL(cuStreamWaitValue32, CUDA_STANDIN_IN_CTX,
                       cuda_standin_memop_enqueue(stream, CUDA_STANDIN_OP_WAIT_VALUE, addr, value,
                                                  sizeof(uint32_t), flags));
 }
 
-CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags)
+CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                             unsigned int flags)
 {
     CUDA_STANDIN_CALL(cuStreamWaitValue64, CUDA_STANDIN_IN_CTX,
                       cuda_standin_memop_enqueue(stream, CUDA_STANDIN_OP_WAIT_VALUE, addr, value,

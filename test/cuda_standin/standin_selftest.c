@@ -333,7 +333,8 @@ static void st_test_settings(void)
 
     st_group_begin("settings: CUDA_STANDIN_FAIL, _DEVICES=0, _TRACE, _DEVICE_MEMORY, _ORDER, "
                    "_WAIT_VALUE_MS, _COUNTS");
-    st_expect_child_ok("CUDA_STANDIN_WAIT_VALUE_MS=50", st_spawn_sub("wait-timeout", timeout_env, -1));
+    st_expect_child_ok("CUDA_STANDIN_WAIT_VALUE_MS=50",
+                       st_spawn_sub("wait-timeout", timeout_env, -1));
     st_expect_child_ok("CUDA_STANDIN_ORDER=seed:7", st_spawn_sub("order-seed", seed_env, -1));
     st_expect_child_ok("CUDA_STANDIN_DEVICE_MEMORY=2", st_spawn_sub("memory", memory_env, -1));
     st_expect_child_ok("CUDA_STANDIN_FAIL", st_spawn_sub("fail", fail_env, -1));

@@ -35,8 +35,7 @@ static void st_test_order_pageable(CUstream nb)
     ST_OK(cuMemcpyHtoD(d, host, ST_ORDER_SIZE));
     memset(host, 0, ST_ORDER_SIZE); /* staged at the call: the copy keeps 71 */
     st_order_read_nb(nb, d, out, sizeof(out));
-    st_check_pattern("pageable HtoD not landed for a non-blocking stream", out, sizeof(out), 70,
-                     0);
+    st_check_pattern("pageable HtoD not landed for a non-blocking stream", out, sizeof(out), 70, 0);
     ST_OK(cuMemcpyDtoH(out, d, sizeof(out))); /* the default stream: after it */
     st_check_pattern("pageable HtoD seen by the default stream (staged source)", out, sizeof(out),
                      71, 0);
@@ -58,8 +57,8 @@ static void st_test_order_pageable(CUstream nb)
     st_fill(host, ST_ORDER_SIZE, 73, 0);
     ST_OK(cuMemcpyHtoD(d, host, ST_ORDER_SIZE));
     st_order_read_nb(nb, d, out, sizeof(out));
-    st_check_pattern("pageable HtoD with SYNC_MEMOPS landed when it returned", out, sizeof(out),
-                     73, 0);
+    st_check_pattern("pageable HtoD with SYNC_MEMOPS landed when it returned", out, sizeof(out), 73,
+                     0);
     ST_OK(cuMemsetD8(d, 0x4d, ST_ORDER_SIZE));
     st_order_read_nb(nb, d, out, sizeof(out));
     st_check_value("memset with SYNC_MEMOPS landed when it returned", out, sizeof(out), 0x4d);
@@ -140,7 +139,7 @@ static void st_test_order_memops(CUstream nb)
     st_group_begin("stream memory operations: wait and write values");
     ST_OK(cuMemHostAlloc((void **)&flag, 64, 0));
     ST_OK(cuMemHostAlloc((void **)&pinned, ST_ORDER_SIZE, 0));
-    *flag = 0;
+    *flag  = 0;
     r.flag = flag;
     ST_CU(cuStreamWaitValue32(NULL, (CUdeviceptr)(uintptr_t)flag + 1, 1, 0),
           CUDA_ERROR_INVALID_VALUE);
@@ -155,7 +154,7 @@ static void st_test_order_memops(CUstream nb)
     pthread_join(thread, NULL);
 
     /* Blocked again: a memset returns at once and lands after the release. */
-    *flag  = 0;
+    *flag      = 0;
     r.released = 0;
     ST_OK(cuStreamWaitValue32(NULL, (CUdeviceptr)(uintptr_t)flag, 1, CU_STREAM_WAIT_VALUE_EQ));
     ST_OK(cuMemsetD8(d, 0x6f, ST_ORDER_SIZE));
@@ -245,12 +244,12 @@ int st_sub_counts(void)
     b = st_alloc(64);
     ST_OK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
     memset(host, 1, sizeof(host));
-    ST_OK(cuMemcpyHtoD(a, host, sizeof(host)));         /* htod, and a wait (staged) */
-    ST_OK(cuMemcpyDtoD(b, a, sizeof(host)));             /* dtod, no wait */
-    ST_OK(cuMemsetD8(a, 2, sizeof(host)));               /* memset, no wait */
-    ST_OK(cuMemcpyHtoDAsync(b, host, sizeof(host), nb)); /* htod, no wait */
-    ST_OK(cuStreamSynchronize(nb));                      /* a wait */
-    ST_OK(cuMemcpyDtoH(host, a, sizeof(host)));          /* dtoh, and a wait */
+    ST_OK(cuMemcpyHtoD(a, host, sizeof(host)));                     /* htod, and a wait (staged) */
+    ST_OK(cuMemcpyDtoD(b, a, sizeof(host)));                        /* dtod, no wait */
+    ST_OK(cuMemsetD8(a, 2, sizeof(host)));                          /* memset, no wait */
+    ST_OK(cuMemcpyHtoDAsync(b, host, sizeof(host), nb));            /* htod, no wait */
+    ST_OK(cuStreamSynchronize(nb));                                 /* a wait */
+    ST_OK(cuMemcpyDtoH(host, a, sizeof(host)));                     /* dtoh, and a wait */
     ST_CU(cuMemcpyDtoH(host, a, 100000), CUDA_ERROR_INVALID_VALUE); /* failed: not counted */
     return 0;
 }
