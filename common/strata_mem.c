@@ -238,8 +238,8 @@ static int strata_mem_ctx_flag_current(void)
     return (strata_cuda.cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS) == CUDA_SUCCESS) ? 0 : -1;
 }
 
-/* The entry of ctx (flagged when made); -1 when the table is full. */
-static int strata_mem_ctx_entry(CUcontext ctx)
+/* The entry of ctx, -1 when it has none (the lock held). */
+static int strata_mem_ctx_find(CUcontext ctx)
 {
     int i;
 
@@ -248,13 +248,33 @@ static int strata_mem_ctx_entry(CUcontext ctx)
             return i;
         }
     }
-    if (strata_mem_nsynced == STRATA_MEM_SYNCED_MAX) {
-        return -1;
+    return -1;
+}
+
+/* The entry of ctx (flagged when made); -1 when the table is full. */
+static int strata_mem_ctx_entry(CUcontext ctx)
+{
+    int i = strata_mem_ctx_find(ctx);
+
+    if ((i >= 0) || (strata_mem_nsynced == STRATA_MEM_SYNCED_MAX)) {
+        return i;
     }
     strata_mem_synced[strata_mem_nsynced].ctx      = ctx;
     strata_mem_synced[strata_mem_nsynced].flag_ret = strata_mem_ctx_flag_current();
     strata_mem_synced[strata_mem_nsynced].settled  = 0;
     return strata_mem_nsynced++;
+}
+
+/* ctx was flagged, and settled where asked: nothing left to do for it. */
+static int strata_mem_ctx_done(CUcontext ctx, int settle)
+{
+    int i, done;
+
+    pthread_mutex_lock(&strata_mem_synced_lock);
+    i    = strata_mem_ctx_find(ctx);
+    done = (i >= 0) && (strata_mem_synced[i].settled || !settle);
+    pthread_mutex_unlock(&strata_mem_synced_lock);
+    return done;
 }
 
 int strata_mem_sync_memops_ctx(int settle)
@@ -319,8 +339,11 @@ int strata_mem_set_sync_memops(uintptr_t ptr, int settle)
                                             (CUdeviceptr)ptr);
     ret   = strata_mem_sync_memops_ctx(settle);
     owner = strata_mem_owner_ctx(ptr);
-    if ((owner != NULL) && (strata_cuda.cuCtxGetCurrent(&current) == CUDA_SUCCESS) &&
-        (owner != current) && (strata_cuda.cuCtxSetCurrent(owner) == CUDA_SUCCESS)) {
+    /* Made current only while it still needs the flag or the settling: this
+     * runs for every buffer UCP detects. */
+    if ((owner != NULL) && !strata_mem_ctx_done(owner, settle) &&
+        (strata_cuda.cuCtxGetCurrent(&current) == CUDA_SUCCESS) && (owner != current) &&
+        (strata_cuda.cuCtxSetCurrent(owner) == CUDA_SUCCESS)) {
         (void)strata_mem_sync_memops_ctx(settle);
         (void)strata_cuda.cuCtxSetCurrent(current);
     }
