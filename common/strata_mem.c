@@ -154,12 +154,14 @@ int strata_mem_query(const void *ptr, strata_mem_info_t *info)
     info->length     = 0;
     info->legacy_ipc = 0;
     info->from_pool  = 0;
+    info->host_pinned = 0;
     if ((strata_cuda_load() != 0) ||
         (strata_cuda.cuPointerGetAttributes(sizeof(attrs) / sizeof(attrs[0]), attrs, values,
                                             (CUdeviceptr)ptr) != CUDA_SUCCESS)) {
         return -1;
     }
     if ((mem_type != CU_MEMORYTYPE_DEVICE) && !is_managed) {
+        info->host_pinned = (mem_type == CU_MEMORYTYPE_HOST);
         return 0;
     }
     /* RANGE_* describe a VMM buffer's whole address reservation, which may

@@ -33,6 +33,8 @@ typedef struct strata_mem_info {
     size_t length;
     int legacy_ipc;             /* exportable with cuIpcGetMemHandle */
     int from_pool;              /* from a stream-ordered memory pool */
+    int host_pinned;            /* host memory the driver has page-locked
+                                 * (cuMemHostAlloc, cuMemHostRegister) */
 } strata_mem_info_t;
 
 #ifndef STRATA_MEM_NO_CUDA

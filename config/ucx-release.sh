@@ -74,14 +74,20 @@ build_ucx() {
     echo "$prefix"
 }
 
-# strata VERSION: the build directory (reconfigured when the tarball or
-# configure changed, rebuilt by make otherwise)
+# strata VERSION: the build directory (reconfigured when the tarball,
+# configure or the source tree it was configured from changed, rebuilt by
+# make otherwise)
 build_strata() {
     local version=$1 prefix key builddir log
     prefix=$(build_ucx "$version")
     key=$(dirname "$prefix")
     builddir="$cache/strata-$version"
     log="$builddir/build.log"
+    # A build of another checkout (its objects depend on that tree's files)
+    # starts over.
+    if [ -f "$builddir/config.status" ] && ! grep -qF "'$srcdir/configure'" "$builddir/config.status"; then
+        rm -rf "$builddir"
+    fi
     mkdir -p "$builddir"
     if [ ! -f "$builddir/config.status" ] || ! grep -q "$prefix" "$builddir/config.status" ||
        [ "$srcdir/configure" -nt "$builddir/config.status" ]; then

@@ -49,6 +49,25 @@ ucs_config_field_t uct_strata_md_config_table[] = {
      "that is refused such memory is staged through host memory instead.",
      ucs_offsetof(uct_strata_md_config_t, ipc_vmm), UCS_CONFIG_TYPE_BOOL},
 
+    {"IPC_HOST", "auto",
+     "gpu_ipc also registers host memory, so that a rendezvous between host memory of\n"
+     "one process and device memory of another moves in one large transfer: the\n"
+     "process with the device buffer copies between it and the peer's host memory\n"
+     "through pinned bounce buffers (the host side with process_vm_readv/writev, as\n"
+     "the cma transport does). 'auto': on with UCX before 1.16, whose default\n"
+     "protocols otherwise move host->device messages in shared-memory fragments, each\n"
+     "unpacked by a synchronous copy; off from 1.16, whose protocols pipeline them.",
+     ucs_offsetof(uct_strata_md_config_t, ipc_host), UCS_CONFIG_TYPE_ON_OFF_AUTO},
+
+    {"COPY_PIN_HOST", "y",
+     "gpu_copy page-locks (cuMemHostRegister) the host memory UCP registers with it:\n"
+     "the buffers through which UCP pipelines host<->device messages, and memory\n"
+     "mapped with ucp_mem_map. Copies between pinned host memory and the GPU run\n"
+     "as DMA on the copy engines; from pageable memory the driver stages each one\n"
+     "on the host. UCP's registration cache pins each buffer once. 'n': register\n"
+     "without pinning (less locked memory, host<->device copies at pageable speed).",
+     ucs_offsetof(uct_strata_md_config_t, copy_pin_host), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}};
 
 ucs_status_t uct_strata_cuda_check(CUresult res, const char *call, ucs_log_level_t level)
@@ -198,6 +217,10 @@ ucs_status_t uct_strata_md_open(const uct_strata_md_desc_t *desc, uct_component_
     md->config.ipc_cache_size = config->ipc_cache_size;
     md->config.ipc_legacy     = config->ipc_legacy;
     md->config.ipc_vmm        = config->ipc_vmm;
+    md->config.copy_pin_host  = config->copy_pin_host;
+    md->config.ipc_host       = (config->ipc_host == UCS_CONFIG_AUTO) ?
+                                    UCT_STRATA_IPC_HOST_DEFAULT :
+                                    (config->ipc_host == UCS_CONFIG_ON);
     if (desc->init != NULL) {
         status = desc->init(md, config);
         if (status != UCS_OK) {

@@ -38,6 +38,8 @@ typedef struct uct_strata_md_config {
     unsigned ipc_cache_size;                /* UCX_STRATA_IPC_CACHE_SIZE */
     int ipc_legacy;                         /* UCX_STRATA_IPC_LEGACY */
     int ipc_vmm;                            /* UCX_STRATA_IPC_VMM */
+    ucs_on_off_auto_value_t ipc_host;       /* UCX_STRATA_IPC_HOST */
+    int copy_pin_host;                      /* UCX_STRATA_COPY_PIN_HOST */
 } uct_strata_md_config_t;
 
 typedef struct uct_strata_md {
@@ -47,6 +49,8 @@ typedef struct uct_strata_md {
         unsigned ipc_cache_size;
         int ipc_legacy;
         int ipc_vmm;
+        int ipc_host;      /* gpu_ipc registers host memory (resolved: 0 or 1) */
+        int copy_pin_host; /* gpu_copy page-locks host registrations */
     } config;
 } uct_strata_md_t;
 

@@ -469,6 +469,22 @@ static inline int uct_strata_env_yes(const char *name)
 #endif
 
 /*
+ * Whether gpu_ipc registers host memory by default (UCX_STRATA_IPC_HOST=auto).
+ * UCX 1.12/1.13's default rendezvous has no pipeline for a host sender and a
+ * device receiver without such a lane (rndv.c: the receiver's get and get
+ * pipeline pick lanes for the receive buffer's memory type, so no shared
+ * memory lane qualifies, and the RTR it then sends carries no key): the data
+ * goes as active-message fragments, each unpacked with a synchronous
+ * put_short.  From 1.16 the protocols pipeline host<->device rendezvous
+ * through host fragments and the memory-type endpoint (rndv_mtype.inl).
+ */
+#if UCT_API >= UCT_VERSION(1, 16)
+#define UCT_STRATA_IPC_HOST_DEFAULT 0
+#else
+#define UCT_STRATA_IPC_HOST_DEFAULT 1
+#endif
+
+/*
  * estimate_perf's fields beyond those every release has, for a transport
  * with bandwidth `bandwidth`: from UCX 1.13 max_inflight_eps (no limit),
  * 1.17 flags (none), 1.19 path_bandwidth (UCP divides by it: the same as

@@ -198,6 +198,26 @@ static CUresult cuda_standin_copy_stage(cuda_standin_op_t *op, cuda_standin_stre
     return CUDA_SUCCESS;
 }
 
+/*
+ * Whether an asynchronous copy moves between device memory and pageable host
+ * memory.  The driver "might be synchronous with respect to host" for such a
+ * copy: it stages the pageable side through its own pinned buffer, and "may
+ * synchronize with the stream" to do so.  The stand-in runs it queued like
+ * any other, but counts the host-side wait a GPU may make it pay: a pipeline
+ * that stages through pageable memory is as costly as one that synchronizes.
+ */
+static int cuda_standin_copy_pageable_async(const cuda_standin_op_t *op)
+{
+    int dst_dev = cuda_standin_copy_is_device(op->dst);
+    int src_dev = cuda_standin_copy_is_device(op->src);
+
+    if (dst_dev == src_dev) {
+        return 0; /* device to device, or host to host (synchronous anyway) */
+    }
+    return dst_dev ? !cuda_standin_mem_host_pinned(op->src, op->len)
+                   : !cuda_standin_mem_host_pinned(op->dst, op->len);
+}
+
 /* Queues `op` and, for SYNC, runs it (with the stream's earlier work).  The
  * queue owns what `op` holds once it is queued. */
 static CUresult cuda_standin_op_submit(cuda_standin_op_t *op, cuda_standin_stream_t *stream,
@@ -220,7 +240,8 @@ static CUresult cuda_standin_op_submit(cuda_standin_op_t *op, cuda_standin_strea
     } else {
         cuda_standin_count_copy(op->dst, op->src);
     }
-    if ((mode == CUDA_STANDIN_COPY_SYNC) || (mode == CUDA_STANDIN_COPY_STAGED)) {
+    if ((mode == CUDA_STANDIN_COPY_SYNC) || (mode == CUDA_STANDIN_COPY_STAGED) ||
+        ((mode == CUDA_STANDIN_COPY_QUEUED) && cuda_standin_copy_pageable_async(op))) {
         cuda_standin_count(CUDA_STANDIN_COUNT_WAIT); /* the host waited for the device */
     }
     if (mode != CUDA_STANDIN_COPY_SYNC) {

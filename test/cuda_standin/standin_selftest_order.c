@@ -236,6 +236,7 @@ int st_sub_order_seed(void)
 int st_sub_counts(void)
 {
     unsigned char host[64];
+    void *pinned;
     CUdeviceptr a, b;
     CUstream nb;
 
@@ -243,11 +244,13 @@ int st_sub_counts(void)
     a = st_alloc(64);
     b = st_alloc(64);
     ST_OK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+    ST_OK(cuMemHostAlloc(&pinned, sizeof(host), 0));
     memset(host, 1, sizeof(host));
     ST_OK(cuMemcpyHtoD(a, host, sizeof(host)));                     /* htod, and a wait (staged) */
     ST_OK(cuMemcpyDtoD(b, a, sizeof(host)));                        /* dtod, no wait */
     ST_OK(cuMemsetD8(a, 2, sizeof(host)));                          /* memset, no wait */
-    ST_OK(cuMemcpyHtoDAsync(b, host, sizeof(host), nb));            /* htod, no wait */
+    ST_OK(cuMemcpyHtoDAsync(b, pinned, sizeof(host), nb));          /* htod, no wait (pinned) */
+    ST_OK(cuMemcpyHtoDAsync(b, host, sizeof(host), nb));            /* htod, a wait (pageable) */
     ST_OK(cuStreamSynchronize(nb));                                 /* a wait */
     ST_OK(cuMemcpyDtoH(host, a, sizeof(host)));                     /* dtoh, and a wait */
     ST_CU(cuMemcpyDtoH(host, a, 100000), CUDA_ERROR_INVALID_VALUE); /* failed: not counted */

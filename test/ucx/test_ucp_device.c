@@ -158,14 +158,17 @@ static struct {
     size_t sizes[MAX_SIZES];
     int num_sizes, iters, timeout, print_info, memtype_hint, mem_map_detect, early_alloc, late_cuda;
     int stale_rounds, stale_tag_only, kill_by_parent, badrkey_header, err_mode_none, same_device;
+    unsigned dirs;  /* --dirs: bit d of tag_dirs[] (tag test) */
+    int host_mem;   /* --host-mem: 0 pageable, 1 pinned (cuMemHostAlloc), 2 registered */
     size_t stale_size, kill_size;
     const char *expect_tls;
 } opt = {.alloc = ALLOC_CUMEMALLOC, .tests = T_TAG | T_RMA | T_STALE | T_BADRKEY | T_MEMSET, .iters = 2,
-         .timeout = 20, .stale_rounds = 3, .stale_size = 4u << 20, .kill_size = 64u << 20};
+         .timeout = 20, .dirs = 7, .stale_rounds = 3, .stale_size = 4u << 20, .kill_size = 64u << 20};
 
 typedef struct test_buf {
     int on_device;
     int borrowed;              /* from the --early-alloc pool: not freed */
+    int host_kind;             /* host buffer: opt.host_mem at allocation */
     void *ptr;                 /* the address UCP sees */
     size_t len;
     size_t vmm_size;           /* VMM: mapped size, rounded to the granularity */
@@ -475,8 +478,14 @@ static void buf_alloc(test_buf_t *b, mem_kind_t kind, size_t len)
     b->len = len ? len : 1;
     b->on_device = kind == MEM_DEVICE && device_allocs();
     if (!b->on_device) {
+        b->host_kind = (opt.alloc == ALLOC_HOST) ? 0 : opt.host_mem;
+        if (b->host_kind == 1) {
+            CU_CHECK(cuMemHostAlloc(&b->ptr, b->len, 0));
+            return;
+        }
         b->ptr = aligned_alloc(4096, (b->len + 4095) / 4096 * 4096);
         if (b->ptr == NULL) die("cannot allocate %zu host bytes", b->len);
+        if (b->host_kind == 2) CU_CHECK(cuMemHostRegister(b->ptr, (b->len + 4095) / 4096 * 4096, 0));
         return;
     }
     switch (opt.alloc) {
@@ -512,7 +521,12 @@ static void buf_free(test_buf_t *b)
 
     if (b->ptr == NULL || b->borrowed) return;
     if (!b->on_device) {
-        free(b->ptr);
+        if (b->host_kind == 1) {
+            CU_CHECK(cuMemFreeHost(b->ptr));
+        } else {
+            if (b->host_kind == 2) CU_CHECK(cuMemHostUnregister(b->ptr));
+            free(b->ptr);
+        }
     } else if (opt.alloc == ALLOC_VMM) {
         CU_CHECK(cuMemUnmap(d, b->vmm_size));
         CU_CHECK(cuMemRelease(b->vmm_handle));
@@ -1023,6 +1037,7 @@ static void test_tag(void)
 {
     ucp_tag_t tag = 1000;
     for (int d = 0; d < 3; d++) {
+        if (!(opt.dirs & (1u << d))) continue;
         for (int s = 0; s < opt.num_sizes; s++) test_tag_case(d, opt.sizes[s], &tag);
     }
 }
@@ -1757,7 +1772,7 @@ static void usage(void)
         "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--late-cuda] [--stale-size N]\n"
         "       [--stale-rounds N] [--stale-tag-only]\n"
         "       [--kill-size N] [--kill-by self|parent] [--badrkey-header] [--err-mode peer|none]\n"
-        "       [--same-device]\n");
+        "       [--same-device] [--dirs d->d,h->d,d->h] [--host-mem pageable|pinned|registered]\n");
     exit(2);
 }
 
@@ -1781,6 +1796,16 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(a, "--kill-size") && v) opt.kill_size = parse_size(v);
         else if (!strcmp(a, "--kill-by") && v) opt.kill_by_parent = !strcmp(v, "parent");
         else if (!strcmp(a, "--err-mode") && v) opt.err_mode_none = !strcmp(v, "none");
+        else if (!strcmp(a, "--dirs") && v) {
+            opt.dirs = 0;
+            for (int d = 0; d < 3; d++) if (strstr(v, tag_dirs[d].name)) opt.dirs |= 1u << d;
+            if (opt.dirs == 0) usage();
+        } else if (!strcmp(a, "--host-mem") && v) {
+            if (!strcmp(v, "pageable")) opt.host_mem = 0;
+            else if (!strcmp(v, "pinned")) opt.host_mem = 1;
+            else if (!strcmp(v, "registered")) opt.host_mem = 2;
+            else usage();
+        }
         else {
             takes = 0;
             if (!strcmp(a, "--print-info")) opt.print_info = 1;

@@ -219,6 +219,65 @@ ucx_ucp_ownctx()             { ucp_rma cumemalloc ownctx --expect-tls gpu_ipc; }
 ucx_ucp_peer_killed()        { ucp_device cumemalloc kill --timeout 30; }
 # Without gpu_ipc UCP stages device data through host memory with gpu_copy.
 ucx_ucp_without_ipc()        { UCX_TLS=self,sm,gpu_copy ucp_tag cumemalloc && UCX_TLS=self,sm,gpu_copy ucp_rma cumemalloc; }
+# Issue 34: what a 64 MiB message between host and device memory costs the
+# GPU, counted by the stand-in (CUDA_STANDIN_COUNTS): rank 0 sends one and
+# receives one, and may wait on the host at most 64 times for it (test's own
+# fills and checks included), pageable and pinned host buffers, both
+# directions, and the staged device->device path without gpu_ipc.  Before:
+# every 8 KiB shared-memory fragment was unpacked with a synchronous copy
+# (8149 waits for h->d).
+ucp_budget() {  # LABEL MAXWAITS [ucp_tag args...]
+    local label=$1 max=$2 counts line waits; shift 2
+    counts=$(mktemp) || return 1
+    CUDA_STANDIN_COUNTS=$counts ucp_tag "$@" --sizes 64MiB --iters 1 >/dev/null || { rm -f "$counts"; echo "FAIL: $label: the transfer failed"; return 1; }
+    line=$(head -n 1 "$counts"); rm -f "$counts"
+    waits=$(sed -n 's/.* waits=\([0-9]*\) .*/\1/p' <<<"$line")
+    echo "$label: $line"
+    [ -n "$waits" ] && [ "$waits" -le "$max" ] || { echo "FAIL: $label: $waits host-side waits (budget $max)"; return 1; }
+}
+# Issue 34: small device->device messages on the copy engines only.  On a
+# GPU shared without MPS every compute-engine operation (kernel, dtod copy,
+# memset) pays a context switch; an eager message is packed and unpacked
+# with copies between device and host.  Rank 0 sends one message and
+# receives one per iteration; the counts of 10 and of 20 iterations give
+# the cost of one iteration: no launch, dtod or memset, and at most 6
+# host-side waits, of which the test's fills and checks take 4 (a fill of
+# each buffer, two checks) and Strata 1 per message: each short copy one
+# synchronization, through a pinned buffer (from UCP's pageable message
+# buffer the driver would stage it: 8 waits before).
+ucp_small_count() {  # SIZE ITERS: the counts line of rank 0
+    local counts line
+    counts=$(mktemp) || return 1
+    CUDA_STANDIN_COUNTS=$counts ucp_tag cumemalloc --dirs 'd->d' --sizes "$1" --iters "$2" >/dev/null ||
+        { rm -f "$counts"; echo "FAIL: d->d $1 x $2: the transfer failed" >&2; return 1; }
+    line=$(head -n 1 "$counts"); rm -f "$counts"
+    echo "$line"
+}
+ucx_ucp_small_budget() {
+    local size a b wa wb k v bad=0
+    for size in 8 1KiB 8KiB; do
+        a=$(ucp_small_count "$size" 10) && b=$(ucp_small_count "$size" 20) || return 1
+        echo "d->d $size, 10 iterations: $a"
+        echo "d->d $size, 20 iterations: $b"
+        for k in launches dtod memset; do
+            v=$(sed -n "s/.* $k=\([0-9]*\).*/\1/p" <<<"$b")
+            [ "$v" = 0 ] || { echo "FAIL: d->d $size: $k=$v (budget 0)"; bad=1; }
+        done
+        wa=$(sed -n 's/.* waits=\([0-9]*\) .*/\1/p' <<<"$a")
+        wb=$(sed -n 's/.* waits=\([0-9]*\) .*/\1/p' <<<"$b")
+        [ -n "$wa" ] && [ -n "$wb" ] && [ $(( (wb - wa) / 10 )) -le 6 ] ||
+            { echo "FAIL: d->d $size: $(( (wb - wa) / 10 )) host-side waits per iteration (budget 6)"; bad=1; }
+    done
+    return $bad
+}
+ucx_ucp_h2d_budget() {
+    local hm
+    for hm in pageable pinned; do
+        ucp_budget "h->d $hm" 64 cumemalloc --dirs 'h->d' --host-mem $hm &&
+        ucp_budget "d->h $hm" 64 cumemalloc --dirs 'd->h' --host-mem $hm || return 1
+    done
+    UCX_TLS=self,sm,gpu_copy ucp_budget "d->d staged" 64 cumemalloc --dirs 'd->d'
+}
 # A peer's handle that cannot be opened: gpu_ipc answers UNREACHABLE for that
 # buffer and UCP falls back; every byte must still arrive.
 ucx_ucp_ipc_open_refused()   { export CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2; ucp_tag cumemalloc && ucp_rma cumemalloc; }
@@ -735,6 +794,8 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
         strata_skip ucx_ucp_peer_killed "UCX $STRATA_UCX_VERSION itself reports no error for a peer killed during a rendezvous over shared memory (host memory, no Strata module: the same)"
     fi
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_h2d_budget 300 ucx_ucp_h2d_budget
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_budget 300 ucx_ucp_small_budget
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
     strata_test ucx_ucp_exhausted_resources 300 ucx_ucp_exhausted_resources
     strata_test ucx_ucp_copy_max_events 300 ucx_ucp_copy_max_events

@@ -9,6 +9,7 @@
 #include <ucs/type/class.h>
 
 #include <inttypes.h>
+#include <string.h>
 
 static UCS_CLASS_INIT_FUNC(uct_gpu_copy_ep_t, const uct_ep_params_t *params)
 {
@@ -115,20 +116,42 @@ out_leave:
     return status;
 }
 
+/* The pinned buffer short copies of `length` bytes go through, or NULL
+ * (longer than it, switched off, or it cannot be had: then directly). */
+static void *uct_gpu_copy_ep_short_bounce(uct_gpu_copy_iface_t *iface, size_t length)
+{
+    if (length > iface->config.short_bounce) {
+        return NULL;
+    }
+    if ((iface->short_bounce == NULL) &&
+        (UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DEBUG,
+                              strata_cuda.cuMemHostAlloc(&iface->short_bounce,
+                                                         iface->config.short_bounce,
+                                                         CU_MEMHOSTALLOC_PORTABLE)) != UCS_OK)) {
+        iface->short_bounce       = NULL;
+        iface->config.short_bounce = 0; /* do not ask again */
+    }
+    return iface->short_bounce;
+}
+
 /*
  * A short copy: done when this returns.  It runs on its own stream so that
  * waiting for it does not wait for queued zero-copy operations (UCT orders
  * them only across a fence) nor for the application's work on the GPU.
  * It takes no descriptor, so it is never refused for lack of one: UCP's
  * pack/unpack through memory-type endpoints treats any status but UCS_OK
- * as a failed message.
+ * as a failed message.  The host side (UCT's short operations take CPU
+ * memory) goes through the pinned short bounce buffer when it fits: one
+ * DMA and a memcpy of at most a few KiB, where pageable memory would make
+ * the driver stage the copy itself.
  */
 static ucs_status_t uct_gpu_copy_ep_copy_sync(uct_ep_h tl_ep, void *dst, const void *src,
-                                              size_t length, CUdeviceptr gpu_ptr)
+                                              size_t length, CUdeviceptr gpu_ptr, int to_gpu)
 {
     uct_gpu_copy_iface_t *iface = uct_gpu_copy_ep_iface(tl_ep);
     CUcontext restore;
     ucs_status_t status;
+    void *bounce;
 
     if (length == 0) {
         return UCS_OK;
@@ -145,12 +168,21 @@ static ucs_status_t uct_gpu_copy_ep_copy_sync(uct_ep_h tl_ep, void *dst, const v
     if (status != UCS_OK) {
         goto out_leave;
     }
-    status = UCT_STRATA_CUDA(strata_cuda.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, length,
-                                                       iface->short_stream));
+    bounce = uct_gpu_copy_ep_short_bounce(iface, length);
+    if ((bounce != NULL) && to_gpu) {
+        memcpy(bounce, src, length);
+        src = bounce;
+    }
+    status = UCT_STRATA_CUDA(strata_cuda.cuMemcpyAsync(
+            (CUdeviceptr)(((bounce != NULL) && !to_gpu) ? bounce : dst), (CUdeviceptr)src, length,
+            iface->short_stream));
     if (status != UCS_OK) {
         goto out_leave;
     }
     status = UCT_STRATA_CUDA(strata_cuda.cuStreamSynchronize(iface->short_stream));
+    if ((status == UCS_OK) && (bounce != NULL) && !to_gpu) {
+        memcpy(dst, bounce, length);
+    }
 out_leave:
     uct_gpu_base_iface_ctx_leave(restore);
     return status;
@@ -162,7 +194,7 @@ ucs_status_t uct_gpu_copy_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsig
     ucs_status_t status;
 
     status = uct_gpu_copy_ep_copy_sync(tl_ep, (void *)remote_addr, buffer, length,
-                                       (CUdeviceptr)remote_addr);
+                                       (CUdeviceptr)remote_addr, 1);
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, SHORT, length);
     ucs_trace_data("gpu_copy PUT_SHORT %u bytes %p -> 0x%" PRIx64 ": %s", length, buffer,
                    remote_addr, ucs_status_string(status));
@@ -175,7 +207,7 @@ ucs_status_t uct_gpu_copy_ep_get_short(uct_ep_h tl_ep, void *buffer, unsigned le
     ucs_status_t status;
 
     status = uct_gpu_copy_ep_copy_sync(tl_ep, buffer, (const void *)remote_addr, length,
-                                       (CUdeviceptr)remote_addr);
+                                       (CUdeviceptr)remote_addr, 0);
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, SHORT, length);
     ucs_trace_data("gpu_copy GET_SHORT %u bytes 0x%" PRIx64 " -> %p: %s", length, remote_addr,
                    buffer, ucs_status_string(status));

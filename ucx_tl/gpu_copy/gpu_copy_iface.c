@@ -59,6 +59,13 @@ static ucs_config_field_t uct_gpu_copy_iface_config_table[] = {
      "Latency of a copy UCP assumes, beyond the CPU time to issue it.",
      ucs_offsetof(uct_gpu_copy_iface_config_t, latency), UCS_CONFIG_TYPE_TIME},
 
+    {"SHORT_BOUNCE", "64k",
+     "Size of the pinned host buffer through which short copies (UCP packing and\n"
+     "unpacking device data into its messages) go: the copy engine moves pinned\n"
+     "memory directly, where a copy from pageable memory makes the driver stage it.\n"
+     "Longer short copies go directly; 0 sends all of them directly.",
+     ucs_offsetof(uct_gpu_copy_iface_config_t, short_bounce), UCS_CONFIG_TYPE_MEMUNITS},
+
     {NULL}
 };
 
@@ -274,6 +281,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_copy_iface_t, uct_md_h md, uct_worker_h worke
 
     self->process_id           = uct_gpu_copy_process_id();
     self->short_stream         = NULL;
+    self->short_bounce         = NULL;
+    self->config.short_bounce  = (config->short_bounce == UCS_MEMUNITS_INF) ?
+                                     0 :
+                                     config->short_bounce;
     self->config.latency       = config->latency;
     self->config.bandwidth     = UCT_STRATA_CONFIG_BW_IS_AUTO(config->bandwidth) ?
                                      UCT_GPU_COPY_IFACE_BW_DEFAULT :
@@ -287,7 +298,15 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_copy_iface_t, uct_md_h md, uct_worker_h worke
 /* The base drains the queues; the short stream has nothing in flight. */
 static UCS_CLASS_CLEANUP_FUNC(uct_gpu_copy_iface_t)
 {
+    CUcontext restore;
+
     uct_gpu_base_iface_stream_destroy(&self->super, self->short_stream);
+    if ((self->short_bounce != NULL) && self->super.ctx_usable &&
+        (uct_gpu_base_iface_ctx_enter(&self->super, 0, &restore) == UCS_OK)) {
+        (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DIAG,
+                                   strata_cuda.cuMemFreeHost(self->short_bounce));
+        uct_gpu_base_iface_ctx_leave(restore);
+    }
 }
 
 UCS_CLASS_DEFINE(uct_gpu_copy_iface_t, uct_gpu_base_iface_t);

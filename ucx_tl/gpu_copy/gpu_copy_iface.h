@@ -51,16 +51,22 @@ typedef struct uct_gpu_copy_iface_config {
     double bandwidth;
     double d2d_bandwidth;
     double latency;
+    size_t short_bounce; /* UCX_GPU_COPY_SHORT_BOUNCE */
 } uct_gpu_copy_iface_config_t;
 
 typedef struct uct_gpu_copy_iface {
     uct_gpu_base_iface_t super; /* queues[uct_gpu_copy_dir_t] */
     uint64_t process_id;
     CUstream short_stream;
+    /* Pinned staging for short copies (config.short_bounce bytes, allocated
+     * at the first one): the host side of UCP's packing is its own pageable
+     * message buffer, which the driver would stage on every copy. */
+    void *short_bounce;
     struct {
         double bandwidth;
         double d2d_bandwidth;
         double latency;
+        size_t short_bounce;
     } config;
 } uct_gpu_copy_iface_t;
 

@@ -33,8 +33,9 @@ static void uct_gpu_copy_md_close(uct_md_h uct_md)
 static ucs_status_t uct_gpu_copy_md_query(uct_md_h uct_md, uct_strata_md_attr_t *md_attr)
 {
     /* UCP 1.13 chooses a "copy across memory types" lane only on a domain
-     * that registers host memory, so gpu_copy claims registration of host
-     * and device memory; registering costs nothing (see mem_reg).  It needs
+     * that registers host memory, so gpu_copy registers host and device
+     * memory: device memory as a no-op, host memory by pinning it (see
+     * mem_reg), which UCP's cache keeps.  It needs
      * no rkey: UCP copies through loopback endpoints of gpu_copy, one call
      * per fragment, and a key per fragment would cost more than the copy. */
     static const uct_strata_md_caps_t caps = {
@@ -42,7 +43,8 @@ static ucs_status_t uct_gpu_copy_md_query(uct_md_h uct_md, uct_strata_md_attr_t 
         .reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCT_GPU_COPY_MD_GPU_MEM_TYPES,
         .access_mem_types = UCT_GPU_COPY_MD_GPU_MEM_TYPES | UCT_STRATA_MTYPE_COPY_ACCESS_HOST,
         .detect_mem_types = UCT_GPU_COPY_MD_GPU_MEM_TYPES,
-        /* A registration that is a no-op never goes stale. */
+        /* A no-op registration never goes stale; a pinned one is dropped
+         * by UCP's cache when the memory is unmapped. */
         .cache_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_HOST) | UCT_GPU_COPY_MD_GPU_MEM_TYPES,
         .rkey_packed_size = sizeof(uint32_t),
         .reg_cost         = {0, 0},
@@ -54,19 +56,78 @@ static ucs_status_t uct_gpu_copy_md_query(uct_md_h uct_md, uct_strata_md_attr_t 
 }
 
 /*
- * Registration is a no-op: copies need nothing pinned or exported.  Host
- * memory is deliberately not page-locked here: UCP registers host buffers
- * with every domain that accepts them, and pinning each would slow down
- * host-only traffic.  The handle only has to be non-NULL.
+ * A registration of host memory page-locks it (cuMemHostRegister, portable
+ * to every context), as UCX's cuda_copy does: UCP registers the host
+ * buffers that stage its host<->device pipelines (its fragment pools) with
+ * this domain, and the copy engines move pinned memory by DMA at the link's
+ * speed, where from pageable memory the driver stages each copy through its
+ * own buffer on the host's time.  UCP's registration cache keeps them
+ * (cache_mem_types), so each is pinned once.  Best effort: without a current
+ * context, for memory the application pinned already, or when the driver
+ * refuses, the registration is the no-op that device memory always gets
+ * (copies still work, at pageable speed).
  */
+typedef struct uct_gpu_copy_memh {
+    void *address; /* pinned by this registration */
+} uct_gpu_copy_memh_t;
+
+/* Whether to pin [address, +length): host memory, not pinned already, and a
+ * context current to pin it in. */
+static int uct_gpu_copy_md_should_pin(const uct_strata_md_t *md, void *address, size_t length)
+{
+    strata_mem_info_t info;
+    CUcontext ctx = NULL;
+
+    if (!md->config.copy_pin_host || (length == 0) || (strata_cuda.cuMemHostRegister == NULL)) {
+        return 0;
+    }
+    if ((strata_mem_query(address, &info) != 0) || (info.kind != STRATA_MEM_HOST) ||
+        info.host_pinned) {
+        return 0;
+    }
+    return (strata_cuda.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS) && (ctx != NULL);
+}
+
 static ucs_status_t uct_gpu_copy_md_mem_reg(UCT_STRATA_MEM_REG_ARGS)
 {
-    *memh_p = (uct_mem_h)uct_md;
+    uct_strata_md_t *md = ucs_derived_of(uct_md, uct_strata_md_t);
+    uct_gpu_copy_memh_t *memh;
+    char str[160];
+    CUresult res;
+
+    *memh_p = (uct_mem_h)uct_md; /* the no-op registration: non-NULL */
+    if (!uct_gpu_copy_md_should_pin(md, address, length)) {
+        return UCS_OK;
+    }
+    memh = ucs_malloc(sizeof(*memh), "gpu_copy memh");
+    if (memh == NULL) {
+        return UCS_OK;
+    }
+    res = strata_cuda.cuMemHostRegister(address, length, CU_MEMHOSTREGISTER_PORTABLE);
+    if (res != CUDA_SUCCESS) {
+        ucs_debug("gpu_copy: %p+%zu stays pageable: cuMemHostRegister: %s", address, length,
+                  strata_cuda_result_str(res, str, sizeof(str)));
+        ucs_free(memh);
+        return UCS_OK;
+    }
+    memh->address = address;
+    *memh_p       = memh;
+    ucs_trace("gpu_copy: pinned %p+%zu", address, length);
     return UCS_OK;
 }
 
 static ucs_status_t uct_gpu_copy_md_mem_dereg(UCT_STRATA_MEM_DEREG_ARGS)
 {
+    uct_gpu_copy_memh_t *memh = (uct_gpu_copy_memh_t *)UCT_STRATA_MEM_DEREG_MEMH(params);
+
+    if ((void *)memh == (void *)uct_md) {
+        return UCS_OK;
+    }
+    /* Unpinned even if the memory was unmapped first: the driver drops its
+     * page references either way. */
+    (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DIAG,
+                               strata_cuda.cuMemHostUnregister(memh->address));
+    ucs_free(memh);
     return UCS_OK;
 }
 

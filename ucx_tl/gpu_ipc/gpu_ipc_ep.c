@@ -162,7 +162,7 @@ static ucs_status_t uct_gpu_ipc_ep_translate(const uct_gpu_ipc_rkey_t *rkey, uin
 static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gpu_ipc_ep_t *ep,
                                               uct_gpu_ipc_cache_entry_t *mapping,
                                               CUdeviceptr dst, CUdeviceptr src, size_t length,
-                                              uct_completion_t *comp)
+                                              int local_is_host, uct_completion_t *comp)
 {
     uct_gpu_base_queue_t *queue = ep->super.queue;
     uct_gpu_base_op_t *op;
@@ -172,7 +172,11 @@ static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gp
     if (status != UCS_OK) {
         return status;
     }
-    status = UCT_STRATA_CUDA(strata_cuda.cuMemcpyDtoDAsync(dst, src, length, queue->stream));
+    /* Local host memory (UCX_STRATA_IPC_HOST): one copy between it and the
+     * peer's device memory; from pageable memory the driver stages it. */
+    status = local_is_host ?
+                 UCT_STRATA_CUDA(strata_cuda.cuMemcpyAsync(dst, src, length, queue->stream)) :
+                 UCT_STRATA_CUDA(strata_cuda.cuMemcpyDtoDAsync(dst, src, length, queue->stream));
     if (status != UCS_OK) {
         ucs_mpool_put(op);
         return status;
@@ -185,6 +189,47 @@ static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gp
     return status;
 }
 
+/* ---- the peer's host memory (HOST keys, gpu_ipc_stage.h) ---- */
+
+/*
+ * Local device memory to or from the peer's host memory, staged.  A get
+ * completes through the endpoint's queue, behind its last copy; a put is
+ * done when it returns.  The interface's context is current.
+ */
+static ucs_status_t uct_gpu_ipc_ep_staged(uct_gpu_ipc_iface_t *iface, uct_gpu_ipc_ep_t *ep,
+                                          const uct_gpu_ipc_rkey_t *rkey, CUdeviceptr local,
+                                          uint64_t remote, size_t length, int is_put,
+                                          uct_completion_t *comp)
+{
+    uct_gpu_base_queue_t *queue = ep->super.queue;
+    uct_gpu_base_op_t *op;
+    ucs_status_t status;
+
+    if (is_put) {
+        status = uct_gpu_base_iface_stream_get(&queue->stream);
+        if (status == UCS_OK) {
+            status = uct_gpu_base_iface_fence_wait(&iface->super, queue->stream);
+        }
+        if (status == UCS_OK) {
+            status = uct_gpu_ipc_stage_put(&iface->stage, queue->stream, rkey->owner_pid, local,
+                                           remote, length);
+        }
+        return status;
+    }
+    status = uct_gpu_base_iface_op_get(&iface->super, queue, &op);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = uct_gpu_ipc_stage_get(&iface->stage, queue->stream, rkey->owner_pid, local, remote,
+                                   length);
+    if (status != UCS_OK) {
+        ucs_mpool_put(op);
+        return status;
+    }
+    ucs_derived_of(op, uct_gpu_ipc_op_t)->mapping = NULL;
+    return uct_gpu_base_iface_op_push(&iface->super, queue, op, comp);
+}
+
 static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                                         uint64_t remote_addr, uct_rkey_t uct_rkey,
                                         uct_completion_t *comp, int is_put)
@@ -194,6 +239,7 @@ static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, si
     const uct_gpu_ipc_rkey_t *rkey  = (const uct_gpu_ipc_rkey_t *)uct_rkey;
     size_t length                   = (iovcnt > 0) ? iov[0].length : 0;
     CUdeviceptr local, remote;
+    int local_is_host, ordinal;
     ucs_status_t status;
     CUcontext restore;
 
@@ -218,15 +264,25 @@ static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, si
         return UCS_ERR_NO_RESOURCE;
     }
 
-    local  = (CUdeviceptr)iov[0].buffer;
-    status = uct_gpu_base_iface_ctx_enter(&iface->super, local, &restore);
+    local         = (CUdeviceptr)iov[0].buffer;
+    local_is_host = (strata_mem_kind(iov[0].buffer, &ordinal) == STRATA_MEM_HOST);
+    if (rkey->is_host && local_is_host) {
+        /* Host to host: CMA, done when it returns. */
+        return uct_gpu_ipc_stage_cma(rkey->owner_pid, iov[0].buffer, remote_addr, length, is_put);
+    }
+    status = uct_gpu_base_iface_ctx_enter(&iface->super, local_is_host ? 0 : local, &restore);
     if (status != UCS_OK) {
         return status;
     }
-    status = is_put ? uct_gpu_ipc_ep_issue_copy(iface, ep, rkey->entry, remote, local, length,
-                                                comp) :
-                      uct_gpu_ipc_ep_issue_copy(iface, ep, rkey->entry, local, remote, length,
-                                                comp);
+    if (rkey->is_host) {
+        status = uct_gpu_ipc_ep_staged(iface, ep, rkey, local, remote_addr, length, is_put, comp);
+    } else if (is_put) {
+        status = uct_gpu_ipc_ep_issue_copy(iface, ep, rkey->entry, remote, local, length,
+                                           local_is_host, comp);
+    } else {
+        status = uct_gpu_ipc_ep_issue_copy(iface, ep, rkey->entry, local, remote, length,
+                                           local_is_host, comp);
+    }
     uct_gpu_base_iface_ctx_leave(restore);
     ucs_trace_data("gpu_ipc %s [length %zu] local %p remote 0x%" PRIx64 " (mapped 0x%llx): %s",
                    is_put ? "PUT_ZCOPY" : "GET_ZCOPY", length, iov[0].buffer, remote_addr,

@@ -61,6 +61,16 @@ static ucs_config_field_t uct_gpu_ipc_iface_config_table[] = {
      "CPU time UCP assumes for issuing a copy (cuMemcpyDtoDAsync and cuEventRecord).",
      ucs_offsetof(uct_gpu_ipc_iface_config_t, overhead), UCS_CONFIG_TYPE_TIME},
 
+    {"BOUNCE_SIZE", "4m",
+     "Size of each pinned host buffer that stages a copy between this process's GPU\n"
+     "memory and a peer's host memory (a piece of such a transfer).",
+     ucs_offsetof(uct_gpu_ipc_iface_config_t, bounce_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"BOUNCE_COUNT", "4",
+     "Number of those buffers per interface (allocated at first use): the pieces of a\n"
+     "transfer in flight at once.",
+     ucs_offsetof(uct_gpu_ipc_iface_config_t, bounce_count), UCS_CONFIG_TYPE_UINT},
+
     {NULL}
 };
 
@@ -254,6 +264,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker
 {
     const uct_gpu_ipc_iface_config_t *config = ucs_derived_of(tl_config,
                                                               uct_gpu_ipc_iface_config_t);
+    ucs_status_t status;
 
     if ((config->max_streams == 0) || (config->max_streams > UCT_GPU_IPC_MAX_STREAMS_CAP)) {
         ucs_error("UCX_GPU_IPC_MAX_STREAMS=%u: must be 1..%d", config->max_streams,
@@ -264,6 +275,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker
                               &uct_gpu_ipc_iface_internal_ops, &uct_gpu_ipc_iface_base_ops, md,
                               worker, params, tl_config, config->max_streams);
 
+    status = uct_gpu_ipc_stage_init(&self->stage, config->bounce_size, config->bounce_count);
+    if (status != UCS_OK) {
+        return status;
+    }
     self->next_stream      = 0;
     self->config.latency   = config->latency;
     self->config.overhead  = config->overhead;
@@ -273,8 +288,22 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker
     return UCS_OK;
 }
 
+/* Before the base's cleanup: the staging buffers need the context, and
+ * their copies may still be queued (the base drains the queues after). */
 static UCS_CLASS_CLEANUP_FUNC(uct_gpu_ipc_iface_t)
 {
+    CUcontext restore;
+
+    if (self->stage.bounce == NULL) {
+        return;
+    }
+    if (self->super.ctx_usable &&
+        (uct_gpu_base_iface_ctx_enter(&self->super, 0, &restore) == UCS_OK)) {
+        uct_gpu_ipc_stage_cleanup(&self->stage, 1);
+        uct_gpu_base_iface_ctx_leave(restore);
+    } else {
+        uct_gpu_ipc_stage_cleanup(&self->stage, 0);
+    }
 }
 
 UCS_CLASS_DEFINE(uct_gpu_ipc_iface_t, uct_gpu_base_iface_t);

@@ -16,6 +16,7 @@
 
 #include "../base/gpu_base_iface.h"
 #include "gpu_ipc_cache.h"
+#include "gpu_ipc_stage.h"
 
 #define UCT_GPU_IPC_TL_NAME         "gpu_ipc"
 #define UCT_GPU_IPC_MAX_STREAMS_CAP 64
@@ -26,6 +27,8 @@ typedef struct uct_gpu_ipc_iface_config {
     double bandwidth; /* "auto" (UCT_STRATA_CONFIG_BW_IS_AUTO): estimated from the GPU links */
     double latency;
     double overhead;
+    size_t bounce_size;    /* UCX_GPU_IPC_BOUNCE_SIZE */
+    unsigned bounce_count; /* UCX_GPU_IPC_BOUNCE_COUNT */
 } uct_gpu_ipc_iface_config_t;
 
 /* A copy in flight, or an endpoint flush marker. */
@@ -45,6 +48,7 @@ typedef struct uct_gpu_ipc_iface {
         double latency;
         double overhead;
     } config;
+    uct_gpu_ipc_stage_t stage; /* copies to and from peers' host memory */
 } uct_gpu_ipc_iface_t;
 
 /* The transport, for the component to register. */

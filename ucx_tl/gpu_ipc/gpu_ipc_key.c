@@ -37,6 +37,8 @@ const char *uct_gpu_ipc_handle_type_name(unsigned type)
         return "legacy";
     case UCT_GPU_IPC_HANDLE_VMM_FD:
         return "vmm-fd";
+    case UCT_GPU_IPC_HANDLE_HOST:
+        return "host";
     default:
         return "invalid";
     }

@@ -22,7 +22,9 @@
 #include <stdint.h>
 
 #define UCT_GPU_IPC_KEY_MAGIC   0x53545241u /* "ARTS" little-endian: "STRA" in memory */
-#define UCT_GPU_IPC_KEY_VERSION 1
+/* 2: HOST keys.  A peer of version 1 sees a version-2 key as foreign
+ * (unreachable: UCP falls back) instead of failing on an unknown handle type. */
+#define UCT_GPU_IPC_KEY_VERSION 2
 #define UCT_GPU_IPC_LEGACY_HANDLE_SIZE 64   /* sizeof(CUipcMemHandle) */
 
 typedef enum uct_gpu_ipc_handle_type {
@@ -35,6 +37,10 @@ typedef enum uct_gpu_ipc_handle_type {
     /* cuMemExportToShareableHandle(POSIX_FILE_DESCRIPTOR) of a VMM
      * allocation: the peer takes the owner's fd with pidfd_getfd(). */
     UCT_GPU_IPC_HANDLE_VMM_FD = 2,
+    /* Host memory of the owner (base, length: the registered range), read
+     * and written with process_vm_readv/writev (CMA).  A peer copies between
+     * it and its own device memory through pinned bounce buffers. */
+    UCT_GPU_IPC_HANDLE_HOST   = 3,
     UCT_GPU_IPC_HANDLE_LAST
 } uct_gpu_ipc_handle_type_t;
 

@@ -9,6 +9,9 @@
  * UCS_ERR_UNREACHABLE whenever that cannot be done, which makes UCP drop
  * this domain from the rkey and move the buffer by another protocol.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* process_vm_readv/writev */
+#endif
 #include "gpu_ipc_md.h"
 
 #include <ucs/debug/log.h>
@@ -19,6 +22,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* What a registration owns besides the key: the exported VMM descriptor
@@ -208,7 +212,8 @@ static ucs_status_t uct_gpu_ipc_mem_reg(UCT_STRATA_MEM_REG_ARGS)
     ucs_status_t status;
 
     status = uct_strata_mem_info_get(address, length, &info);
-    if ((status == UCS_OK) && (info.mem_type == UCS_MEMORY_TYPE_HOST) && (length > 0)) {
+    if ((status == UCS_OK) && (info.mem_type == UCS_MEMORY_TYPE_HOST) && (length > 0) &&
+        !md->config.ipc_host) {
         ucs_log(level, "gpu_ipc cannot register %p (length %zu): not CUDA device memory",
                 address, length);
         return UCS_ERR_INVALID_ADDR;
@@ -221,6 +226,17 @@ static ucs_status_t uct_gpu_ipc_mem_reg(UCT_STRATA_MEM_REG_ARGS)
     }
     memh->address = address;
     memh->length  = length;
+    if ((status == UCS_OK) && (info.mem_type == UCS_MEMORY_TYPE_HOST) && (length > 0)) {
+        /* Host memory: nothing to export or pin; the peer reads and writes
+         * the registered range with CMA (always current: no buffer id). */
+        memh->vmm_fd = -1;
+        uct_gpu_ipc_key_init(&memh->key, &info);
+        memh->key.handle_type = UCT_GPU_IPC_HANDLE_HOST;
+        memh->key.base        = (uintptr_t)address;
+        memh->key.length      = length;
+        *memh_p               = memh;
+        return UCS_OK;
+    }
     uct_gpu_ipc_memh_export(md, memh, &info);
     ucs_trace("gpu_ipc: registered %p+%zu: %s key of 0x%llx+%llu", address, length,
               uct_gpu_ipc_handle_type_name(memh->key.handle_type),
@@ -278,6 +294,11 @@ static ucs_status_t uct_gpu_ipc_mkey_pack(UCT_STRATA_MKEY_PACK_ARGS)
     uct_strata_mem_info_t info;
     uct_gpu_ipc_key_t key;
 
+    if (ipc_memh->key.handle_type == UCT_GPU_IPC_HANDLE_HOST) {
+        key = ipc_memh->key;
+        uct_gpu_ipc_key_pack(&key, rkey_buffer);
+        return UCS_OK;
+    }
     if (ipc_memh->length > 0) {
         (void)uct_strata_mem_info_get(ipc_memh->address, ipc_memh->length, &info);
     }
@@ -305,15 +326,19 @@ static ucs_status_t uct_gpu_ipc_md_query(uct_md_h uct_md, uct_strata_md_attr_t *
     /* A registration is two driver queries (a few microseconds, paid once
      * per rendezvous message); a cost of 0, as UCX's cuda_ipc says, keeps
      * UCP's protocol thresholds where they are tuned for device memory. */
-    static const uct_strata_md_caps_t caps = {
+    const uct_strata_md_t *md = ucs_derived_of(uct_md, uct_strata_md_t);
+    /* With UCX_STRATA_IPC_HOST, host memory too (see gpu_ipc_ep.c): UCP 1.13
+     * then finds a get lane for a host sender and a device receiver. */
+    uint64_t host = md->config.ipc_host ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
+    uct_strata_md_caps_t caps = {
         .flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY,
-        .reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_CUDA),
+        .reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_CUDA) | host,
         .access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA),
         .detect_mem_types = 0,
         /* UCP's cache drops a registration when the allocation hooks
          * announce the free (strata_memhooks.c), as with UCX's cuda_ipc;
          * without them mkey_pack finds the allocation replaced. */
-        .cache_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_CUDA),
+        .cache_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_CUDA) | host,
         .rkey_packed_size = UCT_GPU_IPC_KEY_PACKED_SIZE,
         .reg_cost         = {0, 0},
     };
@@ -660,6 +685,47 @@ static ucs_status_t uct_gpu_ipc_md_init(uct_strata_md_t *md, const uct_strata_md
     return UCS_OK;
 }
 
+/*
+ * A key of the owner's host memory: reachable if this process may read the
+ * owner's memory with CMA (same user, ptrace access), which one byte of the
+ * range tells; else UNREACHABLE, and UCP uses another protocol.
+ */
+static ucs_status_t uct_gpu_ipc_rkey_unpack_host(const uct_gpu_ipc_key_t *key, uct_rkey_t *rkey_p,
+                                                 void **handle_p)
+{
+    uct_gpu_ipc_rkey_t *rkey;
+    struct iovec local, remote;
+    char byte;
+
+    if (uct_gpu_ipc_check_owner(key) != UCS_OK) {
+        return UCS_ERR_UNREACHABLE;
+    }
+    local.iov_base  = &byte;
+    local.iov_len   = 1;
+    remote.iov_base = (void *)(uintptr_t)key->base;
+    remote.iov_len  = 1;
+    if (process_vm_readv((pid_t)key->owner_pid, &local, 1, &remote, 1, 0) != 1) {
+        ucs_debug("gpu_ipc: cannot read pid %u's host memory 0x%llx with CMA (%m): unreachable",
+                  key->owner_pid, (unsigned long long)key->base);
+        return UCS_ERR_UNREACHABLE;
+    }
+    rkey = ucs_malloc(sizeof(*rkey), "gpu_ipc host rkey");
+    if (rkey == NULL) {
+        ucs_error("gpu_ipc: no memory for a remote key");
+        return UCS_ERR_NO_MEMORY;
+    }
+    rkey->remote_base = key->base;
+    rkey->length      = key->length;
+    rkey->mapped_base = 0;
+    rkey->owner_pid   = key->owner_pid;
+    rkey->owner_start = key->owner_start;
+    rkey->entry       = NULL;
+    rkey->is_host     = 1;
+    *rkey_p           = (uintptr_t)rkey;
+    *handle_p         = NULL;
+    return UCS_OK;
+}
+
 ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
 {
     uct_gpu_ipc_rkey_t *rkey;
@@ -689,6 +755,9 @@ ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
                   (unsigned long long)key.base);
         return UCS_ERR_UNREACHABLE;
     }
+    if (key.handle_type == UCT_GPU_IPC_HANDLE_HOST) {
+        return uct_gpu_ipc_rkey_unpack_host(&key, rkey_p, handle_p);
+    }
 
     rkey = ucs_malloc(sizeof(*rkey), "gpu_ipc rkey");
     if (rkey == NULL) {
@@ -708,6 +777,7 @@ ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
     rkey->length      = key.length;
     rkey->owner_pid   = key.owner_pid;
     rkey->owner_start = key.owner_start;
+    rkey->is_host     = 0;
     *rkey_p           = (uintptr_t)rkey;
     *handle_p         = NULL;
     return UCS_OK;
@@ -718,7 +788,9 @@ ucs_status_t uct_gpu_ipc_rkey_release(uct_component_t *component, uct_rkey_t uct
 {
     uct_gpu_ipc_rkey_t *rkey = (uct_gpu_ipc_rkey_t *)uct_rkey;
 
-    uct_gpu_ipc_cache_put(uct_gpu_ipc_global_cache(), rkey->entry);
+    if (rkey->entry != NULL) {
+        uct_gpu_ipc_cache_put(uct_gpu_ipc_global_cache(), rkey->entry);
+    }
     ucs_free(rkey);
     return UCS_OK;
 }

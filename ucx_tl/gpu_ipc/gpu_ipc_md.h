@@ -24,7 +24,8 @@ typedef struct uct_gpu_ipc_rkey {
     uint64_t mapped_base;             /* its address here */
     pid_t owner_pid;
     uint64_t owner_start;             /* its start time, as in the key */
-    uct_gpu_ipc_cache_entry_t *entry; /* the cache's mapping */
+    uct_gpu_ipc_cache_entry_t *entry; /* the cache's mapping; NULL for host memory */
+    int is_host;                      /* the owner's host memory (HOST key): CMA */
 } uct_gpu_ipc_rkey_t;
 
 /*
