@@ -4,6 +4,7 @@
  *   p2p_bench [--kinds LIST] [--alloc cumemalloc|vmm|async] [--lat-min N] [--lat-max N]
  *             [--bw-min N] [--bw-max N] [--lat-iters N] [--bw-iters N] [--warmup N]
  *             [--window W] [--bw-bytes N] [--no-lat] [--no-bw] [--memcpy-ref] [--gpu-app]
+ *             [--host-pinned]
  *
  * Buffer kinds (--kinds, a comma list; default host-host,device-device,host-device):
  * the first word is rank 0's buffer, the second rank 1's (device-host too).
@@ -16,10 +17,16 @@
  *              --bw-iters (20), fewer where that would move more than
  *              --bw-bytes (4 GiB), at least 1; --warmup untimed iterations
  *              (at most 2 per size).  All messages of a window share one buffer.
- *   --memcpy-ref  rank 0 times cuMemcpyDtoDAsync between two buffers of its
- *              GPU for the bandwidth sizes (window x iterations copies,
- *              wall clock until cuStreamSynchronize), so device-device MPI
- *              bandwidth can be read as a fraction of a local copy.
+ *   --memcpy-ref  rank 0 times local copies for the bandwidth sizes (window x
+ *              iterations copies, wall clock until cuStreamSynchronize):
+ *              cuMemcpyDtoDAsync between two buffers of its GPU, and
+ *              cuMemcpyHtoDAsync/DtoHAsync from and to pinned and pageable
+ *              host memory, so MPI bandwidth can be read as a fraction of
+ *              the local limit (device-device of dtod, host-device of htod
+ *              from pinned memory, device-host of dtoh to it); and the
+ *              copy-engine round (--lat-iters times): an 8-byte pinned copy
+ *              to the device and back, each synchronized, over 2.
+ *   --host-pinned  host buffers from cuMemHostAlloc instead of malloc
  *   --gpu-app  each rank makes a CUDA context and holds a 1 MiB device
  *              buffer through the whole run, as a GPU application does; UCX's
  *              memory type cache then holds an entry, and UCP sends every
@@ -53,7 +60,7 @@ static const char *alloc_names[] = {"cumemalloc", "vmm", "async"};
 static struct {
     alloc_mode_t alloc;
     int kinds[MAX_KINDS][2]; /* per kind: rank 0's and rank 1's buffer is on the device */
-    int num_kinds, lat_iters, bw_iters, warmup, window, lat, bw, memcpy_ref, gpu_app;
+    int num_kinds, lat_iters, bw_iters, warmup, window, lat, bw, memcpy_ref, gpu_app, host_pinned;
     size_t lat_min, lat_max, bw_min, bw_max, bw_bytes;
 } opt = {.alloc = ALLOC_CUMEMALLOC, .lat_iters = 1000, .bw_iters = 20, .warmup = 10, .window = 16,
          .lat = 1, .bw = 1, .lat_min = 8, .lat_max = 64u << 10, .bw_min = 4u << 10, .bw_max = 256u << 20,
@@ -72,6 +79,7 @@ typedef struct bench_buf {
     void *ptr;
     size_t len, vmm_size;
     CUmemGenericAllocationHandle vmm_handle;
+    int pinned; /* host, cuMemHostAlloc */
 } bench_buf_t;
 
 /* ---- CUDA ---- */
@@ -117,6 +125,12 @@ static void buf_alloc(bench_buf_t *b, int on_device, size_t len)
     memset(b, 0, sizeof(*b));
     b->len = len ? len : 1;
     b->on_device = on_device;
+    if (!on_device && opt.host_pinned && g.cuda_ready) {
+        CU_CHECK(cuMemHostAlloc(&b->ptr, b->len, 0));
+        b->pinned = 1;
+        memset(b->ptr, 0, b->len);
+        return;
+    }
     if (!on_device) {
         b->ptr = aligned_alloc(4096, (b->len + 4095) / 4096 * 4096);
         if (b->ptr == NULL) {
@@ -155,7 +169,9 @@ static void buf_free(bench_buf_t *b)
 {
     CUdeviceptr d = (CUdeviceptr)(uintptr_t)b->ptr;
 
-    if (!b->on_device) {
+    if (b->pinned) {
+        CU_CHECK(cuMemFreeHost(b->ptr));
+    } else if (!b->on_device) {
         free(b->ptr);
     } else if (opt.alloc == ALLOC_VMM) {
         CU_CHECK(cuMemUnmap(d, b->vmm_size));
@@ -245,33 +261,90 @@ static void run_bandwidth(int k, void *buf, double *us_out)
     free(reqs);
 }
 
-/* Rank 0: a local device-to-device copy of each bandwidth size. */
-static void run_memcpy_ref(double *us_out)
+/* The copies --memcpy-ref times on rank 0: the limits the MPI figures are
+ * read against, in the same run. */
+typedef enum {
+    REF_DTOD,        /* device to device: gpu_ipc's limit */
+    REF_HTOD_PINNED, /* host to device from pinned memory: PCIe's */
+    REF_HTOD_PAGEABLE,
+    REF_DTOH_PINNED,
+    REF_DTOH_PAGEABLE,
+    REF_LAST
+} ref_kind_t;
+static const char *ref_names[REF_LAST] = {"memcpy-dtod", "memcpy-htod-pinned",
+                                          "memcpy-htod-pageable", "memcpy-dtoh-pinned",
+                                          "memcpy-dtoh-pageable"};
+
+static void ref_copy(ref_kind_t r, void *host, CUdeviceptr a, CUdeviceptr b, size_t size)
+{
+    switch (r) {
+    case REF_DTOD: CU_CHECK(cuMemcpyDtoDAsync(b, a, size, g.stream)); break;
+    case REF_HTOD_PINNED:
+    case REF_HTOD_PAGEABLE: CU_CHECK(cuMemcpyHtoDAsync(a, host, size, g.stream)); break;
+    default: CU_CHECK(cuMemcpyDtoHAsync(host, a, size, g.stream)); break;
+    }
+}
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* Rank 0: each reference copy of each bandwidth size, window x iterations
+ * copies queued back to back, wall clock until the stream is done. */
+static void run_memcpy_ref(double us_out[REF_LAST][MAX_SIZES])
 {
     bench_buf_t a, b;
-    int s = 0;
+    void *pinned, *pageable;
 
     buf_alloc(&a, 1, opt.bw_max);
     buf_alloc(&b, 1, opt.bw_max);
-    for (size_t size = opt.bw_min; size <= opt.bw_max; size *= 2, s++) {
-        int iters = bw_iters_for(size), copies = iters * opt.window;
-        struct timespec t0, t1;
-        double us;
-        for (int w = 0; w < opt.window; w++) {
-            CU_CHECK(cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)b.ptr, (CUdeviceptr)(uintptr_t)a.ptr, size, g.stream));
-        }
-        CU_CHECK(cuStreamSynchronize(g.stream));
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (int c = 0; c < copies; c++) {
-            CU_CHECK(cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)b.ptr, (CUdeviceptr)(uintptr_t)a.ptr, size, g.stream));
-        }
-        CU_CHECK(cuStreamSynchronize(g.stream));
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-3) / copies;
-        print_row("memcpy-dtod", "bw", size, us, iters);
-        us_out[s] = us;
-        if (size == 0) break;
+    CU_CHECK(cuMemHostAlloc(&pinned, opt.bw_max, 0));
+    pageable = aligned_alloc(4096, (opt.bw_max + 4095) / 4096 * 4096);
+    if (pageable == NULL) {
+        fprintf(stderr, "p2p_bench: cannot allocate %zu bytes\n", opt.bw_max);
+        MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    memset(pinned, 1, opt.bw_max);
+    memset(pageable, 1, opt.bw_max);
+    for (int r = 0; r < REF_LAST; r++) {
+        void *host = (r == REF_HTOD_PAGEABLE || r == REF_DTOH_PAGEABLE) ? pageable : pinned;
+        int s = 0;
+        for (size_t size = opt.bw_min; size <= opt.bw_max && s < MAX_SIZES; size *= 2, s++) {
+            int iters = bw_iters_for(size), copies = iters * opt.window;
+            double t0;
+            for (int w = 0; w < opt.window; w++)
+                ref_copy((ref_kind_t)r, host, (CUdeviceptr)(uintptr_t)a.ptr,
+                         (CUdeviceptr)(uintptr_t)b.ptr, size);
+            CU_CHECK(cuStreamSynchronize(g.stream));
+            t0 = now_us();
+            for (int c = 0; c < copies; c++)
+                ref_copy((ref_kind_t)r, host, (CUdeviceptr)(uintptr_t)a.ptr,
+                         (CUdeviceptr)(uintptr_t)b.ptr, size);
+            CU_CHECK(cuStreamSynchronize(g.stream));
+            us_out[r][s] = (now_us() - t0) / copies;
+            print_row(ref_names[r], "bw", size, us_out[r][s], iters);
+            if (size == 0) break;
+        }
+    }
+    /* The copy-engine round: an 8-byte copy from pinned memory to the device
+     * and back, each synchronized, over 2: what one small message must pay
+     * at least on copy engines. */
+    {
+        int n = opt.lat_iters;
+        double t0 = now_us();
+        for (int i = 0; i < n; i++) {
+            CU_CHECK(cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)a.ptr, pinned, 8, g.stream));
+            CU_CHECK(cuStreamSynchronize(g.stream));
+            CU_CHECK(cuMemcpyDtoHAsync(pinned, (CUdeviceptr)(uintptr_t)a.ptr, 8, g.stream));
+            CU_CHECK(cuStreamSynchronize(g.stream));
+        }
+        print_row("memcpy-ce-round", "lat", 8, (now_us() - t0) / (2.0 * n), n);
+    }
+    CU_CHECK(cuMemFreeHost(pinned));
+    free(pageable);
     buf_free(&a);
     buf_free(&b);
 }
@@ -340,6 +413,7 @@ static int parse_options(int argc, char **argv)
             else if (!strcmp(a, "--no-bw")) opt.bw = 0;
             else if (!strcmp(a, "--memcpy-ref")) opt.memcpy_ref = 1;
             else if (!strcmp(a, "--gpu-app")) opt.gpu_app = 1;
+            else if (!strcmp(a, "--host-pinned")) opt.host_pinned = 1;
             else return -1;
         }
         i += takes;
@@ -351,10 +425,28 @@ static int parse_options(int argc, char **argv)
     return 0;
 }
 
+/* Each MPI bandwidth over its limit in the same run: device-device over a
+ * local dtod copy, host-device over a copy from pinned host memory. */
+static void print_ratios(double mpi_us[MAX_KINDS][MAX_SIZES], double ref_us[REF_LAST][MAX_SIZES])
+{
+    for (int k = 0; k < opt.num_kinds && opt.bw; k++) {
+        ref_kind_t r;
+        int s = 0;
+        if (opt.kinds[k][0] && opt.kinds[k][1]) r = REF_DTOD;
+        else if (opt.kinds[k][1]) r = REF_HTOD_PINNED;
+        else if (opt.kinds[k][0]) r = REF_DTOH_PINNED;
+        else continue;
+        for (size_t sz = opt.bw_min; sz <= opt.bw_max && s < MAX_SIZES; sz *= 2, s++) {
+            printf("# ratio,%s/bw,%s/bw,%zu,%.3f\n", kind_name(k), ref_names[r], sz,
+                   mpi_us[k][s] > 0 ? ref_us[r][s] / mpi_us[k][s] : 0.0);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
-    double mpi_us[MAX_KINDS][MAX_SIZES] = {{0}}, ref_us[MAX_SIZES] = {0};
-    int size, need_cuda = 0, dd = -1, local_rank;
+    static double mpi_us[MAX_KINDS][MAX_SIZES], ref_us[REF_LAST][MAX_SIZES];
+    int size, need_cuda = 0, local_rank;
     MPI_Comm node;
 
     MPI_Init(&argc, &argv);
@@ -367,15 +459,15 @@ int main(int argc, char **argv)
                 "usage: mpirun -np 2 p2p_bench [--kinds host-host,device-device,host-device,device-host]\n"
                 "       [--alloc cumemalloc|vmm|async] [--lat-min N] [--lat-max N] [--bw-min N] [--bw-max N]\n"
                 "       [--lat-iters N] [--bw-iters N] [--warmup N] [--window W] [--bw-bytes N]\n"
-                "       [--no-lat] [--no-bw] [--memcpy-ref] [--gpu-app]\n");
+                "       [--no-lat] [--no-bw] [--memcpy-ref] [--gpu-app] [--host-pinned]\n");
         }
         MPI_Finalize();
         return 2;
     }
     for (int k = 0; k < opt.num_kinds; k++) {
         need_cuda |= opt.kinds[k][g.rank];
-        if (opt.kinds[k][0] && opt.kinds[k][1]) dd = k;
     }
+    need_cuda |= opt.host_pinned;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local_rank);
     MPI_Comm_free(&node);
@@ -398,12 +490,8 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (opt.memcpy_ref && g.rank == 0) {
-        int s = 0;
         run_memcpy_ref(ref_us);
-        for (size_t sz = opt.bw_min; dd >= 0 && opt.bw && sz <= opt.bw_max && s < MAX_SIZES; sz *= 2, s++) {
-            printf("# ratio,device-device/bw,memcpy-dtod/bw,%zu,%.3f\n", sz,
-                   mpi_us[dd][s] > 0 ? ref_us[s] / mpi_us[dd][s] : 0.0);
-        }
+        print_ratios(mpi_us, ref_us);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (opt.gpu_app) buf_free(&held);

@@ -10,17 +10,24 @@ results.csv, results.md and plots (gnuplot) into --out.
 Variants (p2p_bench kinds in brackets):
   plain        pml/ucx, UCX_TLS=self,sm, Strata not loaded        [host-host]
   strata       pml/ucx, hook/strata loads libuct_strata.so,
-               UCX_TLS=self,sm,gpu_copy,gpu_ipc                   [host-host, device-device, host-device]
+               UCX_TLS=self,sm,gpu_copy,gpu_ipc                   [host-host, device-device,
+                                                                   host-device, device-host]
   staged       as strata without gpu_ipc: device data staged
                through host memory by gpu_copy                    [device-device]
-  memcpy       p2p_bench --memcpy-ref: cuMemcpyDtoD on one GPU    [memcpy-dtod]
+  pinned       as strata, host buffers pinned (cuMemHostAlloc)   [host-device, device-host]
+  memcpy       p2p_bench --memcpy-ref: the local limits on one GPU: cuMemcpyDtoD,
+               HtoD/DtoH from/to pinned and pageable memory, and the
+               copy-engine round (8 B there and back, synchronized, /2)
+                                                                  [memcpy-*]
   gpu-app      as strata, each rank holding device memory (p2p_bench
                --gpu-app): host traffic of a GPU application      [host-host]
   before       as strata with another build's libuct_strata.so
                (--before-module; added to the variants when given) [host-host]
 The report gives host-host latency strata/plain (the cost of having Strata
 loaded), device-device bandwidth strata/staged (the gain of gpu_ipc) and
-strata/memcpy (how close MPI gets to a local device copy).  With the CUDA
+strata/memcpy (how close MPI gets to a local device copy), host<->device
+bandwidth over a local copy from or to pinned memory (pageable and pinned MPI
+buffers), and small-message latency over the copy-engine round.  With the CUDA
 stand-in (--driver standin) device figures measure host memcpy: the report
 says so, and they are never to be quoted as GPU results.  Host latency is also
 given as the median of each round's own ratio to plain (the runs of one round
@@ -44,7 +51,10 @@ from allreduce_bench import git_commit, has_pngcairo, have_gnuplot, human_size, 
 
 VARIANTS = {
     "plain": {"tls": "self,sm", "strata": False, "kinds": "host-host"},
-    "strata": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "host-host,device-device,host-device"},
+    "strata": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True,
+               "kinds": "host-host,device-device,host-device,device-host"},
+    "pinned": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "host-device,device-host",
+               "args": ["--host-pinned"]},
     "staged": {"tls": "self,sm,gpu_copy", "strata": True, "kinds": "device-device"},
     "memcpy": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "device-device", "memcpy": True},
     "gpu-app": {"tls": "self,sm,gpu_copy,gpu_ipc", "strata": True, "kinds": "host-host", "args": ["--gpu-app"]},
@@ -57,7 +67,7 @@ def parse_args(argv):
     p.add_argument("--builddir", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--variants", default="plain,strata,staged,memcpy")
+    p.add_argument("--variants", default="plain,strata,pinned,staged,memcpy")
     p.add_argument("--lat-iters", type=int, default=2000)
     p.add_argument("--bw-iters", type=int, default=20)
     p.add_argument("--bw-max", default="256M")
@@ -94,7 +104,7 @@ def mpirun_command(args, variant):
                     "--bw-iters", str(args.bw_iters), "--bw-max", str(parse_size(args.bw_max))]
     mpirun_args += v.get("args", [])
     if v.get("memcpy"):
-        mpirun_args += ["--memcpy-ref", "--no-lat"]
+        mpirun_args += ["--memcpy-ref", "--no-lat", "--lat-iters", str(min(args.lat_iters, 1000))]
     script = ('. %s; . %s; strata_oversubscribed %s; '
               'mpirun -np 2 --bind-to none "${strata_mca_component_path[@]}" "${strata_args[@]}"') % (
         shlex.quote(os.path.join(b, "test", "strata-test-env.sh")),
@@ -118,7 +128,7 @@ def run_variant(args, variant):
         parts = line.split(",")
         if len(parts) == 5 and "/" in parts[0] and parts[1].isdigit():
             kind, mode = parts[0].split("/")
-            if variant == "memcpy" and kind != "memcpy-dtod":
+            if variant == "memcpy" and not kind.startswith("memcpy-"):
                 continue
             rows.append((variant, kind, mode, int(parts[1]), float(parts[2]), float(parts[3])))
     return rows
@@ -201,15 +211,24 @@ def write_outputs(args, table, command_line, keep=None, paired=None):
         # Re-rendered: the run's own date, commit, method and command stay.
         lines = [keep.get(l.split(":")[0], l) if l.startswith("- ") else l for l in lines]
     lat_sizes = sorted({k[3] for k in table if k[2] == "lat"})
+    ce = value(table, ("memcpy", "memcpy-ce-round", "lat", 8), 0)
+    lat_sizes = [s for s in lat_sizes if any(k[2] == "lat" and k[3] == s and not k[1].startswith("memcpy-")
+                                             for k in table)]
     lines += ["## Latency (one-way, us)", "",
-              "| size | host plain | host strata | strata/plain | device-device | host-device |", "|---|---|---|---|---|---|"]
+              "copy-engine round (an 8-byte pinned copy to the device and back, each synchronized, "
+              "over 2; the least a small device message pays on copy engines): %s us" %
+              ("%.2f" % ce if ce is not None else "-"), "",
+              "| size | host plain | host strata | strata/plain | device-device | dd/ce round | host-device "
+              "| device-host |", "|---|---|---|---|---|---|---|---|"]
     for s in lat_sizes:
         hp = value(table, ("plain", "host-host", "lat", s), 0)
         hs = value(table, ("strata", "host-host", "lat", s), 0)
         dd = value(table, ("strata", "device-device", "lat", s), 0)
         hd = value(table, ("strata", "host-device", "lat", s), 0)
+        dh = value(table, ("strata", "device-host", "lat", s), 0)
         fmt = lambda x: "%.2f" % x if x is not None else "-"  # noqa: E731
-        lines.append("| %s | %s | %s | %s | %s | %s |" % (human_size(s), fmt(hp), fmt(hs), ratio(hs, hp), fmt(dd), fmt(hd)))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            human_size(s), fmt(hp), fmt(hs), ratio(hs, hp), fmt(dd), ratio(dd, ce), fmt(hd), fmt(dh)))
     if paired:
         names = [v for v in ("strata", "gpu-app", "before") if any(k[0] == v for k in paired)]
         lines += ["", "Host-host latency over plain's in the same round: median of the rounds' ratios "
@@ -236,15 +255,35 @@ def write_outputs(args, table, command_line, keep=None, paired=None):
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             human_size(s), fmt(hp), fmt(hs), ratio(hs, hp), fmt(ipc), fmt(st), ratio(ipc, st), fmt(mc),
             ratio(ipc, mc)))
+    lines += ["", "## Host<->device bandwidth (MB/s) over a local copy from or to pinned memory", "",
+              "h->d: rank 0's host buffer to rank 1's device buffer; d->h the reverse; pageable: malloc'ed, "
+              "pinned: cuMemHostAlloc'ed; ratio: MPI over cuMemcpyHtoDAsync (DtoHAsync) of pinned memory "
+              "in the same run.", "",
+              "| size | h->d pageable | h->d pinned | memcpy htod pinned | memcpy htod pageable | pageable/limit "
+              "| pinned/limit | d->h pageable | d->h pinned | memcpy dtoh pinned | pageable/limit | pinned/limit |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in bw_sizes:
+        hd = value(table, ("strata", "host-device", "bw", s), 1)
+        hdp = value(table, ("pinned", "host-device", "bw", s), 1)
+        mh = value(table, ("memcpy", "memcpy-htod-pinned", "bw", s), 1)
+        mhp = value(table, ("memcpy", "memcpy-htod-pageable", "bw", s), 1)
+        dh = value(table, ("strata", "device-host", "bw", s), 1)
+        dhp = value(table, ("pinned", "device-host", "bw", s), 1)
+        md = value(table, ("memcpy", "memcpy-dtoh-pinned", "bw", s), 1)
+        fmt = lambda x: "%.0f" % x if x is not None else "-"  # noqa: E731
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            human_size(s), fmt(hd), fmt(hdp), fmt(mh), fmt(mhp), ratio(hd, mh), ratio(hdp, mh), fmt(dh), fmt(dhp),
+            fmt(md), ratio(dh, md), ratio(dhp, md)))
     lines += ["", "![latency](latency.png)", "", "![bandwidth](bandwidth.png)"]
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     write_plot(args, table, "lat", 0, "latency.png", "one-way latency (us)",
                [("plain", "host-host"), ("strata", "host-host"), ("gpu-app", "host-host"), ("before", "host-host"),
-                ("strata", "device-device"), ("strata", "host-device")])
+                ("strata", "device-device"), ("strata", "host-device"), ("strata", "device-host")])
     write_plot(args, table, "bw", 1, "bandwidth.png", "bandwidth (MB/s)",
                [("strata", "host-host"), ("strata", "device-device"), ("staged", "device-device"),
-                ("memcpy", "memcpy-dtod")])
+                ("memcpy", "memcpy-dtod"), ("strata", "host-device"), ("pinned", "host-device"),
+                ("strata", "device-host"), ("memcpy", "memcpy-htod-pinned"), ("memcpy", "memcpy-htod-pageable")])
 
 
 def write_plot(args, table, mode, idx, name, ylabel, series):

@@ -54,9 +54,15 @@ bench_p2p_suite() {
         --rounds 1 --lat-iters 50 --bw-iters 2 --bw-max 1M || return 1
     cat "$out/results.md"
     grep -q "Do not quote them" "$out/results.md" || return 1
-    for v in plain strata staged memcpy; do
+    for v in plain strata pinned staged memcpy; do
         grep -q "^$v," "$out/results.csv" || { echo "no $v rows"; return 1; }
     done
+    # The limits in the same run, and the host<->device table read against them.
+    for k in memcpy,memcpy-htod-pinned,bw memcpy,memcpy-htod-pageable,bw memcpy,memcpy-dtoh-pinned,bw \
+             memcpy,memcpy-ce-round,lat pinned,host-device,bw strata,device-host,bw; do
+        grep -q "^$k," "$out/results.csv" || { echo "no $k rows"; return 1; }
+    done
+    grep -q "^| size | h->d pageable | h->d pinned | memcpy htod pinned" "$out/results.md" || return 1
     [ -s "$out/latency.png" ] && [ -s "$out/bandwidth.png" ] || return 1
     # A GPU application's host traffic and another build's module (this one
     # here), with the paired per-round ratios for every Strata variant.

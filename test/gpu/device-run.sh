@@ -799,9 +799,15 @@ step_share_probe() {
     done
 }
 
+# p2p through pml/ucx against the limits of the same run (issue 34): a local
+# cuMemcpy from pinned and pageable memory, the copy-engine round.  Under MPS
+# (mps p2p_suite) the variants that read the device paths only.
 step_p2p_suite() {
+    local variants=plain,strata,pinned,staged,memcpy
+    [ -z "${STEP_SUFFIX:-}" ] || variants=strata,pinned,memcpy
     python3 "$SRCDIR/test/bench/p2p_suite.py" --builddir "$BUILD" --driver real --rounds 1 \
-        --lat-iters 500 --bw-iters 5 --bw-max 64M --out "$WORK/bench/p2p"
+        --variants "$variants" --lat-iters 500 --bw-iters 5 --bw-max 64M \
+        --out "$WORK/bench/p2p${STEP_SUFFIX:-}"
 }
 
 # The cost of staging: the same allreduce on device and on host buffers.
@@ -1013,21 +1019,22 @@ run() {
     stage ubuntu 30 "the machine's own Open MPI 4.1.6 and UCX 1.16.0 with Strata"
     step ubuntu_stack 10 ubuntu_stack
 
-    stage measure 55 "shared GPU without MPS: gpu_share_probe, native vs staged allreduce"
+    stage measure 85 "shared GPU without MPS: gpu_share_probe, p2p against the copy limits, native vs staged allreduce"
     step share_probe 15 share_probe "dtod memset" 300
+    step p2p_suite 30 p2p_suite
     step native_np2 15 native 2 64M 5
     step staging_np2 10 staging 2
 
-    stage mps 90 "MPS (one shared context): the same, bcast and allgather"
+    stage mps 110 "MPS (one shared context): the same, bcast and allgather"
     step mps_start 5 mps_start
     step share_probe_mps 15 mps share_probe "dtod memset" 300
+    step p2p_suite_mps 20 mps p2p_suite
     step native_np2_mps 15 mps native 2 64M 5
     step native_np4_mps 20 mps native 4 64M 5
     step copies_np4_mps 20 mps copies 4 64M 16M
     step mps_stop 0 mps_stop
 
-    stage extra "$BUDGET" "p2p through pml/ucx, mpi4py on the carried Open MPI, chunk sizes, 8 ranks"
-    step p2p_suite 30 p2p_suite
+    stage extra "$BUDGET" "mpi4py on the carried Open MPI, chunk sizes, 8 ranks"
     step mpi4py 15 mpi4py
     step native_segments 30 native_segments
     step native_np8_big 60 native 8 "${STRATA_DEVICE_BIG:-1G}" 5

@@ -158,12 +158,18 @@ static struct {
     size_t sizes[MAX_SIZES];
     int num_sizes, iters, timeout, print_info, memtype_hint, mem_map_detect, early_alloc, late_cuda;
     int stale_rounds, stale_tag_only, kill_by_parent, badrkey_header, err_mode_none, same_device;
-    unsigned dirs;  /* --dirs: bit d of tag_dirs[] (tag test) */
-    int host_mem;   /* --host-mem: 0 pageable, 1 pinned (cuMemHostAlloc), 2 registered */
+    unsigned dirs; /* --dirs: bit d of tag_dirs[] (tag test) */
+    int host_mem;  /* --host-mem: 0 pageable, 1 pinned (cuMemHostAlloc), 2 registered */
     size_t stale_size, kill_size;
     const char *expect_tls;
-} opt = {.alloc = ALLOC_CUMEMALLOC, .tests = T_TAG | T_RMA | T_STALE | T_BADRKEY | T_MEMSET, .iters = 2,
-         .timeout = 20, .dirs = 7, .stale_rounds = 3, .stale_size = 4u << 20, .kill_size = 64u << 20};
+} opt = {.alloc = ALLOC_CUMEMALLOC,
+         .tests = T_TAG | T_RMA | T_STALE | T_BADRKEY | T_MEMSET,
+         .iters = 2,
+         .timeout = 20,
+         .dirs = 7,
+         .stale_rounds = 3,
+         .stale_size = 4u << 20,
+         .kill_size = 64u << 20};
 
 typedef struct test_buf {
     int on_device;
@@ -485,7 +491,8 @@ static void buf_alloc(test_buf_t *b, mem_kind_t kind, size_t len)
         }
         b->ptr = aligned_alloc(4096, (b->len + 4095) / 4096 * 4096);
         if (b->ptr == NULL) die("cannot allocate %zu host bytes", b->len);
-        if (b->host_kind == 2) CU_CHECK(cuMemHostRegister(b->ptr, (b->len + 4095) / 4096 * 4096, 0));
+        if (b->host_kind == 2)
+            CU_CHECK(cuMemHostRegister(b->ptr, (b->len + 4095) / 4096 * 4096, 0));
         return;
     }
     switch (opt.alloc) {
@@ -1798,15 +1805,15 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(a, "--err-mode") && v) opt.err_mode_none = !strcmp(v, "none");
         else if (!strcmp(a, "--dirs") && v) {
             opt.dirs = 0;
-            for (int d = 0; d < 3; d++) if (strstr(v, tag_dirs[d].name)) opt.dirs |= 1u << d;
+            for (int d = 0; d < 3; d++)
+                if (strstr(v, tag_dirs[d].name)) opt.dirs |= 1u << d;
             if (opt.dirs == 0) usage();
         } else if (!strcmp(a, "--host-mem") && v) {
             if (!strcmp(v, "pageable")) opt.host_mem = 0;
             else if (!strcmp(v, "pinned")) opt.host_mem = 1;
             else if (!strcmp(v, "registered")) opt.host_mem = 2;
             else usage();
-        }
-        else {
+        } else {
             takes = 0;
             if (!strcmp(a, "--print-info")) opt.print_info = 1;
             else if (!strcmp(a, "--memtype-hint")) opt.memtype_hint = 1;

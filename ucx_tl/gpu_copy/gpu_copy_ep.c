@@ -128,7 +128,7 @@ static void *uct_gpu_copy_ep_short_bounce(uct_gpu_copy_iface_t *iface, size_t le
                               strata_cuda.cuMemHostAlloc(&iface->short_bounce,
                                                          iface->config.short_bounce,
                                                          CU_MEMHOSTALLOC_PORTABLE)) != UCS_OK)) {
-        iface->short_bounce       = NULL;
+        iface->short_bounce        = NULL;
         iface->config.short_bounce = 0; /* do not ask again */
     }
     return iface->short_bounce;
@@ -173,9 +173,11 @@ static ucs_status_t uct_gpu_copy_ep_copy_sync(uct_ep_h tl_ep, void *dst, const v
         memcpy(bounce, src, length);
         src = bounce;
     }
-    status = UCT_STRATA_CUDA(strata_cuda.cuMemcpyAsync(
-            (CUdeviceptr)(((bounce != NULL) && !to_gpu) ? bounce : dst), (CUdeviceptr)src, length,
-            iface->short_stream));
+    status = UCT_STRATA_CUDA(strata_cuda.cuMemcpyAsync((CUdeviceptr)(((bounce != NULL) && !to_gpu) ?
+                                                                         bounce :
+                                                                         dst),
+                                                       (CUdeviceptr)src, length,
+                                                       iface->short_stream));
     if (status != UCS_OK) {
         goto out_leave;
     }

@@ -55,8 +55,7 @@ static ucs_config_field_t uct_gpu_copy_iface_config_table[] = {
      "GPU<->GPU copy bandwidth UCP assumes (within a GPU or to a peer over NVLink).",
      ucs_offsetof(uct_gpu_copy_iface_config_t, d2d_bandwidth), UCS_CONFIG_TYPE_BW},
 
-    {"LATENCY", "5us",
-     "Latency of a copy UCP assumes, beyond the CPU time to issue it.",
+    {"LATENCY", "5us", "Latency of a copy UCP assumes, beyond the CPU time to issue it.",
      ucs_offsetof(uct_gpu_copy_iface_config_t, latency), UCS_CONFIG_TYPE_TIME},
 
     {"SHORT_BOUNCE", "64k",
@@ -66,8 +65,7 @@ static ucs_config_field_t uct_gpu_copy_iface_config_table[] = {
      "Longer short copies go directly; 0 sends all of them directly.",
      ucs_offsetof(uct_gpu_copy_iface_config_t, short_bounce), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {NULL}
-};
+    {NULL}};
 
 /* "auto" is a valid UCS bandwidth; for us it means the compiled-in default. */
 #define UCT_GPU_COPY_IFACE_BW_DEFAULT     (20.0 * UCS_GBYTE)
@@ -282,9 +280,8 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_copy_iface_t, uct_md_h md, uct_worker_h worke
     self->process_id           = uct_gpu_copy_process_id();
     self->short_stream         = NULL;
     self->short_bounce         = NULL;
-    self->config.short_bounce  = (config->short_bounce == UCS_MEMUNITS_INF) ?
-                                     0 :
-                                     config->short_bounce;
+    self->config.short_bounce  = (config->short_bounce == UCS_MEMUNITS_INF) ? 0 :
+                                                                              config->short_bounce;
     self->config.latency       = config->latency;
     self->config.bandwidth     = UCT_STRATA_CONFIG_BW_IS_AUTO(config->bandwidth) ?
                                      UCT_GPU_COPY_IFACE_BW_DEFAULT :

@@ -125,8 +125,7 @@ static ucs_status_t uct_gpu_copy_md_mem_dereg(UCT_STRATA_MEM_DEREG_ARGS)
     }
     /* Unpinned even if the memory was unmapped first: the driver drops its
      * page references either way. */
-    (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DIAG,
-                               strata_cuda.cuMemHostUnregister(memh->address));
+    (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DIAG, strata_cuda.cuMemHostUnregister(memh->address));
     ucs_free(memh);
     return UCS_OK;
 }

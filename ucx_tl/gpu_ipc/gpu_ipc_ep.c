@@ -160,9 +160,9 @@ static ucs_status_t uct_gpu_ipc_ep_translate(const uct_gpu_ipc_rkey_t *rkey, uin
  * a reference on the mapping that the completion releases.  The iface's
  * context is current. */
 static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gpu_ipc_ep_t *ep,
-                                              uct_gpu_ipc_cache_entry_t *mapping,
-                                              CUdeviceptr dst, CUdeviceptr src, size_t length,
-                                              int local_is_host, uct_completion_t *comp)
+                                              uct_gpu_ipc_cache_entry_t *mapping, CUdeviceptr dst,
+                                              CUdeviceptr src, size_t length, int local_is_host,
+                                              uct_completion_t *comp)
 {
     uct_gpu_base_queue_t *queue = ep->super.queue;
     uct_gpu_base_op_t *op;

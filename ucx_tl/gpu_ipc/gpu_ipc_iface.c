@@ -42,8 +42,8 @@ static ucs_config_field_t uct_gpu_ipc_iface_config_table[] = {
 
     {"MAX_STREAMS", "4",
      "Number of CUDA streams copies are issued on. Each endpoint uses one, assigned\n"
-     "round-robin, so transfers to different peers overlap (at most "
-     UCS_PP_MAKE_STRING(UCT_GPU_IPC_MAX_STREAMS_CAP) ").",
+     "round-robin, so transfers to different peers overlap (at most " UCS_PP_MAKE_STRING(
+         UCT_GPU_IPC_MAX_STREAMS_CAP) ").",
      ucs_offsetof(uct_gpu_ipc_iface_config_t, max_streams), UCS_CONFIG_TYPE_UINT},
 
     {"BW", "auto",
@@ -71,8 +71,7 @@ static ucs_config_field_t uct_gpu_ipc_iface_config_table[] = {
      "transfer in flight at once.",
      ucs_offsetof(uct_gpu_ipc_iface_config_t, bounce_count), UCS_CONFIG_TYPE_UINT},
 
-    {NULL}
-};
+    {NULL}};
 
 static UCS_CLASS_DECLARE_DELETE_FUNC(uct_gpu_ipc_iface_t, uct_iface_t);
 

@@ -24,7 +24,7 @@
 #define UCT_GPU_IPC_KEY_MAGIC   0x53545241u /* "ARTS" little-endian: "STRA" in memory */
 /* 2: HOST keys.  A peer of version 1 sees a version-2 key as foreign
  * (unreachable: UCP falls back) instead of failing on an unknown handle type. */
-#define UCT_GPU_IPC_KEY_VERSION 2
+#define UCT_GPU_IPC_KEY_VERSION        2
 #define UCT_GPU_IPC_LEGACY_HANDLE_SIZE 64   /* sizeof(CUipcMemHandle) */
 
 typedef enum uct_gpu_ipc_handle_type {

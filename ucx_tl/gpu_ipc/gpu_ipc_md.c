@@ -329,7 +329,7 @@ static ucs_status_t uct_gpu_ipc_md_query(uct_md_h uct_md, uct_strata_md_attr_t *
     const uct_strata_md_t *md = ucs_derived_of(uct_md, uct_strata_md_t);
     /* With UCX_STRATA_IPC_HOST, host memory too (see gpu_ipc_ep.c): UCP 1.13
      * then finds a get lane for a host sender and a device receiver. */
-    uint64_t host = md->config.ipc_host ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
+    uint64_t host             = md->config.ipc_host ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
     uct_strata_md_caps_t caps = {
         .flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY,
         .reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_CUDA) | host,
@@ -685,29 +685,40 @@ static ucs_status_t uct_gpu_ipc_md_init(uct_strata_md_t *md, const uct_strata_md
     return UCS_OK;
 }
 
+/* The owner (start time and pid) whose host memory CMA last reached: UCP
+ * 1.13 unpacks a key per rendezvous message, mostly of the same peer. */
+static uint64_t uct_gpu_ipc_host_reached;
+
 /*
  * A key of the owner's host memory: reachable if this process may read the
  * owner's memory with CMA (same user, ptrace access), which one byte of the
- * range tells; else UNREACHABLE, and UCP uses another protocol.
+ * range tells; else UNREACHABLE, and UCP uses another protocol.  Asked once
+ * per owner (its pid and start time read from /proc): every copy checks
+ * again that the owner is that same process (gpu_ipc_ep.c).
  */
 static ucs_status_t uct_gpu_ipc_rkey_unpack_host(const uct_gpu_ipc_key_t *key, uct_rkey_t *rkey_p,
                                                  void **handle_p)
 {
+    uint64_t owner = ((uint64_t)key->owner_start << 22) ^ key->owner_pid;
     uct_gpu_ipc_rkey_t *rkey;
     struct iovec local, remote;
     char byte;
 
-    if (uct_gpu_ipc_check_owner(key) != UCS_OK) {
-        return UCS_ERR_UNREACHABLE;
-    }
-    local.iov_base  = &byte;
-    local.iov_len   = 1;
-    remote.iov_base = (void *)(uintptr_t)key->base;
-    remote.iov_len  = 1;
-    if (process_vm_readv((pid_t)key->owner_pid, &local, 1, &remote, 1, 0) != 1) {
-        ucs_debug("gpu_ipc: cannot read pid %u's host memory 0x%llx with CMA (%m): unreachable",
-                  key->owner_pid, (unsigned long long)key->base);
-        return UCS_ERR_UNREACHABLE;
+    if (__atomic_load_n(&uct_gpu_ipc_host_reached, __ATOMIC_RELAXED) != owner) {
+        if (uct_gpu_ipc_check_owner(key) != UCS_OK) {
+            return UCS_ERR_UNREACHABLE;
+        }
+        local.iov_base  = &byte;
+        local.iov_len   = 1;
+        remote.iov_base = (void *)(uintptr_t)key->base;
+        remote.iov_len  = 1;
+        if (process_vm_readv((pid_t)key->owner_pid, &local, 1, &remote, 1, 0) != 1) {
+            ucs_debug("gpu_ipc: cannot read pid %u's host memory 0x%llx with CMA (%m): "
+                      "unreachable",
+                      key->owner_pid, (unsigned long long)key->base);
+            return UCS_ERR_UNREACHABLE;
+        }
+        __atomic_store_n(&uct_gpu_ipc_host_reached, owner, __ATOMIC_RELAXED);
     }
     rkey = ucs_malloc(sizeof(*rkey), "gpu_ipc host rkey");
     if (rkey == NULL) {

@@ -44,7 +44,8 @@ static void uct_gpu_ipc_stage_free(uct_gpu_ipc_bounce_t *bounce, unsigned count)
                                        strata_cuda.cuEventDestroy(bounce[i].event));
         }
         if (bounce[i].buf != NULL) {
-            (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DIAG, strata_cuda.cuMemFreeHost(bounce[i].buf));
+            (void)UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_DIAG,
+                                       strata_cuda.cuMemFreeHost(bounce[i].buf));
         }
     }
     ucs_free(bounce);
@@ -69,8 +70,8 @@ static ucs_status_t uct_gpu_ipc_stage_buffers(uct_gpu_ipc_stage_t *stage)
         status = UCT_STRATA_CUDA(strata_cuda.cuMemHostAlloc(&bounce[i].buf, stage->piece,
                                                             CU_MEMHOSTALLOC_PORTABLE));
         if (status == UCS_OK) {
-            status = UCT_STRATA_CUDA(
-                    strata_cuda.cuEventCreate(&bounce[i].event, CU_EVENT_DISABLE_TIMING));
+            status = UCT_STRATA_CUDA(strata_cuda.cuEventCreate(&bounce[i].event,
+                                                               CU_EVENT_DISABLE_TIMING));
         }
     }
     if (status != UCS_OK) {
@@ -155,10 +156,9 @@ ucs_status_t uct_gpu_ipc_stage_cma(pid_t pid, void *local, uint64_t remote, size
             }
             ucs_error("gpu_ipc: process_vm_%s(pid %d, 0x%" PRIx64 ", %zu bytes) failed: %m",
                       is_put ? "writev" : "readv", (int)pid, remote, length);
-            return ((done < 0) && (errno == ESRCH)) ? UCS_ERR_ENDPOINT_TIMEOUT
-                                                    : UCS_ERR_IO_ERROR;
+            return ((done < 0) && (errno == ESRCH)) ? UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_IO_ERROR;
         }
-        local   = UCS_PTR_BYTE_OFFSET(local, done);
+        local = UCS_PTR_BYTE_OFFSET(local, done);
         remote += done;
         length -= done;
     }
@@ -187,8 +187,8 @@ ucs_status_t uct_gpu_ipc_stage_get(uct_gpu_ipc_stage_t *stage, CUstream stream, 
             status = uct_gpu_ipc_stage_cma(pid, b->buf, remote + off, len, 0);
         }
         if (status == UCS_OK) {
-            status = UCT_STRATA_CUDA(
-                    strata_cuda.cuMemcpyHtoDAsync(local + off, b->buf, len, stream));
+            status = UCT_STRATA_CUDA(strata_cuda.cuMemcpyHtoDAsync(local + off, b->buf, len,
+                                                                   stream));
         }
         if (status == UCS_OK) {
             status = uct_gpu_ipc_stage_mark(b, stream);
