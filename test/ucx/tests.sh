@@ -278,6 +278,42 @@ ucx_ucp_h2d_budget() {
     done
     UCX_TLS=self,sm,gpu_copy ucp_budget "d->d staged" 64 cumemalloc --dirs 'd->d'
 }
+# gpu_ipc's staging of a peer's host memory (UCX_STRATA_IPC_HOST; on by
+# default before UCX 1.16, forced here so every release checks it), with
+# small bounce buffers so that one message takes many pieces and buffers
+# are reused within a message and across messages: sizes off the piece
+# boundary, both directions, the values and the guards beyond them checked.
+# With the put scheme the host side writes into the peer's device memory and
+# the device side into the peer's host memory (staged the other way).
+# Before 1.16 the counts prove the staging ran: rank 0 receives each h->d
+# message as at least one host-to-device copy per 64 KiB piece.
+ucx_ucp_ipc_host_staged() {
+    local counts line htod dtoh min=42
+    export UCX_STRATA_IPC_HOST=y UCX_GPU_IPC_BOUNCE_SIZE=64k UCX_GPU_IPC_BOUNCE_COUNT=3
+    counts=$(mktemp) || return 1
+    CUDA_STANDIN_COUNTS=$counts ucp_tag cumemalloc --dirs 'h->d' --sizes 200003,1048583 --iters 2 ||
+        { rm -f "$counts"; return 1; }
+    line=$(head -n 1 "$counts"); rm -f "$counts"
+    htod=$(sed -n 's/.* htod=\([0-9]*\) .*/\1/p' <<<"$line")
+    echo "h->d: $line"
+    if [ "$(printf '%s\n%s\n' "$STRATA_UCX_VERSION" 1.16 | sort -V | head -n 1)" != 1.16 ]; then
+        [ -n "$htod" ] && [ "$htod" -ge $min ] ||
+            { echo "FAIL: h->d: $htod host-to-device copies on rank 0, expected $min or more (one per piece)"; return 1; }
+    fi
+    ucp_tag cumemalloc --dirs 'd->h' --sizes 200003,1048583 --iters 2 || return 1
+    counts=$(mktemp) || return 1
+    UCX_RNDV_SCHEME=put_zcopy CUDA_STANDIN_COUNTS=$counts \
+        ucp_tag cumemalloc --dirs 'h->d,d->h' --sizes 200003,1048583 --iters 2 || { rm -f "$counts"; return 1; }
+    line=$(head -n 1 "$counts"); rm -f "$counts"
+    echo "put scheme, h->d and d->h: $line"
+    # d->h by put: rank 0's device data written to rank 1's host memory in
+    # pieces, each a device-to-host copy into a bounce buffer.
+    dtoh=$(sed -n 's/.* dtoh=\([0-9]*\) .*/\1/p' <<<"$line")
+    if [ "$(printf '%s\n%s\n' "$STRATA_UCX_VERSION" 1.16 | sort -V | head -n 1)" != 1.16 ]; then
+        [ -n "$dtoh" ] && [ "$dtoh" -ge $min ] ||
+            { echo "FAIL: d->h by put: $dtoh device-to-host copies on rank 0, expected $min or more (one per piece)"; return 1; }
+    fi
+}
 # A peer's handle that cannot be opened: gpu_ipc answers UNREACHABLE for that
 # buffer and UCP falls back; every byte must still arrive.
 ucx_ucp_ipc_open_refused()   { export CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2; ucp_tag cumemalloc && ucp_rma cumemalloc; }
@@ -796,6 +832,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_h2d_budget 300 ucx_ucp_h2d_budget
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_budget 300 ucx_ucp_small_budget
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_host_staged 300 ucx_ucp_ipc_host_staged
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
     strata_test ucx_ucp_exhausted_resources 300 ucx_ucp_exhausted_resources
     strata_test ucx_ucp_copy_max_events 300 ucx_ucp_copy_max_events
