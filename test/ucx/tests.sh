@@ -127,6 +127,14 @@ ucx_version_mismatch_refused() {
 
 ucx_gpu_copy_uct() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_copy_uct"; }
 ucx_gpu_ipc_uct() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct"; }
+# The same with copies within the GPU made directly: small ones take the
+# detour through host memory by default (both processes are on the
+# stand-in's one device, and there is no MPS), so these cover the direct
+# path at every size: switched off, and under MPS.
+ucx_gpu_ipc_uct_direct() {
+    UCX_GPU_IPC_SHARED_DETOUR=0 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" &&
+        CUDA_STANDIN_MPS=1 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct"
+}
 ucx_gpu_ipc_uct_open_refused() {
     CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --expect-unreachable
 }
@@ -238,7 +246,10 @@ ucp_budget() {  # LABEL MAXWAITS [ucp_tag args...]
 # Issue 34: small device->device messages on the copy engines only.  On a
 # GPU shared without MPS every compute-engine operation (kernel, dtod copy,
 # memset) pays a context switch; an eager message is packed and unpacked
-# with copies between device and host.  Rank 0 sends one message and
+# with copies between device and host, and from UCX 1.16, whose protocols
+# send 1 KiB and up by gpu_ipc, gpu_ipc's copies of up to 64 KiB within one
+# GPU take the detour through pinned host memory (dtod=20 here before it:
+# ucx_ucp_small_mps shows the direct copies).  Rank 0 sends one message and
 # receives one per iteration; the counts of 10 and of 20 iterations give
 # the cost of one iteration: no launch, dtod or memset, and at most 6
 # host-side waits, of which the test's fills and checks take 4 (a fill of
@@ -269,6 +280,20 @@ ucx_ucp_small_budget() {
             { echo "FAIL: d->d $size: $(( (wb - wa) / 10 )) host-side waits per iteration (budget 6)"; bad=1; }
     done
     return $bad
+}
+# Under MPS the processes' work runs side by side and a device-to-device
+# copy is the fastest small copy: gpu_ipc makes it directly (from UCX 1.16,
+# whose protocols send an 8 KiB message by gpu_ipc; before, such messages
+# are eager and never reach gpu_ipc).
+ucx_ucp_small_mps() {
+    local line dtod
+    line=$(CUDA_STANDIN_MPS=1 ucp_small_count 8KiB 10) || return 1
+    echo "d->d 8KiB under MPS: $line"
+    dtod=$(sed -n 's/.* dtod=\([0-9]*\) .*/\1/p' <<<"$line")
+    if [ "$(printf '%s\n%s\n' "$STRATA_UCX_VERSION" 1.16 | sort -V | head -n 1)" = 1.16 ]; then
+        [ -n "$dtod" ] && [ "$dtod" -ge 10 ] ||
+            { echo "FAIL: under MPS gpu_ipc should copy directly: dtod=$dtod, expected one per message (10)"; return 1; }
+    fi
 }
 ucx_ucp_h2d_budget() {
     local hm
@@ -797,6 +822,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     fi
     strata_test ucx_gpu_copy_uct 300 ucx_gpu_copy_uct
     strata_test ucx_gpu_ipc_uct 300 ucx_gpu_ipc_uct
+    strata_test ucx_gpu_ipc_uct_direct 300 ucx_gpu_ipc_uct_direct
     if strata_ucx_has_dmabuf; then
         strata_test ucx_info_dmabuf 60 ucx_info_dmabuf
         strata_test ucx_gpu_copy_dmabuf 120 ucx_gpu_copy_dmabuf
@@ -832,6 +858,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_h2d_budget 300 ucx_ucp_h2d_budget
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_budget 300 ucx_ucp_small_budget
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_mps 300 ucx_ucp_small_mps
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_host_staged 300 ucx_ucp_ipc_host_staged
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
     strata_test ucx_ucp_exhausted_resources 300 ucx_ucp_exhausted_resources
