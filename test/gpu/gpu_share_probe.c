@@ -135,8 +135,10 @@ int main(int argc, char **argv)
     size_t bytes;
 
     if (argc != 5) {
-        fprintf(stderr, "usage: gpu_share_probe NPROCS dtod|dtoh|htod|dtoh_pageable|htod_pageable|memset BYTES "
-                "ITERS\n");
+        fprintf(
+            stderr,
+            "usage: gpu_share_probe NPROCS dtod|dtoh|htod|dtoh_pageable|htod_pageable|memset BYTES "
+            "ITERS\n");
         return 2;
     }
     nprocs = atoi(argv[1]);
