@@ -54,9 +54,9 @@
 
 #include <time.h>
 
-#include "coll_strata_decision.h"
+#include "logic/coll_strata_decision.h"
 #include "coll_strata_ompi.h"
-#include "coll_strata_sched.h"
+#include "logic/coll_strata_sched.h"
 
 BEGIN_C_DECLS
 
@@ -853,7 +853,7 @@ int mca_coll_strata_iscatterv(const void *sbuf, const int *scounts, const int *d
 #undef MCA_COLL_STRATA_R
 #undef MCA_COLL_STRATA_DT
 
-#include "coll_strata_stage.h"
+#include "staging/coll_strata_stage.h"
 
 END_C_DECLS
 

@@ -1,8 +1,8 @@
 /*
  * strata_sim: predicts the time of coll/strata's allreduce on N nodes x k
  * ranks per node by replaying its exact schedules under a LogGP-style model.
- * Compiled straight from ompi_coll/coll_strata_sched.c and
- * ompi_coll/coll_strata_decision.c (no MPI), like the unit tests: the
+ * Compiled straight from ompi_coll/logic/coll_strata_sched.c and
+ * ompi_coll/logic/coll_strata_decision.c (no MPI), like the unit tests: the
  * decision (path, slices, inter-node algorithm) is the real decision
  * function's, and every message of the inter-node phase is the one
  * mca_coll_strata_sched_step gives, with its real size.

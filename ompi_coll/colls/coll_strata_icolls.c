@@ -11,7 +11,7 @@
  * host buffers cannot deadlock with device buffers.  Nonblocking calls are
  * staged whole: they are not cut into pieces.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #include "ompi/constants.h"
 

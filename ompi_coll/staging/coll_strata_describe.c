@@ -9,7 +9,7 @@
  *   - arguments that are not significant on this rank (a non-root's receive
  *     buffer of a gather, ...) are not touched at all.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 /* bytes that count elements of each given type write (their sizes) */
 static size_t mca_coll_strata_bytes(size_t count, struct ompi_datatype_t *dtype)

@@ -14,7 +14,7 @@
  *              every rail spans all nodes even when nodes hold different
  *              numbers of ranks
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #include <stdio.h>
 #include <stdlib.h>

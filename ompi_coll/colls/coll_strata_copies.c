@@ -29,7 +29,7 @@
  * failures, and coll_strata_{bcast,allgather}_algorithm fallback.
  * Verbosity 20 names what ran.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #include <limits.h>
 #include <stdlib.h>

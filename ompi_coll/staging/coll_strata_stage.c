@@ -10,7 +10,7 @@
  * nonblocking call in flight, or a layout too large that cannot be cut into
  * pieces.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #ifndef STRATA_MEM_NO_CUDA
 #include <common/strata_cuda.h>

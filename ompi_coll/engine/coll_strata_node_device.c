@@ -24,7 +24,7 @@
  * this path; the outcome is agreed over the communicator, and a failure on
  * any rank leaves the communicator on the staged path, with one warning.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #ifndef STRATA_MEM_NO_CUDA
 

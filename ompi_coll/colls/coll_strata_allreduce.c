@@ -14,7 +14,7 @@
  * disagree about who runs what, whichever of them stage.  At verbosity 20
  * each call says what ran and why.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #include <limits.h>
 #include <string.h>

@@ -19,7 +19,7 @@
  * rank, set-up failures, coll_strata_allreduce_algorithm fallback, and
  * vectors of more than INT_MAX elements.  Verbosity 20 names what ran.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #include <limits.h>
 

@@ -10,7 +10,7 @@
  * are copied back.  Reductions, scans and broadcasts above the staging
  * bound run in pieces on every rank (mca_coll_strata_elementwise).
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #include "ompi/constants.h"
 

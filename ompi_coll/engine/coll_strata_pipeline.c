@@ -46,7 +46,7 @@
  * for the other reductions the ranks whose part the chunk holds), the rank
  * whose own copy or reduction failed too, and the next call starts clean.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #include <sched.h>
 #include <stddef.h>

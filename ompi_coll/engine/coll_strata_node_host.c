@@ -11,7 +11,7 @@
  * framework reaches the same functions (never through the MPI profiling
  * layer, so tools do not see strata's internal reductions).
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
 
 #include <limits.h>
 #include <string.h>
