@@ -57,6 +57,13 @@ const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf)
     return mca_coll_strata_kinds_name((MPI_IN_PLACE == sbuf) ? r : s, r);
 }
 
+void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm, const void *sbuf,
+                           const void *rbuf, const char *path)
+{
+    MCA_COLL_STRATA_VERBOSE(20, "%s %s %s: %s", coll, comm->c_name,
+                            mca_coll_strata_kinds_of(sbuf, rbuf), path);
+}
+
 /* ---- regions ------------------------------------------------------------ */
 
 void mca_coll_strata_region(size_t count, struct ompi_datatype_t *dtype, ptrdiff_t *lo,
@@ -583,53 +590,4 @@ int mca_coll_strata_stage_out(mca_coll_strata_stage_t *st, int coll_rc)
     mca_coll_strata_stage_order_release(st);
     mca_coll_strata_bounce_put(st);
     return (MPI_SUCCESS != coll_rc) ? coll_rc : st->rc;
-}
-
-/* ---- pieces ------------------------------------------------------------- */
-
-int mca_coll_strata_stage_pieces(mca_coll_strata_module_t *module,
-                                 struct ompi_communicator_t *comm, int count,
-                                 struct ompi_datatype_t *dtype, bool stages, bool can_split,
-                                 int *piece)
-{
-    /* two buffers (send and receive) share the bound */
-    long limit = (long)(module->settings.stage_max / 2);
-    ptrdiff_t lb, extent;
-    size_t size;
-    long mine[7], all[7];
-    int rc;
-
-    *piece = count;
-    /* The type signature's size is the same on every rank, so is this test. */
-    if (!mca_coll_strata_elem_big(module, count, dtype)) {
-        return OMPI_SUCCESS;
-    }
-    ompi_datatype_type_size(dtype, &size);
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    /* Cut only if some rank stages, every rank can cut at element
-     * boundaries, and every rank's elements are the same bytes (ranks may
-     * describe a broadcast with different datatypes); the smallest bound
-     * wins.  MAX of x and of -x gives both the largest and the smallest. */
-    mine[0] = stages ? 1 : 0;
-    mine[1] = (can_split && extent > 0) ? 0 : 1;
-    mine[2] = (long)size;
-    mine[3] = -(long)size;
-    mine[4] = (long)extent;
-    mine[5] = -(long)extent;
-    mine[6] = -limit;
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 7, MPI_LONG, MPI_MAX);
-    if (OMPI_SUCCESS != rc || !all[0]) {
-        return rc;
-    }
-    if (all[1] || all[2] != -all[3] || all[4] != -all[5]) {
-        MCA_COLL_STRATA_VERBOSE(20, "%s: ranks describe the data with different datatypes: "
-                                "staged whole", comm->c_name);
-        return OMPI_SUCCESS;
-    }
-    {
-        long elems = -all[6] / (long)extent;
-
-        *piece = (elems >= count) ? count : (elems < 1) ? 1 : (int)elems;
-    }
-    return OMPI_SUCCESS;
 }
