@@ -2,10 +2,10 @@
  * coll/strata MPI_Allreduce entry point.
  *
  * Memory kind first: host (and managed) buffers run strata's host path
- * directly; device buffers are staged (coll_strata_stage.c) around the same
+ * directly; device buffers are staged (staging/coll_strata_stage.c) around the same
  * host path, in pieces when they exceed the staging bound.  The host path
  * decides, per call, whether strata runs the hierarchical algorithm
- * (coll_strata_pipeline.c) or hands the call to the module that would have
+ * (engine/coll_strata_pipeline.c) or hands the call to the module that would have
  * run without it.  Handed on, never attempted: non-commutative ops (the
  * pipeline reduces in node order, not rank order), derived datatypes, calls
  * made while strata builds its sub-communicators, and communicators whose
@@ -15,6 +15,9 @@
  * each call says what ran and why.
  */
 #include "../coll_strata.h"
+#include "coll_strata_colls.h"
+#include "coll_strata_colls_internal.h"
+#include "../staging/coll_strata_stage.h"
 
 #include <limits.h>
 #include <string.h>

@@ -4,13 +4,16 @@
  * Each entry asks first whether any of its buffers is device memory.  If
  * none is, the saved module below strata runs the call as it would have
  * without strata (a process that never loaded a CUDA driver pays one
- * check).  Otherwise the call is staged (coll_strata_stage.c): what it
- * touches is described (coll_strata_describe.c), device regions are copied
+ * check).  Otherwise the call is staged (staging/coll_strata_stage.c): what it
+ * touches is described (staging/coll_strata_describe.c), device regions are copied
  * to pinned host memory, the saved module runs on the host copies, results
  * are copied back.  Reductions, scans and broadcasts above the staging
  * bound run in pieces on every rank (mca_coll_strata_elementwise).
  */
 #include "../coll_strata.h"
+#include "coll_strata_colls.h"
+#include "coll_strata_colls_internal.h"
+#include "../staging/coll_strata_stage.h"
 
 #include "ompi/constants.h"
 

@@ -25,6 +25,7 @@
  * any rank leaves the communicator on the staged path, with one warning.
  */
 #include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
 
 #ifndef STRATA_MEM_NO_CUDA
 

@@ -12,6 +12,8 @@
  * layer, so tools do not see strata's internal reductions).
  */
 #include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
+#include "../colls/coll_strata_colls.h"
 
 #include <limits.h>
 #include <string.h>

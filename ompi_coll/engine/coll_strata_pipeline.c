@@ -15,7 +15,7 @@
  *   copy out    every local rank copies its part of the chunk's result out:
  *               the whole chunk for MPI_Allreduce (the intra-node allgather),
  *               the part of the rank's block or the root's vector for the
- *               other reductions (coll_strata_reductions.c)
+ *               other reductions (colls/coll_strata_reductions.c)
  * The leader path is the same schedule with one slice.  The replicated
  * (small-message) path gives every owner the whole chunk instead of a slice:
  * each reduces all inputs straight into its own receive buffer and
@@ -47,6 +47,7 @@
  * whose own copy or reduction failed too, and the next call starts clean.
  */
 #include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
 
 #include <sched.h>
 #include <stddef.h>

@@ -20,6 +20,7 @@
  * that pid namespace removes such files of its user whose creator is dead.
  */
 #include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -15,6 +15,7 @@
  *              numbers of ranks
  */
 #include "../coll_strata.h"
+#include "coll_strata_engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>

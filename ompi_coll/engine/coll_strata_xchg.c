@@ -1,5 +1,5 @@
 /*
- * coll/strata inter-node exchange: runs one schedule (coll_strata_sched.h:
+ * coll/strata inter-node exchange: runs one schedule (logic/coll_strata_sched.h:
  * an allreduce by ring, recursive doubling, or recursive halving and
  * doubling; an allgather's ring; a bcast's binomial tree or chain) among
  * the members of a rail, non-blocking.
@@ -36,6 +36,7 @@
  * naming the peer, which may then wait forever: nothing is left to tell it.
  */
 #include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
 
 #include <string.h>
 

@@ -88,7 +88,7 @@ extern const mca_coll_strata_name_t mca_coll_strata_alg_table[];
 extern const mca_coll_strata_name_t mca_coll_strata_inter_table[];
 
 /* coll_strata_bcast_algorithm and coll_strata_allgather_algorithm: the
- * copy-only collectives on strata's pipeline (coll_strata_copies.c) */
+ * copy-only collectives on strata's pipeline (colls/coll_strata_copies.c) */
 typedef enum {
     MCA_COLL_STRATA_COPY_AUTO = 0,     /* the pipeline from *_min bytes, the exchange by cost */
     MCA_COLL_STRATA_COPY_FALLBACK = 1, /* the module below strata */

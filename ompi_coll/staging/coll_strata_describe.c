@@ -10,6 +10,7 @@
  *     buffer of a gather, ...) are not touched at all.
  */
 #include "../coll_strata.h"
+#include "coll_strata_stage_internal.h"
 
 /* bytes that count elements of each given type write (their sizes) */
 static size_t mca_coll_strata_bytes(size_t count, struct ompi_datatype_t *dtype)

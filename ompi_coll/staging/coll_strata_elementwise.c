@@ -8,6 +8,7 @@
  * the bound.
  */
 #include "../coll_strata.h"
+#include "coll_strata_stage_internal.h"
 
 #include "ompi/constants.h"
 

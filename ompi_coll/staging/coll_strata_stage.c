@@ -11,6 +11,7 @@
  * pieces.
  */
 #include "../coll_strata.h"
+#include "coll_strata_stage_internal.h"
 
 #ifndef STRATA_MEM_NO_CUDA
 #include <common/strata_cuda.h>

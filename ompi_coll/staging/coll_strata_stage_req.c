@@ -12,6 +12,7 @@
  * the application's MPI_Wait/MPI_Test then sees.
  */
 #include "../coll_strata.h"
+#include "coll_strata_stage.h"
 
 #include "ompi/constants.h"
 #include "opal/runtime/opal_progress.h"
