@@ -68,8 +68,7 @@ static void mca_coll_strata_xchg_node(mca_coll_strata_xchg_t *x, int rc)
 static void mca_coll_strata_xchg_copy(mca_coll_strata_xchg_t *x, void *dst, const void *src,
                                       size_t count)
 {
-    mca_coll_strata_xchg_node(x, x->node->ops->copy(x->node, dst, src,
-                                                    count * (size_t)x->extent));
+    mca_coll_strata_xchg_node(x, x->node->ops->copy(x->node, dst, src, count * (size_t)x->extent));
 }
 
 static char *mca_coll_strata_xchg_at(const mca_coll_strata_xchg_t *x, size_t off)
@@ -200,14 +199,14 @@ static void mca_coll_strata_xchg_finish_step(mca_coll_strata_xchg_t *x)
             /* block = received op block (the node area writes srcs[1]) */
             srcs[0] = x->scratch;
             srcs[1] = block;
-            mca_coll_strata_xchg_node(x, node->ops->reduce(node, x->op, x->dtype, srcs, 2, block,
-                                                           s->recv_count));
+            mca_coll_strata_xchg_node(
+                x, node->ops->reduce(node, x->op, x->dtype, srcs, 2, block, s->recv_count));
         } else {
             /* block = block op received: into the scratch, then back */
             srcs[0] = block;
             srcs[1] = x->scratch;
-            mca_coll_strata_xchg_node(x, node->ops->reduce(node, x->op, x->dtype, srcs, 2,
-                                                           x->scratch, s->recv_count));
+            mca_coll_strata_xchg_node(
+                x, node->ops->reduce(node, x->op, x->dtype, srcs, 2, x->scratch, s->recv_count));
             if (!x->failed) {
                 mca_coll_strata_xchg_copy(x, block, x->scratch, s->recv_count);
             }

@@ -67,10 +67,9 @@ int mca_coll_strata_elementwise(mca_coll_strata_module_t *module, struct ompi_co
     return result;
 }
 
-int mca_coll_strata_stage_pieces(mca_coll_strata_module_t *module,
-                                 struct ompi_communicator_t *comm, int count,
-                                 struct ompi_datatype_t *dtype, bool stages, bool can_split,
-                                 int *piece)
+int mca_coll_strata_stage_pieces(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
+                                 int count, struct ompi_datatype_t *dtype, bool stages,
+                                 bool can_split, int *piece)
 {
     /* two buffers (send and receive) share the bound */
     long limit = (long)(module->settings.stage_max / 2);
@@ -102,8 +101,10 @@ int mca_coll_strata_stage_pieces(mca_coll_strata_module_t *module,
         return rc;
     }
     if (all[1] || all[2] != -all[3] || all[4] != -all[5]) {
-        MCA_COLL_STRATA_VERBOSE(20, "%s: ranks describe the data with different datatypes: "
-                                "staged whole", comm->c_name);
+        MCA_COLL_STRATA_VERBOSE(20,
+                                "%s: ranks describe the data with different datatypes: "
+                                "staged whole",
+                                comm->c_name);
         return OMPI_SUCCESS;
     }
     {

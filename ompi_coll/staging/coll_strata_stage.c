@@ -116,8 +116,7 @@ void mca_coll_strata_region_v(int n, const int *counts, const int *displs,
 }
 
 void mca_coll_strata_region_w(int n, const int *counts, const int *displs,
-                              struct ompi_datatype_t *const *dtypes, ptrdiff_t *lo,
-                              ptrdiff_t *hi)
+                              struct ompi_datatype_t *const *dtypes, ptrdiff_t *lo, ptrdiff_t *hi)
 {
     ptrdiff_t blo, bhi;
     bool any = false;
@@ -154,8 +153,10 @@ static char *mca_coll_strata_bounce_alloc(size_t size, int ordinal, bool *pinned
             *pinned = true;
             return mem;
         }
-        MCA_COLL_STRATA_VERBOSE(10, "cuMemHostAlloc(%zu) failed (%d); staging through "
-                                "pageable memory", size, (int)res);
+        MCA_COLL_STRATA_VERBOSE(10,
+                                "cuMemHostAlloc(%zu) failed (%d); staging through "
+                                "pageable memory",
+                                size, (int)res);
     }
     *pinned = false;
     return malloc(size);
@@ -294,8 +295,7 @@ static void mca_coll_strata_bounce_put(mca_coll_strata_stage_t *st)
 
 void mca_coll_strata_stage_release(mca_coll_strata_module_t *module)
 {
-    mca_coll_strata_bounce_free(module->bounce.mem, module->bounce.pinned,
-                                module->bounce.ordinal);
+    mca_coll_strata_bounce_free(module->bounce.mem, module->bounce.pinned, module->bounce.ordinal);
     module->bounce.mem = NULL;
     module->bounce.size = 0;
 }
@@ -327,7 +327,7 @@ static CUstream mca_coll_strata_stream(int ordinal, bool to_host)
     stream = mca_coll_strata_streams[ordinal][to_host];
     if ((NULL == stream) &&
         (CUDA_SUCCESS == strata_cuda.cuStreamCreate(&stream, to_host ? CU_STREAM_DEFAULT
-                                                                    : CU_STREAM_NON_BLOCKING))) {
+                                                                     : CU_STREAM_NON_BLOCKING))) {
         mca_coll_strata_streams[ordinal][to_host] = stream;
     }
     pthread_mutex_unlock(&mca_coll_strata_streams_lock);
@@ -342,8 +342,8 @@ static void mca_coll_strata_stage_fail(mca_coll_strata_stage_t *st, bool to_host
     opal_output(0, "coll:strata: %s on %s: %s the %s buffer (%zd bytes) failed: %s", st->coll,
                 mca_coll_strata_kinds_name(st->buf[0].kind, st->buf[1].kind),
                 to_host ? "copying in" : "copying out",
-                (b == &st->buf[MCA_COLL_STRATA_STAGE_SEND]) ? "send" : "receive",
-                b->hi - b->lo, strata_cuda_result_str(res, str, sizeof(str)));
+                (b == &st->buf[MCA_COLL_STRATA_STAGE_SEND]) ? "send" : "receive", b->hi - b->lo,
+                strata_cuda_result_str(res, str, sizeof(str)));
     if (MPI_SUCCESS == st->rc) {
         st->rc = MPI_ERR_OTHER;
     }

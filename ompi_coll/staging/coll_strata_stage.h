@@ -59,12 +59,12 @@ struct mca_coll_strata_module_t;
 #define MCA_COLL_STRATA_STAGE_OUT 0x2
 
 typedef struct mca_coll_strata_stage_buf_t {
-    const char *user;       /* the caller's pointer */
-    ptrdiff_t lo, hi;       /* the call touches [user + lo, user + hi) */
-    int dir;                /* MCA_COLL_STRATA_STAGE_IN | _OUT; 0: not used */
+    const char *user; /* the caller's pointer */
+    ptrdiff_t lo, hi; /* the call touches [user + lo, user + hi) */
+    int dir;          /* MCA_COLL_STRATA_STAGE_IN | _OUT; 0: not used */
     strata_mem_kind_t kind;
-    int ordinal;            /* device of a device buffer */
-    size_t offset;          /* of its region in the bounce buffer */
+    int ordinal;   /* device of a device buffer */
+    size_t offset; /* of its region in the bounce buffer */
     /* a CUevent on the legacy default stream at the call's start, which
      * the copy out waits for (mca_coll_strata_stage_order); NULL: none */
     struct CUevent_st *after;
@@ -172,20 +172,17 @@ typedef struct mca_coll_strata_call_t {
     int rank, size, root;
 } mca_coll_strata_call_t;
 
-void mca_coll_strata_describe_gather(mca_coll_strata_stage_t *st,
-                                     const mca_coll_strata_call_t *c, const void *sbuf,
-                                     int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                     const int *rcounts, const int *displs, int rcount,
+void mca_coll_strata_describe_gather(mca_coll_strata_stage_t *st, const mca_coll_strata_call_t *c,
+                                     const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                     void *rbuf, const int *rcounts, const int *displs, int rcount,
                                      struct ompi_datatype_t *rdtype, bool all);
-void mca_coll_strata_describe_scatter(mca_coll_strata_stage_t *st,
-                                      const mca_coll_strata_call_t *c, const void *sbuf,
-                                      const int *scounts, const int *displs, int scount,
-                                      struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                      struct ompi_datatype_t *rdtype);
-void mca_coll_strata_describe_alltoall(mca_coll_strata_stage_t *st,
-                                       const mca_coll_strata_call_t *c, const void *sbuf,
-                                       const int *scounts, const int *sdispls, int scount,
-                                       struct ompi_datatype_t *sdtype, void *rbuf,
+void mca_coll_strata_describe_scatter(mca_coll_strata_stage_t *st, const mca_coll_strata_call_t *c,
+                                      const void *sbuf, const int *scounts, const int *displs,
+                                      int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                      int rcount, struct ompi_datatype_t *rdtype);
+void mca_coll_strata_describe_alltoall(mca_coll_strata_stage_t *st, const mca_coll_strata_call_t *c,
+                                       const void *sbuf, const int *scounts, const int *sdispls,
+                                       int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                                        const int *rcounts, const int *rdispls, int rcount,
                                        struct ompi_datatype_t *rdtype);
 void mca_coll_strata_describe_alltoallw(mca_coll_strata_stage_t *st,
@@ -205,8 +202,8 @@ typedef enum {
 } mca_coll_strata_elem_t;
 void mca_coll_strata_describe_elementwise(mca_coll_strata_stage_t *st,
                                           const mca_coll_strata_call_t *c,
-                                          mca_coll_strata_elem_t kind, const void *sbuf,
-                                          void *rbuf, int count, struct ompi_datatype_t *dtype);
+                                          mca_coll_strata_elem_t kind, const void *sbuf, void *rbuf,
+                                          int count, struct ompi_datatype_t *dtype);
 void mca_coll_strata_describe_reduce_scatter(mca_coll_strata_stage_t *st,
                                              const mca_coll_strata_call_t *c, const void *sbuf,
                                              void *rbuf, const int *rcounts, int rcount,
@@ -224,8 +221,8 @@ typedef int (*mca_coll_strata_elem_fn_t)(struct mca_coll_strata_module_t *module
                                          void *rbuf, int count, void *arg);
 int mca_coll_strata_elementwise(struct mca_coll_strata_module_t *module,
                                 struct ompi_communicator_t *comm, mca_coll_strata_elem_t kind,
-                                int root, const char *coll, const void *sbuf, void *rbuf,
-                                int count, struct ompi_datatype_t *dtype, bool can_split,
+                                int root, const char *coll, const void *sbuf, void *rbuf, int count,
+                                struct ompi_datatype_t *dtype, bool can_split,
                                 mca_coll_strata_elem_fn_t run, void *arg);
 /* Whether `count` x `dtype` is above the size from which pieces may be cut
  * (the same answer on every rank: the settings are agreed). */
@@ -282,15 +279,19 @@ bool mca_coll_strata_elem_big(const struct mca_coll_strata_module_t *module, int
     } while (0)
 
 /* The host pointer to hand the saved module for a buffer argument. */
-#define MCA_COLL_STRATA_S(_st, _sbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_SEND, (_sbuf))
-#define MCA_COLL_STRATA_R(_st, _rbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_RECV, (_rbuf))
+#define MCA_COLL_STRATA_S(_st, _sbuf) \
+    mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_SEND, (_sbuf))
+#define MCA_COLL_STRATA_R(_st, _rbuf) \
+    mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_RECV, (_rbuf))
 
 #define MCA_COLL_STRATA_CALL(_comm, _root) \
-    { .rank = ompi_comm_rank(_comm), .size = ompi_comm_size(_comm), .root = (_root) }
+    { \
+        .rank = ompi_comm_rank(_comm), .size = ompi_comm_size(_comm), .root = (_root) \
+    }
 
 /* Verbosity 20: one line per call naming the kinds and the path. */
-void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm,
-                           const void *sbuf, const void *rbuf, const char *path);
+void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm, const void *sbuf,
+                           const void *rbuf, const char *path);
 #define MCA_COLL_STRATA_TRACE(_coll, _comm, _s, _r, _path) \
     do { \
         if (OPAL_UNLIKELY(mca_coll_strata_component.verbose >= 20)) { \
