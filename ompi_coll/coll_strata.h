@@ -17,7 +17,7 @@
  * MPI has no CUDA support).
  *
  * The component is built of rooms, a folder each, each with one interface
- * header (docs/design.md, "Where things are"):
+ * header (docs/design.md, "Where things are in coll/strata"):
  *   ./        the component, the module and what a communicator runs with:
  *             coll_strata_component.c (MCA parameters), _module.c
  *             (comm_query, module_enable, the fallback table, the lazy

@@ -3,7 +3,7 @@
  * per collective, and the decision each call takes: strata's own
  * algorithms (the engine's pipeline, on host buffers or on the GPUs), the
  * module below strata, or staging around either (docs/design.md, "Where
- * things are").
+ * things are in coll/strata").
  *
  * This header is the room's interface: the entry points, with Open MPI's
  * coll signatures, that the module installs.  What the room's sources call

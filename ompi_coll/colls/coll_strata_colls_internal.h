@@ -3,7 +3,8 @@
  * coll_strata_colls.h): each collective's host path (host buffers, or the
  * host copies of staged ones) and native path (device buffers on every
  * rank, the pipeline on the GPUs), and the allreduce's decision, which the
- * other reductions share.  Included by colls/'s sources only.
+ * other reductions share.  Included by colls/'s sources only.  May include:
+ * engine/'s and logic/'s interfaces.  Not coll_strata.h.
  */
 #ifndef MCA_COLL_STRATA_COLLS_INTERNAL_H
 #define MCA_COLL_STRATA_COLLS_INTERNAL_H

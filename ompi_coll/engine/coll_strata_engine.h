@@ -13,9 +13,10 @@
  * node areas' table, the segment's flags and the exchange are the room's
  * own: coll_strata_engine_internal.h.
  *
- * May include: logic/'s interface, and Open MPI only through the sources
- * (the types here are named as incomplete structs).  Not coll_strata.h,
- * which includes this header; the module is struct mca_coll_strata_module_t.
+ * May include: logic/'s interface and the C library; nothing of Open MPI
+ * (its types are named here as incomplete structs, the sources include
+ * Open MPI).  Not coll_strata.h, which includes this header: the module is
+ * struct mca_coll_strata_module_t.
  */
 #ifndef MCA_COLL_STRATA_ENGINE_H
 #define MCA_COLL_STRATA_ENGINE_H

@@ -2,7 +2,8 @@
  * coll/strata engine, the room's own declarations (see coll_strata_engine.h):
  * the node areas' table of primitives, the node's shared-memory segment and
  * its progress flags, and the exchange between nodes.  Included by the
- * engine's sources only.
+ * engine's sources only.  May include: the engine's interface, Open MPI's
+ * request.  Not coll_strata.h.
  */
 #ifndef MCA_COLL_STRATA_ENGINE_INTERNAL_H
 #define MCA_COLL_STRATA_ENGINE_INTERNAL_H
@@ -12,8 +13,6 @@
 #include "ompi/request/request.h"
 
 #include "coll_strata_engine.h"
-
-struct mca_coll_strata_node_t;
 
 /*
  * Where a node's chunks live, and how they are copied and reduced: the

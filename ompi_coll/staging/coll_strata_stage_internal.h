@@ -2,7 +2,7 @@
  * coll/strata staging, the room's own declarations (see
  * coll_strata_stage.h): the kinds' names, the regions of v and w layouts,
  * and the pieces every rank agrees on.  Included by staging/'s sources
- * only.
+ * only.  May include: staging's interface.  Not coll_strata.h.
  */
 #ifndef MCA_COLL_STRATA_STAGE_INTERNAL_H
 #define MCA_COLL_STRATA_STAGE_INTERNAL_H

@@ -57,7 +57,7 @@
  * result (received op mine), m / reduce-bw + m / copy-bw when the result goes
  * through the scratch (mine op received), nothing when it is received
  * straight into the vector; its next step starts then, as in
- * coll_strata_xchg.c.  A chunk's exchange time is the last member's end, all
+ * engine/coll_strata_xchg.c.  A chunk's exchange time is the last member's end, all
  * members starting at 0: rails start together, and the rail carrying slice
  * 0 (the largest) is the one simulated.
  * Node, per chunk of c bytes and slice of s bytes on an owner rank (each
