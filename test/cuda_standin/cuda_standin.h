@@ -202,6 +202,7 @@ typedef struct cuda_standin_config {
      * (seeded), not only at completion points; 0 keeps it lazy. */
     unsigned order_seed;
     int wait_value_ms;      /* CUDA_STANDIN_WAIT_VALUE_MS */
+    int mps;                /* CUDA_STANDIN_MPS */
     char counts_path[4096]; /* CUDA_STANDIN_COUNTS: "" for none */
     /* CUDA_STANDIN_FAIL: the result forced on each entry point, or
      * CUDA_SUCCESS where the call runs normally. */

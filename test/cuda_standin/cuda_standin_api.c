@@ -121,6 +121,12 @@ static int cuda_standin_parse_wait_value_ms(const char *value, const char **why)
     return cuda_standin_parse_int(value, 1, 3600000, &cuda_standin_config.wait_value_ms);
 }
 
+static int cuda_standin_parse_mps(const char *value, const char **why)
+{
+    *why = "expected 0 or 1";
+    return cuda_standin_parse_int(value, 0, 1, &cuda_standin_config.mps);
+}
+
 static int cuda_standin_parse_counts(const char *value, const char **why)
 {
     *why = "expected a file name shorter than 4096 bytes";
@@ -220,6 +226,11 @@ static const cuda_standin_setting_t cuda_standin_settings[] = {
      "a cuStreamWaitValue32/64 whose condition is not met within this many milliseconds "
      "faults with CUDA_ERROR_LAUNCH_TIMEOUT instead of hanging",
      cuda_standin_parse_wait_value_ms},
+    {"CUDA_STANDIN_MPS", "0",
+     "1: the devices answer CU_DEVICE_ATTRIBUTE_MPS_ENABLED with 1, as under an MPS "
+     "daemon (processes sharing a GPU run side by side; the stand-in's behaviour is "
+     "otherwise the same)",
+     cuda_standin_parse_mps},
     {"CUDA_STANDIN_COUNTS", "",
      "FILE: each process appends 'pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N' "
      "at exit: host-side waits, kernel launches, copies by direction and memsets it issued",

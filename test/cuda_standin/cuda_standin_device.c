@@ -223,6 +223,8 @@ static int cuda_standin_device_attribute_value(CUdevice_attribute attrib, CUdevi
         return 132;
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
         return 2;
+    case CU_DEVICE_ATTRIBUTE_MPS_ENABLED:
+        return cuda_standin_config.mps;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:

@@ -786,11 +786,11 @@ step_native_segments() {
 # point the driver lacks (the stand-in has no cuMemsetD8Async) is left out,
 # saying so.
 step_share_probe() {
-    local ops=${1:-dtod dtoh memset} iters=${2:-500} n op out
+    local ops=${1:-dtod dtoh memset} iters=${2:-500} bytes=${3:-131072} n op out
     for op in $ops; do
         for n in 1 2 4; do
-            echo "== $n process(es), $op"
-            out=$("$BUILD/test/gpu/gpu_share_probe" "$n" "$op" 131072 "$iters" 2>&1) && { echo "$out"; continue; }
+            echo "== $n process(es), $op, $bytes bytes"
+            out=$("$BUILD/test/gpu/gpu_share_probe" "$n" "$op" "$bytes" "$iters" 2>&1) && { echo "$out"; continue; }
             echo "$out"
             grep -q "^gpu_share_probe: no cu" <<<"$out" || return 1
             echo "share_probe: $op left out: the driver lacks its entry point"
@@ -1019,8 +1019,12 @@ run() {
     stage ubuntu 30 "the machine's own Open MPI 4.1.6 and UCX 1.16.0 with Strata"
     step ubuntu_stack 10 ubuntu_stack
 
-    stage measure 85 "shared GPU without MPS: gpu_share_probe, p2p against the copy limits, native vs staged allreduce"
+    stage measure 95 "shared GPU without MPS: gpu_share_probe, p2p against the copy limits, native vs staged allreduce"
     step share_probe 15 share_probe "dtod memset" 300
+    # What an 8-byte message's copies cost without MPS, from pinned and from
+    # pageable memory (issue 34: is a small pageable copy a compute-engine
+    # operation, paying the context switch?).
+    step share_probe_small 10 share_probe "htod htod_pageable dtoh dtoh_pageable" 300 8
     step p2p_suite 30 p2p_suite
     step native_np2 15 native 2 64M 5
     step staging_np2 10 staging 2

@@ -75,16 +75,17 @@ def bench_rows(work):
     return rows
 
 
-SHARE_HEAD = re.compile(r"^== (\d+) process\(es\), (\w+)$")
+SHARE_HEAD = re.compile(r"^== (\d+) process\(es\), (\w+)(, \d+ bytes)?$")
 SHARE_LINE = re.compile(r"^proc \d+: (\w+) (\d+) bytes: ([0-9.]+) us per op\+sync")
 
 
 def share_rows(work):
     """gpu_share_probe's microseconds per synchronized operation, the mean of
-    the processes, from logs/share_probe.log and logs/share_probe_mps.log, as
+    the processes, from logs/share_probe.log, share_probe_small.log (8-byte
+    copies from and to pinned and pageable memory) and share_probe_mps.log, as
     (source, op, "N procs", bytes, "us_per_op", value)."""
     rows = []
-    for step in ("share_probe", "share_probe_mps"):
+    for step in ("share_probe", "share_probe_small", "share_probe_mps"):
         n, times = None, {}
         for line in read_log(work, step).splitlines():
             m = SHARE_HEAD.match(line)
@@ -102,17 +103,18 @@ def share_rows(work):
 def share_figures(rows):
     """One line per operation: microseconds with 1, 2, 4 processes, without
     and with MPS."""
-    t = {(r[0], r[1], r[2]): r[5] for r in rows if r[0].startswith("share_probe")}
+    t = {(r[0], r[1], r[2], r[3]): r[5] for r in rows if r[0].startswith("share_probe")}
     if not t:
         return []
-    lines = ["", "One synchronized GPU operation (gpu_share_probe, 128 KiB), us per op, "
+    lines = ["", "One synchronized GPU operation (gpu_share_probe), us per op, "
              "processes sharing the GPU:", "",
-             "| op | MPS | 1 | 2 | 4 |", "|---|---|---|---|---|"]
-    for op in sorted({k[1] for k in t}):
-        for source, mps in (("share_probe", "no"), ("share_probe_mps", "yes")):
-            cells = [t.get((source, op, "%d procs" % n), "-") for n in (1, 2, 4)]
+             "| op | bytes | MPS | 1 | 2 | 4 |", "|---|---|---|---|---|---|"]
+    for op, nbytes in sorted({(k[1], k[3]) for k in t}):
+        for sources, mps in ((("share_probe", "share_probe_small"), "no"), (("share_probe_mps",), "yes")):
+            cells = [next((t[(src, op, "%d procs" % n, nbytes)] for src in sources
+                           if (src, op, "%d procs" % n, nbytes) in t), "-") for n in (1, 2, 4)]
             if any(c != "-" for c in cells):
-                lines.append("| %s | %s | %s |" % (op, mps, " | ".join(cells)))
+                lines.append("| %s | %d | %s | %s |" % (op, nbytes, mps, " | ".join(cells)))
     return lines
 
 

@@ -8,6 +8,10 @@
  *   gpu_share_probe NPROCS OP BYTES ITERS
  *     OP: dtod   cuMemcpyDtoDAsync (on HBM-speed drivers: an SM copy)
  *         dtoh   cuMemcpyDtoHAsync to pinned memory (a copy engine)
+ *         htod   cuMemcpyHtoDAsync from pinned memory
+ *         dtoh_pageable, htod_pageable   the same to or from malloc'ed memory
+ *                (what a small message costs where it is copied from or to
+ *                a pageable buffer: issue 34)
  *         memset cuMemsetD8Async
  *   Forks NPROCS processes; each does ITERS x (OP on its stream, then
  *   cuStreamSynchronize) and prints its microseconds per operation.
@@ -53,13 +57,14 @@ static int probe_child(int id, const char *op, size_t bytes, int iters, int star
     CUresult (*stream_create)(CUstream *, unsigned), (*sync)(CUstream);
     CUresult (*dtod)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*dtoh)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*htod)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*memset8)(CUdeviceptr, unsigned char, size_t, CUstream) = NULL;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     CUdeviceptr a, b;
     CUcontext ctx;
     CUstream s;
     CUdevice dev;
-    void *host;
+    void *host, *pageable, *side;
     double t0, t1;
     char go;
     int rc = 0;
@@ -78,6 +83,7 @@ static int probe_child(int id, const char *op, size_t bytes, int iters, int star
     PROBE_SYM(sync, "cuStreamSynchronize");
     PROBE_SYM(dtod, "cuMemcpyDtoDAsync_v2");
     PROBE_SYM(dtoh, "cuMemcpyDtoHAsync_v2");
+    PROBE_SYM(htod, "cuMemcpyHtoDAsync_v2");
     if (0 == strcmp(op, "memset")) {
         PROBE_SYM(memset8, "cuMemsetD8Async");
     }
@@ -86,6 +92,13 @@ static int probe_child(int id, const char *op, size_t bytes, int iters, int star
         fprintf(stderr, "gpu_share_probe: CUDA set-up failed\n");
         return 1;
     }
+    pageable = malloc(bytes);
+    if (NULL == pageable) {
+        fprintf(stderr, "gpu_share_probe: no memory\n");
+        return 1;
+    }
+    memset(pageable, 0, bytes);
+    side = (NULL != strstr(op, "_pageable")) ? pageable : host;
     /* warm up, then start together */
     for (int i = 0; i < 10; ++i) {
         rc |= dtod(b, a, bytes, s) | dtoh(host, a, bytes, s) | sync(s);
@@ -97,8 +110,10 @@ static int probe_child(int id, const char *op, size_t bytes, int iters, int star
     for (int i = 0; i < iters && 0 == rc; ++i) {
         if (0 == strcmp(op, "dtod")) {
             rc = dtod(b, a, bytes, s);
-        } else if (0 == strcmp(op, "dtoh")) {
-            rc = dtoh(host, a, bytes, s);
+        } else if (0 == strncmp(op, "dtoh", 4)) {
+            rc = dtoh(side, a, bytes, s);
+        } else if (0 == strncmp(op, "htod", 4)) {
+            rc = htod(a, side, bytes, s);
         } else {
             rc = memset8(a, (unsigned char)i, bytes, s);
         }
@@ -110,6 +125,7 @@ static int probe_child(int id, const char *op, size_t bytes, int iters, int star
     printf("proc %d: %s %zu bytes: %.1f us per op+sync (%d ops)%s\n", id, op, bytes,
            (t1 - t0) / iters, iters, rc ? " FAILED" : "");
     fflush(stdout); /* the child leaves with _exit */
+    free(pageable);
     return rc ? 1 : 0;
 }
 
@@ -119,7 +135,8 @@ int main(int argc, char **argv)
     size_t bytes;
 
     if (argc != 5) {
-        fprintf(stderr, "usage: gpu_share_probe NPROCS dtod|dtoh|memset BYTES ITERS\n");
+        fprintf(stderr, "usage: gpu_share_probe NPROCS dtod|dtoh|htod|dtoh_pageable|htod_pageable|memset BYTES "
+                "ITERS\n");
         return 2;
     }
     nprocs = atoi(argv[1]);

@@ -127,6 +127,14 @@ ucx_version_mismatch_refused() {
 
 ucx_gpu_copy_uct() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_copy_uct"; }
 ucx_gpu_ipc_uct() { strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct"; }
+# The same with copies within the GPU made directly: small ones take the
+# detour through host memory by default (both processes are on the
+# stand-in's one device, and there is no MPS), so these cover the direct
+# path at every size: switched off, and under MPS.
+ucx_gpu_ipc_uct_direct() {
+    UCX_GPU_IPC_SHARED_DETOUR=0 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" &&
+        CUDA_STANDIN_MPS=1 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct"
+}
 ucx_gpu_ipc_uct_open_refused() {
     CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --expect-unreachable
 }
@@ -238,7 +246,10 @@ ucp_budget() {  # LABEL MAXWAITS [ucp_tag args...]
 # Issue 34: small device->device messages on the copy engines only.  On a
 # GPU shared without MPS every compute-engine operation (kernel, dtod copy,
 # memset) pays a context switch; an eager message is packed and unpacked
-# with copies between device and host.  Rank 0 sends one message and
+# with copies between device and host, and from UCX 1.16, whose protocols
+# send 1 KiB and up by gpu_ipc, gpu_ipc's copies of up to 64 KiB within one
+# GPU take the detour through pinned host memory (dtod=20 here before it:
+# ucx_ucp_small_mps shows the direct copies).  Rank 0 sends one message and
 # receives one per iteration; the counts of 10 and of 20 iterations give
 # the cost of one iteration: no launch, dtod or memset, and at most 6
 # host-side waits, of which the test's fills and checks take 4 (a fill of
@@ -270,6 +281,20 @@ ucx_ucp_small_budget() {
     done
     return $bad
 }
+# Under MPS the processes' work runs side by side and a device-to-device
+# copy is the fastest small copy: gpu_ipc makes it directly (from UCX 1.16,
+# whose protocols send an 8 KiB message by gpu_ipc; before, such messages
+# are eager and never reach gpu_ipc).
+ucx_ucp_small_mps() {
+    local line dtod
+    line=$(CUDA_STANDIN_MPS=1 ucp_small_count 8KiB 10) || return 1
+    echo "d->d 8KiB under MPS: $line"
+    dtod=$(sed -n 's/.* dtod=\([0-9]*\) .*/\1/p' <<<"$line")
+    if [ "$(printf '%s\n%s\n' "$STRATA_UCX_VERSION" 1.16 | sort -V | head -n 1)" = 1.16 ]; then
+        [ -n "$dtod" ] && [ "$dtod" -ge 10 ] ||
+            { echo "FAIL: under MPS gpu_ipc should copy directly: dtod=$dtod, expected one per message (10)"; return 1; }
+    fi
+}
 ucx_ucp_h2d_budget() {
     local hm
     for hm in pageable pinned; do
@@ -277,6 +302,42 @@ ucx_ucp_h2d_budget() {
         ucp_budget "d->h $hm" 64 cumemalloc --dirs 'd->h' --host-mem $hm || return 1
     done
     UCX_TLS=self,sm,gpu_copy ucp_budget "d->d staged" 64 cumemalloc --dirs 'd->d'
+}
+# gpu_ipc's staging of a peer's host memory (UCX_STRATA_IPC_HOST; on by
+# default before UCX 1.16, forced here so every release checks it), with
+# small bounce buffers so that one message takes many pieces and buffers
+# are reused within a message and across messages: sizes off the piece
+# boundary, both directions, the values and the guards beyond them checked.
+# With the put scheme the host side writes into the peer's device memory and
+# the device side into the peer's host memory (staged the other way).
+# Before 1.16 the counts prove the staging ran: rank 0 receives each h->d
+# message as at least one host-to-device copy per 64 KiB piece.
+ucx_ucp_ipc_host_staged() {
+    local counts line htod dtoh min=42
+    export UCX_STRATA_IPC_HOST=y UCX_GPU_IPC_BOUNCE_SIZE=64k UCX_GPU_IPC_BOUNCE_COUNT=3
+    counts=$(mktemp) || return 1
+    CUDA_STANDIN_COUNTS=$counts ucp_tag cumemalloc --dirs 'h->d' --sizes 200003,1048583 --iters 2 ||
+        { rm -f "$counts"; return 1; }
+    line=$(head -n 1 "$counts"); rm -f "$counts"
+    htod=$(sed -n 's/.* htod=\([0-9]*\) .*/\1/p' <<<"$line")
+    echo "h->d: $line"
+    if [ "$(printf '%s\n%s\n' "$STRATA_UCX_VERSION" 1.16 | sort -V | head -n 1)" != 1.16 ]; then
+        [ -n "$htod" ] && [ "$htod" -ge $min ] ||
+            { echo "FAIL: h->d: $htod host-to-device copies on rank 0, expected $min or more (one per piece)"; return 1; }
+    fi
+    ucp_tag cumemalloc --dirs 'd->h' --sizes 200003,1048583 --iters 2 || return 1
+    counts=$(mktemp) || return 1
+    UCX_RNDV_SCHEME=put_zcopy CUDA_STANDIN_COUNTS=$counts \
+        ucp_tag cumemalloc --dirs 'h->d,d->h' --sizes 200003,1048583 --iters 2 || { rm -f "$counts"; return 1; }
+    line=$(head -n 1 "$counts"); rm -f "$counts"
+    echo "put scheme, h->d and d->h: $line"
+    # d->h by put: rank 0's device data written to rank 1's host memory in
+    # pieces, each a device-to-host copy into a bounce buffer.
+    dtoh=$(sed -n 's/.* dtoh=\([0-9]*\) .*/\1/p' <<<"$line")
+    if [ "$(printf '%s\n%s\n' "$STRATA_UCX_VERSION" 1.16 | sort -V | head -n 1)" != 1.16 ]; then
+        [ -n "$dtoh" ] && [ "$dtoh" -ge $min ] ||
+            { echo "FAIL: d->h by put: $dtoh device-to-host copies on rank 0, expected $min or more (one per piece)"; return 1; }
+    fi
 }
 # A peer's handle that cannot be opened: gpu_ipc answers UNREACHABLE for that
 # buffer and UCP falls back; every byte must still arrive.
@@ -761,6 +822,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     fi
     strata_test ucx_gpu_copy_uct 300 ucx_gpu_copy_uct
     strata_test ucx_gpu_ipc_uct 300 ucx_gpu_ipc_uct
+    strata_test ucx_gpu_ipc_uct_direct 300 ucx_gpu_ipc_uct_direct
     if strata_ucx_has_dmabuf; then
         strata_test ucx_info_dmabuf 60 ucx_info_dmabuf
         strata_test ucx_gpu_copy_dmabuf 120 ucx_gpu_copy_dmabuf
@@ -796,6 +858,8 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_h2d_budget 300 ucx_ucp_h2d_budget
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_budget 300 ucx_ucp_small_budget
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_mps 300 ucx_ucp_small_mps
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_host_staged 300 ucx_ucp_ipc_host_staged
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
     strata_test ucx_ucp_exhausted_resources 300 ucx_ucp_exhausted_resources
     strata_test ucx_ucp_copy_max_events 300 ucx_ucp_copy_max_events

@@ -162,9 +162,11 @@ static ucs_status_t uct_gpu_ipc_ep_translate(const uct_gpu_ipc_rkey_t *rkey, uin
 static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gpu_ipc_ep_t *ep,
                                               uct_gpu_ipc_cache_entry_t *mapping, CUdeviceptr dst,
                                               CUdeviceptr src, size_t length, int local_is_host,
-                                              uct_completion_t *comp)
+                                              int detour, uct_completion_t *comp)
 {
     uct_gpu_base_queue_t *queue = ep->super.queue;
+    unsigned held               = 0;
+    uct_gpu_ipc_op_t *ipc_op;
     uct_gpu_base_op_t *op;
     ucs_status_t status;
 
@@ -172,11 +174,18 @@ static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gp
     if (status != UCS_OK) {
         return status;
     }
-    /* Local host memory (UCX_STRATA_IPC_HOST): one copy between it and the
-     * peer's device memory; from pageable memory the driver stages it. */
-    status = local_is_host ?
-                 UCT_STRATA_CUDA(strata_cuda.cuMemcpyAsync(dst, src, length, queue->stream)) :
-                 UCT_STRATA_CUDA(strata_cuda.cuMemcpyDtoDAsync(dst, src, length, queue->stream));
+    if (detour) {
+        held = uct_gpu_ipc_detour_copy(&iface->detour, queue->stream, dst, src, length, &status);
+    }
+    if ((status == UCS_OK) && (held == 0)) {
+        /* Local host memory (UCX_STRATA_IPC_HOST): one copy between it and
+         * the peer's device memory; from pageable memory the driver stages
+         * it. */
+        status = local_is_host ?
+                     UCT_STRATA_CUDA(strata_cuda.cuMemcpyAsync(dst, src, length, queue->stream)) :
+                     UCT_STRATA_CUDA(strata_cuda.cuMemcpyDtoDAsync(dst, src, length,
+                                                                   queue->stream));
+    }
     if (status != UCS_OK) {
         ucs_mpool_put(op);
         return status;
@@ -184,9 +193,27 @@ static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gp
     status = uct_gpu_base_iface_op_push(&iface->super, queue, op, comp);
     if (status == UCS_INPROGRESS) {
         uct_gpu_ipc_cache_hold(uct_gpu_ipc_global_cache(), mapping);
-        ucs_derived_of(op, uct_gpu_ipc_op_t)->mapping = mapping;
+        ipc_op              = ucs_derived_of(op, uct_gpu_ipc_op_t);
+        ipc_op->mapping     = mapping;
+        ipc_op->detour_held = held;
+        ipc_op->detour      = &iface->detour;
+    } else {
+        /* Not tracked: the push synchronized the stream, the slot is free. */
+        uct_gpu_ipc_detour_release(&iface->detour, held);
     }
     return status;
+}
+
+/*
+ * Whether a copy of `length` bytes between local device memory on device
+ * `ordinal` and the rkey's memory takes the detour through host memory
+ * (gpu_ipc_detour.h): small, both on one GPU, and no MPS.
+ */
+static int uct_gpu_ipc_ep_detour(uct_gpu_ipc_iface_t *iface, uct_gpu_ipc_rkey_t *rkey,
+                                 size_t length, int ordinal)
+{
+    return !iface->mps && (length <= iface->detour.max) && (ordinal >= 0) &&
+           (uct_gpu_ipc_rkey_ordinal(rkey) == ordinal);
 }
 
 /* ---- the peer's host memory (HOST keys, gpu_ipc_stage.h) ---- */
@@ -239,7 +266,7 @@ static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, si
     const uct_gpu_ipc_rkey_t *rkey  = (const uct_gpu_ipc_rkey_t *)uct_rkey;
     size_t length                   = (iovcnt > 0) ? iov[0].length : 0;
     CUdeviceptr local, remote;
-    int local_is_host, ordinal;
+    int local_is_host, ordinal, detour;
     ucs_status_t status;
     CUcontext restore;
 
@@ -274,14 +301,16 @@ static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, si
     if (status != UCS_OK) {
         return status;
     }
+    detour = !local_is_host && !rkey->is_host &&
+             uct_gpu_ipc_ep_detour(iface, (uct_gpu_ipc_rkey_t *)rkey, length, ordinal);
     if (rkey->is_host) {
         status = uct_gpu_ipc_ep_staged(iface, ep, rkey, local, remote_addr, length, is_put, comp);
     } else if (is_put) {
         status = uct_gpu_ipc_ep_issue_copy(iface, ep, rkey->entry, remote, local, length,
-                                           local_is_host, comp);
+                                           local_is_host, detour, comp);
     } else {
         status = uct_gpu_ipc_ep_issue_copy(iface, ep, rkey->entry, local, remote, length,
-                                           local_is_host, comp);
+                                           local_is_host, detour, comp);
     }
     uct_gpu_base_iface_ctx_leave(restore);
     ucs_trace_data("gpu_ipc %s [length %zu] local %p remote 0x%" PRIx64 " (mapped 0x%llx): %s",

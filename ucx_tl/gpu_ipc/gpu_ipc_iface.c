@@ -66,6 +66,14 @@ static ucs_config_field_t uct_gpu_ipc_iface_config_table[] = {
      "memory and a peer's host memory (a piece of such a transfer).",
      ucs_offsetof(uct_gpu_ipc_iface_config_t, bounce_size), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"SHARED_DETOUR", "64k",
+     "Copies of at most this many bytes between two buffers of one GPU go through\n"
+     "pinned host memory (two copy-engine copies) when the GPU's processes do not\n"
+     "share it through MPS: without MPS a device-to-device copy waits for a context\n"
+     "switch (~120 us on an H200) whenever another process used the GPU since, a\n"
+     "copy between device and host memory does not. 0: always copy directly.",
+     ucs_offsetof(uct_gpu_ipc_iface_config_t, shared_detour), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"BOUNCE_COUNT", "4",
      "Number of those buffers per interface (allocated at first use): the pieces of a\n"
      "transfer in flight at once.",
@@ -209,6 +217,10 @@ static void uct_gpu_ipc_iface_op_release(uct_gpu_base_op_t *base_op)
         uct_gpu_ipc_cache_put(uct_gpu_ipc_global_cache(), op->mapping);
         op->mapping = NULL;
     }
+    if (op->detour_held != 0) {
+        uct_gpu_ipc_detour_release(op->detour, op->detour_held);
+        op->detour_held = 0;
+    }
 }
 
 static const uct_gpu_base_iface_ops_t uct_gpu_ipc_iface_base_ops = {
@@ -258,6 +270,24 @@ static uct_iface_internal_ops_t uct_gpu_ipc_iface_internal_ops = {
 
 /* ---- life cycle ---- */
 
+/* Whether processes share the device through MPS (then their kernels and
+ * copies run side by side, with no context switch for the detour to avoid). */
+static int uct_gpu_ipc_iface_mps(int ordinal)
+{
+    CUdevice dev;
+    int mps = 0;
+
+    if ((strata_cuda.cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS) ||
+        (strata_cuda.cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) !=
+         CUDA_SUCCESS)) {
+        return 0;
+    }
+    ucs_debug("gpu_ipc gpu%d: %s", ordinal,
+              mps ? "shared through MPS: small copies within it run directly" :
+                    "not under MPS: small copies within it take the detour through host memory");
+    return mps;
+}
+
 static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params, const uct_iface_config_t *tl_config)
 {
@@ -278,6 +308,10 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker
     if (status != UCS_OK) {
         return status;
     }
+    uct_gpu_ipc_detour_init(&self->detour, (config->shared_detour == UCS_MEMUNITS_INF) ?
+                                               0 :
+                                               config->shared_detour);
+    self->mps              = uct_gpu_ipc_iface_mps(self->super.ordinal);
     self->next_stream      = 0;
     self->config.latency   = config->latency;
     self->config.overhead  = config->overhead;
@@ -293,15 +327,17 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gpu_ipc_iface_t)
 {
     CUcontext restore;
 
-    if (self->stage.bounce == NULL) {
+    if ((self->stage.bounce == NULL) && (self->detour.arena == NULL)) {
         return;
     }
     if (self->super.ctx_usable &&
         (uct_gpu_base_iface_ctx_enter(&self->super, 0, &restore) == UCS_OK)) {
         uct_gpu_ipc_stage_cleanup(&self->stage, 1);
+        uct_gpu_ipc_detour_cleanup(&self->detour, 1);
         uct_gpu_base_iface_ctx_leave(restore);
     } else {
         uct_gpu_ipc_stage_cleanup(&self->stage, 0);
+        uct_gpu_ipc_detour_cleanup(&self->detour, 0);
     }
 }
 

@@ -16,6 +16,7 @@
 
 #include "../base/gpu_base_iface.h"
 #include "gpu_ipc_cache.h"
+#include "gpu_ipc_detour.h"
 #include "gpu_ipc_stage.h"
 
 #define UCT_GPU_IPC_TL_NAME         "gpu_ipc"
@@ -29,6 +30,7 @@ typedef struct uct_gpu_ipc_iface_config {
     double overhead;
     size_t bounce_size;    /* UCX_GPU_IPC_BOUNCE_SIZE */
     unsigned bounce_count; /* UCX_GPU_IPC_BOUNCE_COUNT */
+    size_t shared_detour;  /* UCX_GPU_IPC_SHARED_DETOUR */
 } uct_gpu_ipc_iface_config_t;
 
 /* A copy in flight, or an endpoint flush marker. */
@@ -38,6 +40,10 @@ typedef struct uct_gpu_ipc_op {
      * has fired: the rkey may be released, and the cache may evict, while
      * the copy runs.  NULL for flush markers. */
     uct_gpu_ipc_cache_entry_t *mapping;
+    /* A copy on the detour (gpu_ipc_detour.h): its slot + 1, released at
+     * completion; 0 for the others. */
+    unsigned detour_held;
+    struct uct_gpu_ipc_detour *detour;
 } uct_gpu_ipc_op_t;
 
 typedef struct uct_gpu_ipc_iface {
@@ -48,7 +54,9 @@ typedef struct uct_gpu_ipc_iface {
         double latency;
         double overhead;
     } config;
-    uct_gpu_ipc_stage_t stage; /* copies to and from peers' host memory */
+    uct_gpu_ipc_stage_t stage;   /* copies to and from peers' host memory */
+    uct_gpu_ipc_detour_t detour; /* small copies within a GPU shared without MPS */
+    int mps;                     /* the device's contexts are shared through MPS */
 } uct_gpu_ipc_iface_t;
 
 /* The transport, for the component to register. */

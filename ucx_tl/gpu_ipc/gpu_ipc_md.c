@@ -370,6 +370,14 @@ static int uct_gpu_ipc_visible_ordinal(const uint8_t *uuid)
     return -1;
 }
 
+int uct_gpu_ipc_rkey_ordinal(uct_gpu_ipc_rkey_t *rkey)
+{
+    if (rkey->ordinal == UCT_GPU_IPC_ORDINAL_UNKNOWN) {
+        rkey->ordinal = uct_gpu_ipc_visible_ordinal(rkey->dev_uuid);
+    }
+    return rkey->ordinal;
+}
+
 int uct_gpu_ipc_owner_is_alive(pid_t pid, uint64_t start)
 {
     /* 0: no such process (or no /proc to tell, where endpoints fail too). */
@@ -732,6 +740,7 @@ static ucs_status_t uct_gpu_ipc_rkey_unpack_host(const uct_gpu_ipc_key_t *key, u
     rkey->owner_start = key->owner_start;
     rkey->entry       = NULL;
     rkey->is_host     = 1;
+    rkey->ordinal     = -1;
     *rkey_p           = (uintptr_t)rkey;
     *handle_p         = NULL;
     return UCS_OK;
@@ -788,6 +797,8 @@ ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS)
     rkey->length      = key.length;
     rkey->owner_pid   = key.owner_pid;
     rkey->owner_start = key.owner_start;
+    rkey->ordinal     = UCT_GPU_IPC_ORDINAL_UNKNOWN;
+    memcpy(rkey->dev_uuid, key.dev_uuid, sizeof(rkey->dev_uuid));
     rkey->is_host     = 0;
     *rkey_p           = (uintptr_t)rkey;
     *handle_p         = NULL;

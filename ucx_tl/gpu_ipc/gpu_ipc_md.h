@@ -26,7 +26,17 @@ typedef struct uct_gpu_ipc_rkey {
     uint64_t owner_start;             /* its start time, as in the key */
     uct_gpu_ipc_cache_entry_t *entry; /* the cache's mapping; NULL for host memory */
     int is_host;                      /* the owner's host memory (HOST key): CMA */
+    uint8_t dev_uuid[16];             /* the owner's device */
+    int ordinal;                      /* that device as this process numbers it, -1 if
+                                       * not visible; UCT_GPU_IPC_ORDINAL_UNKNOWN until
+                                       * asked (uct_gpu_ipc_rkey_ordinal) */
 } uct_gpu_ipc_rkey_t;
+
+#define UCT_GPU_IPC_ORDINAL_UNKNOWN (-2)
+
+/* The device that holds the rkey's memory, as this process numbers it
+ * (found once per rkey: a few driver calls). */
+int uct_gpu_ipc_rkey_ordinal(uct_gpu_ipc_rkey_t *rkey);
 
 /*
  * Whether process `pid` is the one that started at `start` (a key's
