@@ -5,6 +5,7 @@
  * `ompi_info --param coll strata --level 9` documents all of them.
  */
 #include "coll_strata.h"
+#include "staging/coll_strata_stage.h"
 
 #include <limits.h>
 
@@ -91,7 +92,7 @@ static void mca_coll_strata_register_figure(const char *name, const char *help, 
                                           OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ, storage);
 }
 
-/* Algorithm choice and thresholds: the inputs of coll_strata_decision.c. */
+/* Algorithm choice and thresholds: the inputs of logic/coll_strata_decision.c. */
 static void mca_coll_strata_register_decision(void)
 {
     mca_coll_strata_decision_params_t *d = &mca_coll_strata_component.settings.decision;
@@ -218,7 +219,7 @@ static void mca_coll_strata_register_shm(void)
         &mca_coll_strata_component.shm_dir);
 }
 
-/* Staging of device buffers (coll_strata_stage.c). */
+/* Staging of device buffers (staging/coll_strata_stage.c). */
 static void mca_coll_strata_register_stage(void)
 {
     mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
@@ -286,7 +287,7 @@ static void mca_coll_strata_register_device(void)
         &mca_coll_strata_component.settings.reduce_min);
 }
 
-/* MPI_Bcast and MPI_Allgather on the pipeline (coll_strata_copies.c). */
+/* MPI_Bcast and MPI_Allgather on the pipeline (colls/coll_strata_copies.c). */
 static void mca_coll_strata_register_copies(void)
 {
     mca_coll_strata_component.settings.bcast_algorithm = MCA_COLL_STRATA_COPY_AUTO;

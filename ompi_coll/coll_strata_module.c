@@ -12,6 +12,8 @@
  * MPI_Comm_dup.
  */
 #include "coll_strata.h"
+#include "colls/coll_strata_colls.h"
+#include "staging/coll_strata_stage.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -43,7 +43,7 @@ cluster_allreduce() {
 }
 
 # MPI_Reduce, MPI_Reduce_scatter_block and MPI_Reduce_scatter across nodes
-# (coll_strata_reductions.c) at PLACEMENT (see cluster_allreduce): every op
+# (colls/coll_strata_reductions.c) at PLACEMENT (see cluster_allreduce): every op
 # and type of test_allreduce_ops on MPI_COMM_WORLD up to 256 KiB, each rank
 # checking its part; verbosity 20 must show strata's pipeline with an
 # inter-node exchange (not only the module below strata).

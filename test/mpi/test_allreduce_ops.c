@@ -1443,7 +1443,7 @@ static void phase_counts(const comm_t *cm)
  * integer, a float, a double and a bool: 2 KiB (the logical ops' replicated
  * path on one node, node_small_max / 8), 8 KiB (small_max: the leader path
  * across nodes) and 16 KiB (node_small_max: the replicated path on one
- * node); see coll_strata_decision.c. */
+ * node); see logic/coll_strata_decision.c. */
 static void phase_crossovers(const comm_t *cm)
 {
     const long crossovers[] = {2048, 8192, 16384};

@@ -54,7 +54,7 @@ mpi_allreduce_own_fault() {
         grep -q "test_allreduce_fault: OK: 1 of 4 ranks returned an error from the first call" "$STRATA_TEST_LOG.out"
 }
 
-# The same failure in the other reductions (coll_strata_reductions.c):
+# The same failure in the other reductions (colls/coll_strata_reductions.c):
 # rank 1 fails its copies out of the node's result.  MPI_Reduce_scatter_block:
 # rank 1 alone returns an error (its block); MPI_Reduce to rank 1: the root
 # alone; MPI_Reduce to rank 0: rank 1 copies nothing out, so no rank fails.
@@ -398,7 +398,7 @@ mpi_strata_verbose_says_why() {
         grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_DOUBLE MPI_SUM host->host: rail, 4 slice(s), inter-node none" "$STRATA_TEST_LOG.out"
 }
 
-# The per-communicator decision cache (coll_strata_allreduce.c): calls that
+# The per-communicator decision cache (colls/coll_strata_allreduce.c): calls that
 # share a cache slot but not a decision each get theirs (the small-message
 # path just below coll_strata_allreduce_node_small_max, the large one just above,
 # three times each), and a non-commutative user op goes to the fallback,
@@ -1105,14 +1105,14 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_allreduce_ops_strata_np3 300 mpi_allreduce_ops strata 3
     strata_test mpi_allreduce_ops_strata_large 300 mpi_allreduce_ops strata 4 --large --only-comm world
     # MPI_Reduce, MPI_Reduce_scatter_block and MPI_Reduce_scatter on strata's
-    # pipeline (coll_strata_reductions.c): the same cases and references,
+    # pipeline (colls/coll_strata_reductions.c): the same cases and references,
     # each rank checking its part (roots first, middle, last; uneven blocks,
     # some empty; MPI_IN_PLACE), every communicator of the test (odd sizes
     # among them) or MPI_COMM_WORLD alone
     strata_test mpi_reduce_ops_strata_np3 300 mpi_reduce_ops reduce 3 --only-comm world
     strata_test mpi_reduce_scatter_block_ops_strata_np3 300 mpi_reduce_ops reduce_scatter_block 3 --only-comm world
     strata_test mpi_reduce_scatter_ops_strata_np4 300 mpi_reduce_ops reduce_scatter 4
-    # MPI_Bcast and MPI_Allgather on strata's pipeline (coll_strata_copies.c):
+    # MPI_Bcast and MPI_Allgather on strata's pipeline (colls/coll_strata_copies.c):
     # tuned validates the test; strata at every size (thresholds 0), at its
     # defaults (both sides of them), and each bcast schedule forced
     strata_test mpi_copy_colls_tuned_np4 300 mpi_copy_colls tuned 4

@@ -1,8 +1,8 @@
 /*
  * strata_sim: predicts the time of coll/strata's allreduce on N nodes x k
  * ranks per node by replaying its exact schedules under a LogGP-style model.
- * Compiled straight from ompi_coll/coll_strata_sched.c and
- * ompi_coll/coll_strata_decision.c (no MPI), like the unit tests: the
+ * Compiled straight from ompi_coll/logic/coll_strata_sched.c and
+ * ompi_coll/logic/coll_strata_decision.c (no MPI), like the unit tests: the
  * decision (path, slices, inter-node algorithm) is the real decision
  * function's, and every message of the inter-node phase is the one
  * mca_coll_strata_sched_step gives, with its real size.
@@ -57,7 +57,7 @@
  * result (received op mine), m / reduce-bw + m / copy-bw when the result goes
  * through the scratch (mine op received), nothing when it is received
  * straight into the vector; its next step starts then, as in
- * coll_strata_xchg.c.  A chunk's exchange time is the last member's end, all
+ * engine/coll_strata_xchg.c.  A chunk's exchange time is the last member's end, all
  * members starting at 0: rails start together, and the rail carrying slice
  * 0 (the largest) is the one simulated.
  * Node, per chunk of c bytes and slice of s bytes on an owner rank (each

@@ -1,5 +1,5 @@
 /*
- * Unit test of coll/strata's inter-node schedules (coll_strata_sched.c): every
+ * Unit test of coll/strata's inter-node schedules (logic/coll_strata_sched.c): every
  * member of a rail of n = 1..33 members runs its steps of each algorithm
  * (the allreduces ring, rd, rhd; the allgather ring_ag; the bcasts binomial
  * and chain) in one process, messages delivered as the schedule says.

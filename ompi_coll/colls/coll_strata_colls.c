@@ -4,81 +4,20 @@
  * Each entry asks first whether any of its buffers is device memory.  If
  * none is, the saved module below strata runs the call as it would have
  * without strata (a process that never loaded a CUDA driver pays one
- * check).  Otherwise the call is staged (coll_strata_stage.c): what it
- * touches is described (coll_strata_describe.c), device regions are copied
+ * check).  Otherwise the call is staged (staging/coll_strata_stage.c): what it
+ * touches is described (staging/coll_strata_describe.c), device regions are copied
  * to pinned host memory, the saved module runs on the host copies, results
  * are copied back.  Reductions, scans and broadcasts above the staging
  * bound run in pieces on every rank (mca_coll_strata_elementwise).
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_colls.h"
+#include "coll_strata_colls_internal.h"
+#include "../staging/coll_strata_stage.h"
 
 #include "ompi/constants.h"
 
 #define MCA_COLL_STRATA_MOD(_m) ((mca_coll_strata_module_t *)(_m))
-
-void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm, const void *sbuf,
-                           const void *rbuf, const char *path)
-{
-    MCA_COLL_STRATA_VERBOSE(20, "%s %s %s: %s", coll, comm->c_name,
-                            mca_coll_strata_kinds_of(sbuf, rbuf), path);
-}
-
-/* ---- elementwise collectives, in pieces where needed ------------------- */
-
-bool mca_coll_strata_elem_big(const mca_coll_strata_module_t *module, int count,
-                              struct ompi_datatype_t *dtype)
-{
-    size_t size;
-
-    ompi_datatype_type_size(dtype, &size);
-    return (size_t)count * size > module->settings.stage_max / 2;
-}
-
-int mca_coll_strata_elementwise(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
-                                mca_coll_strata_elem_t kind, int root, const char *coll,
-                                const void *sbuf, void *rbuf, int count,
-                                struct ompi_datatype_t *dtype, bool can_split,
-                                mca_coll_strata_elem_fn_t run, void *arg)
-{
-    mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
-    bool stages = mca_coll_strata_any_device(sbuf, rbuf);
-    int piece, first = 0, rc, result = MPI_SUCCESS;
-    ptrdiff_t extent;
-
-    rc = mca_coll_strata_stage_pieces(module, comm, count, dtype, stages, can_split, &piece);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    if (piece < count) {
-        MCA_COLL_STRATA_VERBOSE(20, "%s %s: %d elements in pieces of %d (coll_strata_stage_max)",
-                                coll, comm->c_name, count, piece);
-    }
-    ompi_datatype_type_extent(dtype, &extent);
-    do {
-        int n = (count - first < piece) ? count - first : piece;
-        ptrdiff_t off = (ptrdiff_t)first * extent;
-        const char *s = (MPI_IN_PLACE == sbuf || NULL == sbuf) ? sbuf : (const char *)sbuf + off;
-        char *r = (NULL == rbuf) ? NULL : (char *)rbuf + off;
-        mca_coll_strata_stage_t st;
-
-        mca_coll_strata_stage_init(&st, module, coll);
-        if (stages) {
-            mca_coll_strata_describe_elementwise(&st, &c, kind, s, r, n, dtype);
-            rc = mca_coll_strata_stage_in(&st);
-            if (OMPI_SUCCESS != rc) {
-                return rc;
-            }
-        }
-        MCA_COLL_STRATA_TRACE(coll, comm, s, r, stages ? "staged" : "module below strata");
-        rc = run(module, comm, MCA_COLL_STRATA_S(&st, s), MCA_COLL_STRATA_R(&st, r), n, arg);
-        rc = mca_coll_strata_stage_out(&st, rc);
-        if (MPI_SUCCESS != rc && MPI_SUCCESS == result) {
-            result = rc;
-        }
-        first += n;
-    } while (first < count);
-    return result;
-}
 
 typedef struct mca_coll_strata_elem_args_t {
     struct ompi_datatype_t *dtype;

@@ -1,5 +1,5 @@
 /*
- * coll/strata inter-node exchange: runs one schedule (coll_strata_sched.h:
+ * coll/strata inter-node exchange: runs one schedule (logic/coll_strata_sched.h:
  * an allreduce by ring, recursive doubling, or recursive halving and
  * doubling; an allgather's ring; a bcast's binomial tree or chain) among
  * the members of a rail, non-blocking.
@@ -35,7 +35,8 @@
  * MCA_COLL_STRATA_XCHG_REFUSED_S seconds is given up on, with an error
  * naming the peer, which may then wait forever: nothing is left to tell it.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
 
 #include <string.h>
 
@@ -67,8 +68,7 @@ static void mca_coll_strata_xchg_node(mca_coll_strata_xchg_t *x, int rc)
 static void mca_coll_strata_xchg_copy(mca_coll_strata_xchg_t *x, void *dst, const void *src,
                                       size_t count)
 {
-    mca_coll_strata_xchg_node(x, x->node->ops->copy(x->node, dst, src,
-                                                    count * (size_t)x->extent));
+    mca_coll_strata_xchg_node(x, x->node->ops->copy(x->node, dst, src, count * (size_t)x->extent));
 }
 
 static char *mca_coll_strata_xchg_at(const mca_coll_strata_xchg_t *x, size_t off)
@@ -199,14 +199,14 @@ static void mca_coll_strata_xchg_finish_step(mca_coll_strata_xchg_t *x)
             /* block = received op block (the node area writes srcs[1]) */
             srcs[0] = x->scratch;
             srcs[1] = block;
-            mca_coll_strata_xchg_node(x, node->ops->reduce(node, x->op, x->dtype, srcs, 2, block,
-                                                           s->recv_count));
+            mca_coll_strata_xchg_node(
+                x, node->ops->reduce(node, x->op, x->dtype, srcs, 2, block, s->recv_count));
         } else {
             /* block = block op received: into the scratch, then back */
             srcs[0] = block;
             srcs[1] = x->scratch;
-            mca_coll_strata_xchg_node(x, node->ops->reduce(node, x->op, x->dtype, srcs, 2,
-                                                           x->scratch, s->recv_count));
+            mca_coll_strata_xchg_node(
+                x, node->ops->reduce(node, x->op, x->dtype, srcs, 2, x->scratch, s->recv_count));
             if (!x->failed) {
                 mca_coll_strata_xchg_copy(x, block, x->scratch, s->recv_count);
             }

@@ -19,7 +19,8 @@
  * carries host, pid and pid namespace, and the next job on that host and in
  * that pid namespace removes such files of its user whose creator is dead.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -38,8 +39,8 @@
 
 #include "ompi/constants.h"
 
-#define MCA_COLL_STRATA_SHM_PREFIX "strata_coll."
-#define MCA_COLL_STRATA_SHM_ALIGN 4096
+#define MCA_COLL_STRATA_SHM_PREFIX        "strata_coll."
+#define MCA_COLL_STRATA_SHM_ALIGN         4096
 /* the random part of a name: 64 bits in hex */
 #define MCA_COLL_STRATA_SHM_RANDOM_DIGITS 16
 
@@ -228,8 +229,8 @@ static int mca_coll_strata_shm_name(char *path, size_t path_len, const char *dir
         return OMPI_ERROR;
     }
     mca_coll_strata_shm_hostname(host, sizeof(host));
-    len = snprintf(path, path_len, "%s/" MCA_COLL_STRATA_SHM_PREFIX "%s.%ld.%lu.%u.%0*" PRIx64,
-                   dir, host, (long)getpid(), mca_coll_strata_shm_pidns(),
+    len = snprintf(path, path_len, "%s/" MCA_COLL_STRATA_SHM_PREFIX "%s.%ld.%lu.%u.%0*" PRIx64, dir,
+                   host, (long)getpid(), mca_coll_strata_shm_pidns(),
                    __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED),
                    MCA_COLL_STRATA_SHM_RANDOM_DIGITS, random_bits);
     if (len < 0 || (size_t)len >= path_len) {
@@ -249,8 +250,7 @@ static int mca_coll_strata_shm_create(mca_coll_strata_shm_t *shm, const char *di
     int fd, rc;
 
     mca_coll_strata_shm_cleanup_stale(dir);
-    if (OMPI_SUCCESS != mca_coll_strata_shm_name(path, sizeof(announce->path), dir, why,
-                                                 why_len)) {
+    if (OMPI_SUCCESS != mca_coll_strata_shm_name(path, sizeof(announce->path), dir, why, why_len)) {
         path[0] = '\0';
         return OMPI_ERROR;
     }
@@ -271,8 +271,7 @@ static int mca_coll_strata_shm_create(mca_coll_strata_shm_t *shm, const char *di
                             (unsigned)(st.st_mode & 07777), shm->size);
     rc = posix_fallocate(fd, 0, (off_t)shm->size);
     if (0 != rc) {
-        snprintf(why, why_len, "cannot allocate %zu bytes in %s: %s", shm->size, dir,
-                 strerror(rc));
+        snprintf(why, why_len, "cannot allocate %zu bytes in %s: %s", shm->size, dir, strerror(rc));
         goto err_unlink;
     }
     shm->base = mmap(NULL, shm->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -304,10 +303,11 @@ static int mca_coll_strata_shm_check_file(const struct stat *st,
 {
     if (!S_ISREG(st->st_mode) || st->st_dev != announce->dev || st->st_ino != announce->ino ||
         st->st_uid != announce->uid) {
-        snprintf(why, why_len, "%s is not the file local rank 0 created (inode %lu owner %ld, "
-                 "expected inode %lu owner %ld); refusing it", announce->path,
-                 (unsigned long)st->st_ino, (long)st->st_uid, (unsigned long)announce->ino,
-                 (long)announce->uid);
+        snprintf(why, why_len,
+                 "%s is not the file local rank 0 created (inode %lu owner %ld, "
+                 "expected inode %lu owner %ld); refusing it",
+                 announce->path, (unsigned long)st->st_ino, (long)st->st_uid,
+                 (unsigned long)announce->ino, (long)announce->uid);
         return OMPI_ERROR;
     }
     if ((size_t)st->st_size != size) {
@@ -388,16 +388,18 @@ int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm, struct ompi_communica
     shm->size = mca_coll_strata_shm_layout(shm);
     if (0 == shm->size) {
         /* the same on every local rank: all leave here, none waits below */
-        snprintf(why, why_len, "a segment of %d slots x %d areas x %zu bytes does not fit in "
-                 "memory's address range", nslots, shm->nranks + 1, slot_bytes);
+        snprintf(why, why_len,
+                 "a segment of %d slots x %d areas x %zu bytes does not fit in "
+                 "memory's address range",
+                 nslots, shm->nranks + 1, slot_bytes);
         return OMPI_ERR_BAD_PARAM;
     }
 
     if (0 == rank && willing) {
         announce->status = mca_coll_strata_shm_create(shm, dir, announce, why, why_len);
     }
-    bcast_rc = node_comm->c_coll->coll_bcast(announce, sizeof(*announce), MPI_BYTE, 0,
-                                             node_comm, node_comm->c_coll->coll_bcast_module);
+    bcast_rc = node_comm->c_coll->coll_bcast(announce, sizeof(*announce), MPI_BYTE, 0, node_comm,
+                                             node_comm->c_coll->coll_bcast_module);
     if (OMPI_SUCCESS != bcast_rc) {
         if ('\0' == why[0]) { /* rank 0's own failure, if any, says more */
             snprintf(why, why_len, "broadcast of the segment name failed (%d)", bcast_rc);

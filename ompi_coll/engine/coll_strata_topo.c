@@ -14,7 +14,8 @@
  *              every rail spans all nodes even when nodes hold different
  *              numbers of ranks
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,8 +93,8 @@ static void mca_coll_strata_topo_order(mca_coll_strata_topo_t *topo, const int *
  * what the rank contributes (no rail), and the set-up's closing agreement
  * (coll_strata_module.c) turns it into a fallback on every rank.
  */
-int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
-                               struct ompi_communicator_t *comm, char *why, size_t why_len)
+int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
+                               char *why, size_t why_len)
 {
     mca_coll_strata_topo_t *topo = &module->topo;
     int size = ompi_comm_size(comm), leader = ompi_comm_rank(comm);
@@ -164,12 +165,11 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module,
         rc2 = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &nnodes, &max_nnodes, 1, MPI_INT,
                                        MPI_MAX);
         if (OMPI_SUCCESS == rc2 && max_nnodes > 1) {
-            int color = (OMPI_SUCCESS == rc && topo->local_rank < topo->ppn_min)
-                            ? topo->local_rank
-                            : MPI_UNDEFINED;
+            int color = (OMPI_SUCCESS == rc && topo->local_rank < topo->ppn_min) ? topo->local_rank
+                                                                                 : MPI_UNDEFINED;
 
-            rc2 = ompi_comm_split_with_info(comm, color, topo->node_index, &info,
-                                            &topo->rail_comm, false);
+            rc2 = ompi_comm_split_with_info(comm, color, topo->node_index, &info, &topo->rail_comm,
+                                            false);
             if (OMPI_SUCCESS != rc2 || &ompi_mpi_comm_null.comm == topo->rail_comm) {
                 topo->rail_comm = NULL;
             } else {

@@ -2,10 +2,10 @@
  * coll/strata MPI_Allreduce entry point.
  *
  * Memory kind first: host (and managed) buffers run strata's host path
- * directly; device buffers are staged (coll_strata_stage.c) around the same
+ * directly; device buffers are staged (staging/coll_strata_stage.c) around the same
  * host path, in pieces when they exceed the staging bound.  The host path
  * decides, per call, whether strata runs the hierarchical algorithm
- * (coll_strata_pipeline.c) or hands the call to the module that would have
+ * (engine/coll_strata_pipeline.c) or hands the call to the module that would have
  * run without it.  Handed on, never attempted: non-commutative ops (the
  * pipeline reduces in node order, not rank order), derived datatypes, calls
  * made while strata builds its sub-communicators, and communicators whose
@@ -14,7 +14,10 @@
  * disagree about who runs what, whichever of them stage.  At verbosity 20
  * each call says what ran and why.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_colls.h"
+#include "coll_strata_colls_internal.h"
+#include "../staging/coll_strata_stage.h"
 
 #include <limits.h>
 #include <string.h>
@@ -23,12 +26,11 @@
 
 #include "ompi/constants.h"
 
-static int mca_coll_strata_allreduce_fallback(mca_coll_strata_module_t *module,
-                                              const void *sbuf, void *rbuf, int count,
-                                              struct ompi_datatype_t *dtype,
+static int mca_coll_strata_allreduce_fallback(mca_coll_strata_module_t *module, const void *sbuf,
+                                              void *rbuf, int count, struct ompi_datatype_t *dtype,
                                               struct ompi_op_t *op,
-                                              struct ompi_communicator_t *comm,
-                                              const char *kinds, const char *why)
+                                              struct ompi_communicator_t *comm, const char *kinds,
+                                              const char *why)
 {
     MCA_COLL_STRATA_VERBOSE(20, "allreduce %s count=%d %s %s %s: fallback (%s)", comm->c_name,
                             count, dtype->name, mca_coll_strata_op_name(op), kinds, why);
@@ -178,7 +180,7 @@ const char *mca_coll_strata_native_network(mca_coll_strata_module_t *module,
         return "";
     }
     return (NULL != node->inter_stage) ? " (staged through host memory)"
-                                      : " (device buffers through the pml)";
+                                       : " (device buffers through the pml)";
 }
 
 /* Every rank: whether every rank can run this call on the GPUs (`mine`:
@@ -306,8 +308,7 @@ void mca_coll_strata_setup_early(mca_coll_strata_module_t *module, struct ompi_c
 
 int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                              struct ompi_communicator_t *comm,
-                              mca_coll_base_module_t *base)
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *base)
 {
     mca_coll_strata_module_t *module = (mca_coll_strata_module_t *)base;
     mca_coll_strata_allreduce_args_t a = {dtype, op, "host->host"};
@@ -341,8 +342,8 @@ int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
      * rank-independent inputs only, for every piece on the host copies. */
     if (MCA_COLL_STRATA_DEVICE_STAGED == mca_coll_strata_decide_device_path(device)) {
         a.kinds = mca_coll_strata_kinds_of(sbuf, rbuf);
-        MCA_COLL_STRATA_VERBOSE(20, "allreduce %s count=%d %s %s %s: staged", comm->c_name,
-                                count, dtype->name, mca_coll_strata_op_name(op), a.kinds);
+        MCA_COLL_STRATA_VERBOSE(20, "allreduce %s count=%d %s %s %s: staged", comm->c_name, count,
+                                dtype->name, mca_coll_strata_op_name(op), a.kinds);
     }
     return mca_coll_strata_elementwise(module, comm, MCA_COLL_STRATA_ELEM_REDUCE, -1,
                                        "MPI_Allreduce", sbuf, rbuf, count, dtype, true,

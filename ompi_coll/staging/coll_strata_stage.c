@@ -10,7 +10,8 @@
  * nonblocking call in flight, or a layout too large that cannot be cut into
  * pieces.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_stage_internal.h"
 
 #ifndef STRATA_MEM_NO_CUDA
 #include <common/strata_cuda.h>
@@ -55,6 +56,13 @@ const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf)
 
     /* one buffer (bcast: rbuf NULL) or in place: it is both ends */
     return mca_coll_strata_kinds_name((MPI_IN_PLACE == sbuf) ? r : s, r);
+}
+
+void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm, const void *sbuf,
+                           const void *rbuf, const char *path)
+{
+    MCA_COLL_STRATA_VERBOSE(20, "%s %s %s: %s", coll, comm->c_name,
+                            mca_coll_strata_kinds_of(sbuf, rbuf), path);
 }
 
 /* ---- regions ------------------------------------------------------------ */
@@ -108,8 +116,7 @@ void mca_coll_strata_region_v(int n, const int *counts, const int *displs,
 }
 
 void mca_coll_strata_region_w(int n, const int *counts, const int *displs,
-                              struct ompi_datatype_t *const *dtypes, ptrdiff_t *lo,
-                              ptrdiff_t *hi)
+                              struct ompi_datatype_t *const *dtypes, ptrdiff_t *lo, ptrdiff_t *hi)
 {
     ptrdiff_t blo, bhi;
     bool any = false;
@@ -146,8 +153,10 @@ static char *mca_coll_strata_bounce_alloc(size_t size, int ordinal, bool *pinned
             *pinned = true;
             return mem;
         }
-        MCA_COLL_STRATA_VERBOSE(10, "cuMemHostAlloc(%zu) failed (%d); staging through "
-                                "pageable memory", size, (int)res);
+        MCA_COLL_STRATA_VERBOSE(10,
+                                "cuMemHostAlloc(%zu) failed (%d); staging through "
+                                "pageable memory",
+                                size, (int)res);
     }
     *pinned = false;
     return malloc(size);
@@ -286,8 +295,7 @@ static void mca_coll_strata_bounce_put(mca_coll_strata_stage_t *st)
 
 void mca_coll_strata_stage_release(mca_coll_strata_module_t *module)
 {
-    mca_coll_strata_bounce_free(module->bounce.mem, module->bounce.pinned,
-                                module->bounce.ordinal);
+    mca_coll_strata_bounce_free(module->bounce.mem, module->bounce.pinned, module->bounce.ordinal);
     module->bounce.mem = NULL;
     module->bounce.size = 0;
 }
@@ -319,7 +327,7 @@ static CUstream mca_coll_strata_stream(int ordinal, bool to_host)
     stream = mca_coll_strata_streams[ordinal][to_host];
     if ((NULL == stream) &&
         (CUDA_SUCCESS == strata_cuda.cuStreamCreate(&stream, to_host ? CU_STREAM_DEFAULT
-                                                                    : CU_STREAM_NON_BLOCKING))) {
+                                                                     : CU_STREAM_NON_BLOCKING))) {
         mca_coll_strata_streams[ordinal][to_host] = stream;
     }
     pthread_mutex_unlock(&mca_coll_strata_streams_lock);
@@ -334,8 +342,8 @@ static void mca_coll_strata_stage_fail(mca_coll_strata_stage_t *st, bool to_host
     opal_output(0, "coll:strata: %s on %s: %s the %s buffer (%zd bytes) failed: %s", st->coll,
                 mca_coll_strata_kinds_name(st->buf[0].kind, st->buf[1].kind),
                 to_host ? "copying in" : "copying out",
-                (b == &st->buf[MCA_COLL_STRATA_STAGE_SEND]) ? "send" : "receive",
-                b->hi - b->lo, strata_cuda_result_str(res, str, sizeof(str)));
+                (b == &st->buf[MCA_COLL_STRATA_STAGE_SEND]) ? "send" : "receive", b->hi - b->lo,
+                strata_cuda_result_str(res, str, sizeof(str)));
     if (MPI_SUCCESS == st->rc) {
         st->rc = MPI_ERR_OTHER;
     }
@@ -583,53 +591,4 @@ int mca_coll_strata_stage_out(mca_coll_strata_stage_t *st, int coll_rc)
     mca_coll_strata_stage_order_release(st);
     mca_coll_strata_bounce_put(st);
     return (MPI_SUCCESS != coll_rc) ? coll_rc : st->rc;
-}
-
-/* ---- pieces ------------------------------------------------------------- */
-
-int mca_coll_strata_stage_pieces(mca_coll_strata_module_t *module,
-                                 struct ompi_communicator_t *comm, int count,
-                                 struct ompi_datatype_t *dtype, bool stages, bool can_split,
-                                 int *piece)
-{
-    /* two buffers (send and receive) share the bound */
-    long limit = (long)(module->settings.stage_max / 2);
-    ptrdiff_t lb, extent;
-    size_t size;
-    long mine[7], all[7];
-    int rc;
-
-    *piece = count;
-    /* The type signature's size is the same on every rank, so is this test. */
-    if (!mca_coll_strata_elem_big(module, count, dtype)) {
-        return OMPI_SUCCESS;
-    }
-    ompi_datatype_type_size(dtype, &size);
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    /* Cut only if some rank stages, every rank can cut at element
-     * boundaries, and every rank's elements are the same bytes (ranks may
-     * describe a broadcast with different datatypes); the smallest bound
-     * wins.  MAX of x and of -x gives both the largest and the smallest. */
-    mine[0] = stages ? 1 : 0;
-    mine[1] = (can_split && extent > 0) ? 0 : 1;
-    mine[2] = (long)size;
-    mine[3] = -(long)size;
-    mine[4] = (long)extent;
-    mine[5] = -(long)extent;
-    mine[6] = -limit;
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 7, MPI_LONG, MPI_MAX);
-    if (OMPI_SUCCESS != rc || !all[0]) {
-        return rc;
-    }
-    if (all[1] || all[2] != -all[3] || all[4] != -all[5]) {
-        MCA_COLL_STRATA_VERBOSE(20, "%s: ranks describe the data with different datatypes: "
-                                "staged whole", comm->c_name);
-        return OMPI_SUCCESS;
-    }
-    {
-        long elems = -all[6] / (long)extent;
-
-        *piece = (elems >= count) ? count : (elems < 1) ? 1 : (int)elems;
-    }
-    return OMPI_SUCCESS;
 }

@@ -4,14 +4,16 @@
  * The same test as the blocking entries: no device buffer, and the saved
  * module's nonblocking collective runs as it would without strata.  With
  * device buffers the call is described as its blocking twin is
- * (coll_strata_describe.c), copied in (local work, no waiting for peers),
+ * (staging/coll_strata_describe.c), copied in (local work, no waiting for peers),
  * the saved module's nonblocking collective starts on the host copies, and
- * a staged request (coll_strata_stage_req.c) copies out when it completes.
+ * a staged request (staging/coll_strata_stage_req.c) copies out when it completes.
  * Nothing here waits for another rank, so a program that is correct with
  * host buffers cannot deadlock with device buffers.  Nonblocking calls are
  * staged whole: they are not cut into pieces.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_colls.h"
+#include "../staging/coll_strata_stage.h"
 
 #include "ompi/constants.h"
 

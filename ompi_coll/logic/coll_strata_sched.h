@@ -1,7 +1,7 @@
 /*
  * coll/strata inter-node schedules: which messages a collective among the n
  * members of a rail exchanges, step by step.  Pure arithmetic (no MPI),
- * shared by the executor (coll_strata_xchg.c), the unit test that runs every
+ * shared by the executor (engine/coll_strata_xchg.c), the unit test that runs every
  * schedule for many sizes in one process, and the simulator
  * (test/sim/), which replays exactly these steps under a network model.
  *

@@ -13,8 +13,8 @@ static void mca_coll_strata_sched_none(mca_coll_strata_sched_step_t *step)
 }
 
 /* Elements of blocks [first, last) of `count` cut into `parts` blocks. */
-static void mca_coll_strata_sched_blocks(size_t count, int parts, int first, int last,
-                                         size_t *off, size_t *len)
+static void mca_coll_strata_sched_blocks(size_t count, int parts, int first, int last, size_t *off,
+                                         size_t *len)
 {
     size_t end, n;
 
@@ -212,19 +212,17 @@ static void mca_coll_strata_sched_rhd(const mca_coll_strata_sched_t *sched, int 
         base = v & ~(2 * m - 1);
         keep = (v & m) ? base + m : base;
         give = (v & m) ? base : base + m;
-        mca_coll_strata_sched_blocks(count, p, give, give + m, &step->send_off,
-                                     &step->send_count);
-        mca_coll_strata_sched_blocks(count, p, keep, keep + m, &step->recv_off,
-                                     &step->recv_count);
+        mca_coll_strata_sched_blocks(count, p, give, give + m, &step->send_off, &step->send_count);
+        mca_coll_strata_sched_blocks(count, p, keep, keep + m, &step->recv_off, &step->recv_count);
         step->fold = (pv < v) ? MCA_COLL_STRATA_FOLD_RECV_FIRST : MCA_COLL_STRATA_FOLD_MINE_FIRST;
     } else {
         /* allgather, recursive doubling: exchange the m blocks each holds */
         m = 1 << (i - l - 1);
         pv = v ^ m;
-        mca_coll_strata_sched_blocks(count, p, v & ~(m - 1), (v & ~(m - 1)) + m,
-                                     &step->send_off, &step->send_count);
-        mca_coll_strata_sched_blocks(count, p, pv & ~(m - 1), (pv & ~(m - 1)) + m,
-                                     &step->recv_off, &step->recv_count);
+        mca_coll_strata_sched_blocks(count, p, v & ~(m - 1), (v & ~(m - 1)) + m, &step->send_off,
+                                     &step->send_count);
+        mca_coll_strata_sched_blocks(count, p, pv & ~(m - 1), (pv & ~(m - 1)) + m, &step->recv_off,
+                                     &step->recv_count);
     }
     step->send_peer = step->recv_peer = mca_coll_strata_sched_real(n, pv);
 }

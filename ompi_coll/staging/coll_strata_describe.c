@@ -9,7 +9,8 @@
  *   - arguments that are not significant on this rank (a non-root's receive
  *     buffer of a gather, ...) are not touched at all.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_stage_internal.h"
 
 /* bytes that count elements of each given type write (their sizes) */
 static size_t mca_coll_strata_bytes(size_t count, struct ompi_datatype_t *dtype)
@@ -32,8 +33,7 @@ static size_t mca_coll_strata_bytes_v(int n, const int *counts, struct ompi_data
 
 /* Add a receive region: out, plus in when in place or not written whole. */
 static void mca_coll_strata_describe_recv(mca_coll_strata_stage_t *st, const void *rbuf,
-                                          ptrdiff_t lo, ptrdiff_t hi, size_t written,
-                                          bool in_place)
+                                          ptrdiff_t lo, ptrdiff_t hi, size_t written, bool in_place)
 {
     int dir = MCA_COLL_STRATA_STAGE_OUT;
 
@@ -56,10 +56,9 @@ static void mca_coll_strata_describe_send(mca_coll_strata_stage_t *st, const voi
                               MCA_COLL_STRATA_STAGE_IN);
 }
 
-void mca_coll_strata_describe_gather(mca_coll_strata_stage_t *st,
-                                     const mca_coll_strata_call_t *c, const void *sbuf,
-                                     int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                     const int *rcounts, const int *displs, int rcount,
+void mca_coll_strata_describe_gather(mca_coll_strata_stage_t *st, const mca_coll_strata_call_t *c,
+                                     const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                     void *rbuf, const int *rcounts, const int *displs, int rcount,
                                      struct ompi_datatype_t *rdtype, bool all)
 {
     bool receives = all || c->rank == c->root;
@@ -81,11 +80,10 @@ void mca_coll_strata_describe_gather(mca_coll_strata_stage_t *st,
     mca_coll_strata_describe_recv(st, rbuf, lo, hi, written, MPI_IN_PLACE == sbuf);
 }
 
-void mca_coll_strata_describe_scatter(mca_coll_strata_stage_t *st,
-                                      const mca_coll_strata_call_t *c, const void *sbuf,
-                                      const int *scounts, const int *displs, int scount,
-                                      struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                      struct ompi_datatype_t *rdtype)
+void mca_coll_strata_describe_scatter(mca_coll_strata_stage_t *st, const mca_coll_strata_call_t *c,
+                                      const void *sbuf, const int *scounts, const int *displs,
+                                      int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                      int rcount, struct ompi_datatype_t *rdtype)
 {
     ptrdiff_t lo, hi;
 
@@ -106,10 +104,9 @@ void mca_coll_strata_describe_scatter(mca_coll_strata_stage_t *st,
     }
 }
 
-void mca_coll_strata_describe_alltoall(mca_coll_strata_stage_t *st,
-                                       const mca_coll_strata_call_t *c, const void *sbuf,
-                                       const int *scounts, const int *sdispls, int scount,
-                                       struct ompi_datatype_t *sdtype, void *rbuf,
+void mca_coll_strata_describe_alltoall(mca_coll_strata_stage_t *st, const mca_coll_strata_call_t *c,
+                                       const void *sbuf, const int *scounts, const int *sdispls,
+                                       int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                                        const int *rcounts, const int *rdispls, int rcount,
                                        struct ompi_datatype_t *rdtype)
 {
@@ -160,8 +157,8 @@ void mca_coll_strata_describe_alltoallw(mca_coll_strata_stage_t *st,
 
 void mca_coll_strata_describe_elementwise(mca_coll_strata_stage_t *st,
                                           const mca_coll_strata_call_t *c,
-                                          mca_coll_strata_elem_t kind, const void *sbuf,
-                                          void *rbuf, int count, struct ompi_datatype_t *dtype)
+                                          mca_coll_strata_elem_t kind, const void *sbuf, void *rbuf,
+                                          int count, struct ompi_datatype_t *dtype)
 {
     size_t written = mca_coll_strata_bytes((size_t)count, dtype);
     ptrdiff_t lo, hi;

@@ -11,7 +11,9 @@
  * framework reaches the same functions (never through the MPI profiling
  * layer, so tools do not see strata's internal reductions).
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
+#include "../colls/coll_strata_colls.h"
 
 #include <limits.h>
 #include <string.h>
@@ -28,8 +30,8 @@ static char *mca_coll_strata_node_host_result(const mca_coll_strata_node_t *node
     return mca_coll_strata_shm_result(node->shm, slot);
 }
 
-static int mca_coll_strata_node_host_copy(mca_coll_strata_node_t *node, void *dst,
-                                          const void *src, size_t bytes)
+static int mca_coll_strata_node_host_copy(mca_coll_strata_node_t *node, void *dst, const void *src,
+                                          size_t bytes)
 {
     memcpy(dst, src, bytes);
     return OMPI_SUCCESS;
@@ -42,8 +44,8 @@ static int mca_coll_strata_node_host_copy(mca_coll_strata_node_t *node, void *ds
  * buffers): for host data strata calls the function below its own
  * directly, the same op function without the detour.
  */
-static int mca_coll_strata_node_host_reduce_local(struct ompi_op_t *op, const void *src,
-                                                  void *dst, int n, struct ompi_datatype_t *dtype)
+static int mca_coll_strata_node_host_reduce_local(struct ompi_op_t *op, const void *src, void *dst,
+                                                  int n, struct ompi_datatype_t *dtype)
 {
     mca_coll_base_comm_coll_t *self = ompi_mpi_comm_self.comm.c_coll;
 
@@ -79,9 +81,8 @@ static int mca_coll_strata_node_host_reduce_into(struct ompi_op_t *op, const voi
 /* The order the header promises: dst = srcs[k-1], then srcs[i] op dst for
  * i = k-2 down to 0 -- for two inputs, a op b as MPI writes it. */
 static int mca_coll_strata_node_host_reduce(mca_coll_strata_node_t *node, struct ompi_op_t *op,
-                                            struct ompi_datatype_t *dtype,
-                                            const void *const *srcs, int k, void *dst,
-                                            size_t count)
+                                            struct ompi_datatype_t *dtype, const void *const *srcs,
+                                            int k, void *dst, size_t count)
 {
     ptrdiff_t extent;
     int rc = OMPI_SUCCESS;
@@ -117,10 +118,10 @@ static const char *mca_coll_strata_op_predefined_name(struct ompi_op_t *op)
         MPI_Op op;
         const char *name;
     } names[] = {
-        {MPI_SUM, "MPI_SUM"},   {MPI_PROD, "MPI_PROD"},     {MPI_MIN, "MPI_MIN"},
-        {MPI_MAX, "MPI_MAX"},   {MPI_LAND, "MPI_LAND"},     {MPI_LOR, "MPI_LOR"},
-        {MPI_LXOR, "MPI_LXOR"}, {MPI_BAND, "MPI_BAND"},     {MPI_BOR, "MPI_BOR"},
-        {MPI_BXOR, "MPI_BXOR"}, {MPI_MAXLOC, "MPI_MAXLOC"}, {MPI_MINLOC, "MPI_MINLOC"},
+        {MPI_SUM, "MPI_SUM"},         {MPI_PROD, "MPI_PROD"},     {MPI_MIN, "MPI_MIN"},
+        {MPI_MAX, "MPI_MAX"},         {MPI_LAND, "MPI_LAND"},     {MPI_LOR, "MPI_LOR"},
+        {MPI_LXOR, "MPI_LXOR"},       {MPI_BAND, "MPI_BAND"},     {MPI_BOR, "MPI_BOR"},
+        {MPI_BXOR, "MPI_BXOR"},       {MPI_MAXLOC, "MPI_MAXLOC"}, {MPI_MINLOC, "MPI_MINLOC"},
         {MPI_REPLACE, "MPI_REPLACE"}, {MPI_NO_OP, "MPI_NO_OP"},
     };
 

@@ -1,11 +1,11 @@
 /*
  * coll/strata MPI_Bcast and MPI_Allgather: the copy-only collectives on the
- * allreduce's pipeline (coll_strata_pipeline.c), the same node areas, slots,
+ * allreduce's pipeline (engine/coll_strata_pipeline.c), the same node areas, slots,
  * counters and failure rules, other phases (docs/design.md, "Bcast and
  * allgather"):
  *   MPI_Bcast      the root copies its chunk into the node's result area;
  *                  the nodes' leaders pass it on between nodes (a binomial
- *                  tree or a chain, coll_strata_sched.h); every other rank
+ *                  tree or a chain, logic/coll_strata_sched.h); every other rank
  *                  copies it out
  *   MPI_Allgather  every rank copies its block's chunk into its place of the
  *                  result area (node order); the leaders allgather the node
@@ -29,7 +29,9 @@
  * failures, and coll_strata_{bcast,allgather}_algorithm fallback.
  * Verbosity 20 names what ran.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_colls_internal.h"
+#include "../staging/coll_strata_stage.h"
 
 #include <limits.h>
 #include <stdlib.h>

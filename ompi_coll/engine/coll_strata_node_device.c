@@ -24,7 +24,8 @@
  * this path; the outcome is agreed over the communicator, and a failure on
  * any rank leaves the communicator on the staged path, with one warning.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
 
 #ifndef STRATA_MEM_NO_CUDA
 
@@ -45,10 +46,10 @@ struct mca_coll_strata_node_device_t {
     CUstream stream;
     size_t slot_bytes;
     int nslots, nranks;
-    CUdeviceptr scratch;  /* this rank's */
+    CUdeviceptr scratch; /* this rank's */
     size_t scratch_bytes;
-    CUdeviceptr *peer;    /* every local rank's, as this process maps it */
-    void *stage;          /* pinned host blocks of the ring, or NULL */
+    CUdeviceptr *peer; /* every local rank's, as this process maps it */
+    void *stage;       /* pinned host blocks of the ring, or NULL */
     /* no context could be made current for the call in progress: every
      * device operation of it fails at once (mca_coll_strata_node_device_allreduce) */
     bool no_context;
@@ -92,8 +93,7 @@ static const char *mca_coll_strata_node_device_type_name(struct ompi_datatype_t 
 
 /* The kernels' name of a predefined op: MPI's name in lower case without
  * "MPI_" (MPI_MAXLOC: "maxloc"); NULL for the ops no kernel applies. */
-static const char *mca_coll_strata_node_device_op_name(struct ompi_op_t *op, char *buf,
-                                                       size_t len)
+static const char *mca_coll_strata_node_device_op_name(struct ompi_op_t *op, char *buf, size_t len)
 {
     static const char *const kernel_ops[] = {"sum",  "prod", "min", "max",  "land",   "lor",
                                              "lxor", "band", "bor", "bxor", "maxloc", "minloc"};
@@ -165,8 +165,7 @@ static int mca_coll_strata_node_device_status(mca_coll_strata_node_device_t *d, 
     return MPI_ERR_OTHER;
 }
 
-static char *mca_coll_strata_node_device_input(const mca_coll_strata_node_t *node, int slot,
-                                               int r)
+static char *mca_coll_strata_node_device_input(const mca_coll_strata_node_t *node, int slot, int r)
 {
     const mca_coll_strata_node_device_t *d = (const mca_coll_strata_node_device_t *)node;
 
@@ -399,17 +398,18 @@ static bool mca_coll_strata_node_device_stages(struct ompi_communicator_t *comm)
     bool warn, direct;
 
     direct = mca_coll_strata_decide_device_direct(mca_coll_strata_component.device_network,
-                                                  mca_coll_strata_node_device_pml_carries(),
-                                                  &warn);
+                                                  mca_coll_strata_node_device_pml_carries(), &warn);
     if (warn) {
         static bool warned = false;
 
         if (!warned) {
             warned = true;
-            opal_output(0, "coll:strata: warning: %s: coll_strata_allreduce_device_network is "
+            opal_output(0,
+                        "coll:strata: warning: %s: coll_strata_allreduce_device_network is "
                         "direct, but pml/%s cannot carry device memory (it needs pml/ucx with "
                         "Strata's gpu_copy transport in UCX_TLS); device data between nodes is "
-                        "staged through pinned host memory", comm->c_name,
+                        "staged through pinned host memory",
+                        comm->c_name,
                         mca_pml_base_selected_component.pmlm_version.mca_component_name);
         }
     }
@@ -544,8 +544,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
         d->peer = calloc((size_t)k, sizeof(*d->peer));
         ok = (NULL != d->peer) &&
              (OMPI_SUCCESS ==
-              mca_coll_strata_node_device_alloc(d, module, comm, &mine.handle, why,
-                                                sizeof(why)));
+              mca_coll_strata_node_device_alloc(d, module, comm, &mine.handle, why, sizeof(why)));
         if (ok && (CUDA_SUCCESS != strata_cuda.cuDeviceGet(&dev, ordinal) ||
                    CUDA_SUCCESS != strata_cuda.cuDeviceGetUuid(&mine.uuid, dev))) {
             snprintf(why, sizeof(why), "no UUID for device %d", ordinal);
@@ -584,15 +583,19 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
 
         if ('\0' != why[0] && !warned) {
             warned = true;
-            opal_output(0, "coll:strata: warning: %s: %s; device allreduce on this communicator "
-                        "is staged through host memory", comm->c_name, why);
+            opal_output(0,
+                        "coll:strata: warning: %s: %s; device allreduce on this communicator "
+                        "is staged through host memory",
+                        comm->c_name, why);
         }
         mca_coll_strata_node_device_free_together(d, node_comm);
         return OMPI_ERROR;
     }
     module->node_device = d;
-    MCA_COLL_STRATA_VERBOSE(10, "%s: device scratch of %zu bytes on device %d, mapped by %d "
-                            "local rank(s)", comm->c_name, d->scratch_bytes, ordinal, k);
+    MCA_COLL_STRATA_VERBOSE(10,
+                            "%s: device scratch of %zu bytes on device %d, mapped by %d "
+                            "local rank(s)",
+                            comm->c_name, d->scratch_bytes, ordinal, k);
     return OMPI_SUCCESS;
 }
 

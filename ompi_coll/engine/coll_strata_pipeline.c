@@ -15,7 +15,7 @@
  *   copy out    every local rank copies its part of the chunk's result out:
  *               the whole chunk for MPI_Allreduce (the intra-node allgather),
  *               the part of the rank's block or the root's vector for the
- *               other reductions (coll_strata_reductions.c)
+ *               other reductions (colls/coll_strata_reductions.c)
  * The leader path is the same schedule with one slice.  The replicated
  * (small-message) path gives every owner the whole chunk instead of a slice:
  * each reduces all inputs straight into its own receive buffer and
@@ -46,7 +46,8 @@
  * for the other reductions the ranks whose part the chunk holds), the rank
  * whose own copy or reduction failed too, and the next call starts clean.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_engine_internal.h"
 
 #include <sched.h>
 #include <stddef.h>
@@ -85,16 +86,16 @@ typedef struct mca_coll_strata_pipeline_t {
     struct ompi_op_t *op;
     size_t chunk_elems;
     uint64_t nchunks;
-    uint64_t base; /* global serial of chunk 0 of this call */
-    int me;        /* local rank */
-    bool owner;    /* owns slice `me` of every chunk */
+    uint64_t base;       /* global serial of chunk 0 of this call */
+    int me;              /* local rank */
+    bool owner;          /* owns slice `me` of every chunk */
     bool replicated;     /* owners take whole chunks (see above) */
     bool private_result; /* this rank's result lands in its rbuf, not the result area */
     int result_owners;   /* owners whose published results copy-out waits for */
     /* the call's outcome on this rank: its own first failure, or
      * MPI_ERR_OTHER for a part another rank failed (see the top) */
     int node_error;
-    bool peer_failed; /* a failure this rank's own messages do not name */
+    bool peer_failed;   /* a failure this rank's own messages do not name */
     bool fail_copy_out; /* coll_strata_test_fail=copy_out: every copy-out of this call */
     /* next chunk (0..nchunks) for each stage of this rank */
     uint64_t next_in, next_reduce, next_publish, next_out;
@@ -125,8 +126,7 @@ static bool mca_coll_strata_pipeline_reached(const mca_coll_strata_shm_t *shm, s
 }
 
 /* Counter value meaning "chunk g - nslots is done" (0 when there is none). */
-static uint64_t mca_coll_strata_pipeline_reuse_mark(const mca_coll_strata_pipeline_t *p,
-                                                    uint64_t g)
+static uint64_t mca_coll_strata_pipeline_reuse_mark(const mca_coll_strata_pipeline_t *p, uint64_t g)
 {
     uint64_t nslots = (uint64_t)p->shm->nslots;
 
@@ -392,10 +392,10 @@ static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool 
     char *dst;
 
     if (c >= p->next_in ||
-        !mca_coll_strata_pipeline_reached(shm, offsetof(mca_coll_strata_shm_flags_t, copied_in),
-                                          k, g + 1) ||
-        !mca_coll_strata_pipeline_reached(shm, offsetof(mca_coll_strata_shm_flags_t, copied_out),
-                                          k, mca_coll_strata_pipeline_reuse_mark(p, g))) {
+        !mca_coll_strata_pipeline_reached(shm, offsetof(mca_coll_strata_shm_flags_t, copied_in), k,
+                                          g + 1) ||
+        !mca_coll_strata_pipeline_reached(shm, offsetof(mca_coll_strata_shm_flags_t, copied_out), k,
+                                          mca_coll_strata_pipeline_reuse_mark(p, g))) {
         return;
     }
     inputs_failed = mca_coll_strata_pipeline_peer_failed(p, k, MCA_COLL_STRATA_PART_INPUT, c);
@@ -525,10 +525,9 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
         if (c >= p->next_publish) {
             return;
         }
-    } else if (c >= p->next_in ||
-               !mca_coll_strata_pipeline_reached(p->shm,
-                                                 offsetof(mca_coll_strata_shm_flags_t, published),
-                                                 p->result_owners, g + 1)) {
+    } else if (c >= p->next_in || !mca_coll_strata_pipeline_reached(
+                                      p->shm, offsetof(mca_coll_strata_shm_flags_t, published),
+                                      p->result_owners, g + 1)) {
         return;
     } else {
         /* Only the ranks whose part of the result is in this chunk depend
@@ -623,8 +622,8 @@ static const size_t *mca_coll_strata_pipeline_parts(mca_coll_strata_module_t *mo
 }
 
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const void *sbuf,
-                                       void *rbuf, size_t count,
-                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       void *rbuf, size_t count, struct ompi_datatype_t *dtype,
+                                       struct ompi_op_t *op,
                                        const mca_coll_strata_decision_t *decision,
                                        mca_coll_strata_node_t *node)
 {

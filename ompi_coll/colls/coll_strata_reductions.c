@@ -1,6 +1,6 @@
 /*
  * coll/strata MPI_Reduce, MPI_Reduce_scatter_block and MPI_Reduce_scatter:
- * the allreduce's pipeline (coll_strata_pipeline.c), each rank copying out
+ * the allreduce's pipeline (engine/coll_strata_pipeline.c), each rank copying out
  * only its part of the result: the root the whole vector, or every rank its
  * block (docs/design.md, "The other reductions").  The phases are the
  * allreduce's: the node's reduce-scatter into the shared segment (or the
@@ -19,7 +19,8 @@
  * rank, set-up failures, coll_strata_allreduce_algorithm fallback, and
  * vectors of more than INT_MAX elements.  Verbosity 20 names what ran.
  */
-#include "coll_strata.h"
+#include "../coll_strata.h"
+#include "coll_strata_colls_internal.h"
 
 #include <limits.h>
 

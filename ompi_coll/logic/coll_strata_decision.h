@@ -20,9 +20,9 @@
 
 typedef enum {
     MCA_COLL_STRATA_ALG_AUTO = 0,
-    MCA_COLL_STRATA_ALG_FALLBACK = 1, /* the module below strata */
-    MCA_COLL_STRATA_ALG_LEADER = 2,   /* reduce to one rank per node, leaders allreduce */
-    MCA_COLL_STRATA_ALG_RAIL = 3,     /* reduce-scatter(node), allreduce(rails), allgather(node) */
+    MCA_COLL_STRATA_ALG_FALLBACK = 1,  /* the module below strata */
+    MCA_COLL_STRATA_ALG_LEADER = 2,    /* reduce to one rank per node, leaders allreduce */
+    MCA_COLL_STRATA_ALG_RAIL = 3,      /* reduce-scatter(node), allreduce(rails), allgather(node) */
     MCA_COLL_STRATA_ALG_REPLICATED = 4 /* every rail rank reduces all, allreduces on its rail */
 } mca_coll_strata_alg_t;
 
@@ -67,9 +67,10 @@ bool mca_coll_strata_decide_try_native(int device_algorithm, size_t native_min, 
 /* coll_strata_allreduce_device_network: how the native path's device data
  * crosses between nodes */
 typedef enum {
-    MCA_COLL_STRATA_DEVICE_NET_AUTO = 0,   /* through the pml if it carries device memory */
-    MCA_COLL_STRATA_DEVICE_NET_DIRECT = 1, /* through the pml (staged, with a warning, if it cannot) */
-    MCA_COLL_STRATA_DEVICE_NET_STAGED = 2  /* through pinned host memory */
+    MCA_COLL_STRATA_DEVICE_NET_AUTO = 0, /* through the pml if it carries device memory */
+    MCA_COLL_STRATA_DEVICE_NET_DIRECT =
+        1, /* through the pml (staged, with a warning, if it cannot) */
+    MCA_COLL_STRATA_DEVICE_NET_STAGED = 2 /* through pinned host memory */
 } mca_coll_strata_device_net_t;
 
 extern const mca_coll_strata_name_t mca_coll_strata_device_net_table[];
@@ -88,7 +89,7 @@ extern const mca_coll_strata_name_t mca_coll_strata_alg_table[];
 extern const mca_coll_strata_name_t mca_coll_strata_inter_table[];
 
 /* coll_strata_bcast_algorithm and coll_strata_allgather_algorithm: the
- * copy-only collectives on strata's pipeline (coll_strata_copies.c) */
+ * copy-only collectives on strata's pipeline (colls/coll_strata_copies.c) */
 typedef enum {
     MCA_COLL_STRATA_COPY_AUTO = 0,     /* the pipeline from *_min bytes, the exchange by cost */
     MCA_COLL_STRATA_COPY_FALLBACK = 1, /* the module below strata */
@@ -134,8 +135,8 @@ typedef struct mca_coll_strata_decision_params_t {
     /* the network between nodes, for the cost model of the inter-node phase:
      * alpha, seconds per message; beta, seconds per byte */
     double alpha;
-    double beta;  /* of one rail alone */
-    double gamma; /* seconds per byte a member folds in (its reductions) */
+    double beta;     /* of one rail alone */
+    double gamma;    /* seconds per byte a member folds in (its reductions) */
     double overhead; /* seconds of a member's CPU per message it sends or receives */
     /* the largest message the pml sends eagerly (0: every one); a larger one
      * first takes a request and an answer, one more round trip */
@@ -209,13 +210,13 @@ void mca_coll_strata_network_params(double latency_us, double bandwidth_gbs, con
                                     mca_coll_strata_decision_params_t *params);
 
 typedef struct mca_coll_strata_decision_input_t {
-    size_t bytes;     /* message bytes: count * extent */
+    size_t bytes; /* message bytes: count * extent */
     int nnodes;
     int ppn_min;
     int ppn_max;
-    bool device;      /* this rank's buffers include device memory (rank-local) */
-    bool native;      /* every rank's data is on its GPU: the native path (agreed) */
-    bool slow_op;     /* the op's host reduction is a plain loop (logical ops): on one
+    bool device;        /* this rank's buffers include device memory (rank-local) */
+    bool native;        /* every rank's data is on its GPU: the native path (agreed) */
+    bool slow_op;       /* the op's host reduction is a plain loop (logical ops): on one
                        * node the replicated path, which reduces every input on every
                        * rank, stops paying sooner (MCA_COLL_STRATA_SLOW_OP_COST) */
     size_t chunk_bytes; /* the pipeline's chunk: each chunk has its own exchange (0: all) */
@@ -225,7 +226,7 @@ typedef struct mca_coll_strata_decision_input_t {
 typedef struct mca_coll_strata_decision_t {
     mca_coll_strata_alg_t algorithm;
     mca_coll_strata_inter_t inter;
-    int nslices;        /* rails used: slices each chunk is split into */
+    int nslices; /* rails used: slices each chunk is split into */
     mca_coll_strata_device_path_t device_path;
     const char *reason; /* static text for verbose output */
 } mca_coll_strata_decision_t;
@@ -272,8 +273,8 @@ static inline int mca_coll_strata_log2_ceil(int n)
     return ((1 << l) < n) ? l + 1 : l;
 }
 
-static inline void mca_coll_strata_partition(size_t total, int parts, int index,
-                                             size_t *offset, size_t *count)
+static inline void mca_coll_strata_partition(size_t total, int parts, int index, size_t *offset,
+                                             size_t *count)
 {
     size_t base = total / (size_t)parts;
     size_t extra = total % (size_t)parts;

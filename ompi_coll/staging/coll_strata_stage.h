@@ -1,7 +1,12 @@
 /*
  * coll/strata staging: device buffers of a collective strata has no device
  * algorithm for run through pinned host copies (docs/design.md, "Collectives
- * on device buffers").
+ * on device buffers").  This room holds staging (coll_strata_stage.c), what
+ * each collective touches (coll_strata_describe.c), elementwise collectives
+ * in pieces (coll_strata_elementwise.c) and the request of a staged
+ * nonblocking collective (coll_strata_stage_req.c); this header is its
+ * interface, what colls/ and the module call.  Its own declarations:
+ * coll_strata_stage_internal.h.
  *
  * A call describes each of its (at most two) buffers by the bytes it
  * touches on this rank, relative to the caller's pointer, and whether the
@@ -23,11 +28,28 @@
  * no plain memory for the bounce buffer, or no memory for a request)
  * returns an error before the collective: the peers then wait, as they do
  * when any MPI implementation fails an allocation inside a collective.
+ *
+ * May include: common/strata_mem.h and Open MPI's request.  Not
+ * coll_strata.h (the module is struct mca_coll_strata_module_t); the macros
+ * below expand in sources that include it (MCA_COLL_STRATA_TRACE reads the
+ * component's verbosity).
  */
 #ifndef MCA_COLL_STRATA_STAGE_H
 #define MCA_COLL_STRATA_STAGE_H
 
+#include "ompi_config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
 #include <common/strata_mem.h>
+
+#include "mpi.h"
+#include "ompi/request/request.h"
+
+struct ompi_communicator_t;
+struct ompi_datatype_t;
+struct mca_coll_strata_module_t;
 
 /* coll_strata_stage_max: default and smallest accepted value (bytes) */
 #define MCA_COLL_STRATA_STAGE_MAX_DEFAULT (64 * 1024 * 1024)
@@ -37,12 +59,12 @@
 #define MCA_COLL_STRATA_STAGE_OUT 0x2
 
 typedef struct mca_coll_strata_stage_buf_t {
-    const char *user;       /* the caller's pointer */
-    ptrdiff_t lo, hi;       /* the call touches [user + lo, user + hi) */
-    int dir;                /* MCA_COLL_STRATA_STAGE_IN | _OUT; 0: not used */
+    const char *user; /* the caller's pointer */
+    ptrdiff_t lo, hi; /* the call touches [user + lo, user + hi) */
+    int dir;          /* MCA_COLL_STRATA_STAGE_IN | _OUT; 0: not used */
     strata_mem_kind_t kind;
-    int ordinal;            /* device of a device buffer */
-    size_t offset;          /* of its region in the bounce buffer */
+    int ordinal;   /* device of a device buffer */
+    size_t offset; /* of its region in the bounce buffer */
     /* a CUevent on the legacy default stream at the call's start, which
      * the copy out waits for (mca_coll_strata_stage_order); NULL: none */
     struct CUevent_st *after;
@@ -78,9 +100,6 @@ static inline bool mca_coll_strata_any_device(const void *a, const void *b)
            (STRATA_MEM_DEVICE == mca_coll_strata_kind(b, NULL));
 }
 
-/* "device->host" etc.: the send and receive kinds, for verbose output. */
-const char *mca_coll_strata_kinds_name(strata_mem_kind_t send, strata_mem_kind_t recv);
-
 /* The same for a call's send and receive buffer arguments (in place: the
  * receive buffer's kind both ways; rbuf NULL: a one-buffer call). */
 const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf);
@@ -88,18 +107,6 @@ const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf);
 /* Byte regions a call touches, relative to the buffer pointer. */
 void mca_coll_strata_region(size_t count, struct ompi_datatype_t *dtype, ptrdiff_t *lo,
                             ptrdiff_t *hi);
-/* Blocks i < n of counts[i] elements at displs[i] extents (NULL displs:
- * packed one after another, as Reduce_scatter lays them out). */
-void mca_coll_strata_region_v(int n, const int *counts, const int *displs,
-                              struct ompi_datatype_t *dtype, ptrdiff_t *lo, ptrdiff_t *hi);
-/* Alltoallw: displacements in bytes, a datatype per block. */
-void mca_coll_strata_region_w(int n, const int *counts, const int *displs,
-                              struct ompi_datatype_t *const *dtypes, ptrdiff_t *lo,
-                              ptrdiff_t *hi);
-/* Whether writing `count` elements of `dtype` covers [lo, hi) completely,
- * so an output region needs no copy in first. */
-bool mca_coll_strata_region_dense(size_t bytes_written, ptrdiff_t lo, ptrdiff_t hi);
-
 void mca_coll_strata_stage_init(mca_coll_strata_stage_t *st,
                                 struct mca_coll_strata_module_t *module, const char *coll);
 /*
@@ -131,19 +138,6 @@ static inline void *mca_coll_strata_stage_arg(const mca_coll_strata_stage_t *st,
 /* Copy out (unless coll_rc or an earlier staging step failed) and give the
  * bounce buffer back.  Returns the call's result. */
 int mca_coll_strata_stage_out(mca_coll_strata_stage_t *st, int coll_rc);
-
-/*
- * Elements per piece for an elementwise collective (reductions, scans,
- * broadcast) of `count` x `dtype`: `count` when the call fits the bounce
- * bound or no rank stages, else the piece size every rank then uses.  Above
- * the bound every rank asks the others (one small allreduce), because the
- * ranks must run the same sequence of collectives whichever of them stage.
- * `can_split`: this rank could cut its buffer at element boundaries.
- */
-int mca_coll_strata_stage_pieces(struct mca_coll_strata_module_t *module,
-                                 struct ompi_communicator_t *comm, int count,
-                                 struct ompi_datatype_t *dtype, bool stages, bool can_split,
-                                 int *piece);
 
 /* Free the communicator's cached bounce buffer (module destructor). */
 void mca_coll_strata_stage_release(struct mca_coll_strata_module_t *module);
@@ -178,20 +172,17 @@ typedef struct mca_coll_strata_call_t {
     int rank, size, root;
 } mca_coll_strata_call_t;
 
-void mca_coll_strata_describe_gather(mca_coll_strata_stage_t *st,
-                                     const mca_coll_strata_call_t *c, const void *sbuf,
-                                     int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                                     const int *rcounts, const int *displs, int rcount,
+void mca_coll_strata_describe_gather(mca_coll_strata_stage_t *st, const mca_coll_strata_call_t *c,
+                                     const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                     void *rbuf, const int *rcounts, const int *displs, int rcount,
                                      struct ompi_datatype_t *rdtype, bool all);
-void mca_coll_strata_describe_scatter(mca_coll_strata_stage_t *st,
-                                      const mca_coll_strata_call_t *c, const void *sbuf,
-                                      const int *scounts, const int *displs, int scount,
-                                      struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                      struct ompi_datatype_t *rdtype);
-void mca_coll_strata_describe_alltoall(mca_coll_strata_stage_t *st,
-                                       const mca_coll_strata_call_t *c, const void *sbuf,
-                                       const int *scounts, const int *sdispls, int scount,
-                                       struct ompi_datatype_t *sdtype, void *rbuf,
+void mca_coll_strata_describe_scatter(mca_coll_strata_stage_t *st, const mca_coll_strata_call_t *c,
+                                      const void *sbuf, const int *scounts, const int *displs,
+                                      int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                      int rcount, struct ompi_datatype_t *rdtype);
+void mca_coll_strata_describe_alltoall(mca_coll_strata_stage_t *st, const mca_coll_strata_call_t *c,
+                                       const void *sbuf, const int *scounts, const int *sdispls,
+                                       int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                                        const int *rcounts, const int *rdispls, int rcount,
                                        struct ompi_datatype_t *rdtype);
 void mca_coll_strata_describe_alltoallw(mca_coll_strata_stage_t *st,
@@ -211,15 +202,15 @@ typedef enum {
 } mca_coll_strata_elem_t;
 void mca_coll_strata_describe_elementwise(mca_coll_strata_stage_t *st,
                                           const mca_coll_strata_call_t *c,
-                                          mca_coll_strata_elem_t kind, const void *sbuf,
-                                          void *rbuf, int count, struct ompi_datatype_t *dtype);
+                                          mca_coll_strata_elem_t kind, const void *sbuf, void *rbuf,
+                                          int count, struct ompi_datatype_t *dtype);
 void mca_coll_strata_describe_reduce_scatter(mca_coll_strata_stage_t *st,
                                              const mca_coll_strata_call_t *c, const void *sbuf,
                                              void *rbuf, const int *rcounts, int rcount,
                                              struct ompi_datatype_t *dtype);
 
 /*
- * coll_strata_colls.c: one elementwise collective (reduction, scan,
+ * coll_strata_elementwise.c: one elementwise collective (reduction, scan,
  * broadcast), staged piece by piece where it must be; `run` is called per
  * piece with the host (or unchanged) pointers.  Host ranks call it too when
  * the data is above the pieces' bound, so that every rank runs the same
@@ -230,8 +221,8 @@ typedef int (*mca_coll_strata_elem_fn_t)(struct mca_coll_strata_module_t *module
                                          void *rbuf, int count, void *arg);
 int mca_coll_strata_elementwise(struct mca_coll_strata_module_t *module,
                                 struct ompi_communicator_t *comm, mca_coll_strata_elem_t kind,
-                                int root, const char *coll, const void *sbuf, void *rbuf,
-                                int count, struct ompi_datatype_t *dtype, bool can_split,
+                                int root, const char *coll, const void *sbuf, void *rbuf, int count,
+                                struct ompi_datatype_t *dtype, bool can_split,
                                 mca_coll_strata_elem_fn_t run, void *arg);
 /* Whether `count` x `dtype` is above the size from which pieces may be cut
  * (the same answer on every rank: the settings are agreed). */
@@ -239,8 +230,8 @@ bool mca_coll_strata_elem_big(const struct mca_coll_strata_module_t *module, int
                               struct ompi_datatype_t *dtype);
 
 /*
- * The two halves of every entry point (coll_strata_colls.c,
- * coll_strata_icolls.c).  MCA_COLL_STRATA_UNSTAGED returns `_call` (the
+ * The two halves of every entry point (colls/coll_strata_colls.c,
+ * colls/coll_strata_icolls.c).  MCA_COLL_STRATA_UNSTAGED returns `_call` (the
  * saved module on the caller's buffers) when neither buffer is device
  * memory.  MCA_COLL_STRATA_STAGED copies in, returns `_call` (the saved
  * module on the host copies) after copying out.  MCA_COLL_STRATA_ISTAGED
@@ -288,15 +279,19 @@ bool mca_coll_strata_elem_big(const struct mca_coll_strata_module_t *module, int
     } while (0)
 
 /* The host pointer to hand the saved module for a buffer argument. */
-#define MCA_COLL_STRATA_S(_st, _sbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_SEND, (_sbuf))
-#define MCA_COLL_STRATA_R(_st, _rbuf) mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_RECV, (_rbuf))
+#define MCA_COLL_STRATA_S(_st, _sbuf) \
+    mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_SEND, (_sbuf))
+#define MCA_COLL_STRATA_R(_st, _rbuf) \
+    mca_coll_strata_stage_arg((_st), MCA_COLL_STRATA_STAGE_RECV, (_rbuf))
 
 #define MCA_COLL_STRATA_CALL(_comm, _root) \
-    { .rank = ompi_comm_rank(_comm), .size = ompi_comm_size(_comm), .root = (_root) }
+    { \
+        .rank = ompi_comm_rank(_comm), .size = ompi_comm_size(_comm), .root = (_root) \
+    }
 
 /* Verbosity 20: one line per call naming the kinds and the path. */
-void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm,
-                           const void *sbuf, const void *rbuf, const char *path);
+void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm, const void *sbuf,
+                           const void *rbuf, const char *path);
 #define MCA_COLL_STRATA_TRACE(_coll, _comm, _s, _r, _path) \
     do { \
         if (OPAL_UNLIKELY(mca_coll_strata_component.verbose >= 20)) { \

@@ -1,0 +1,124 @@
+/*
+ * coll/strata engine, the room's own declarations (see coll_strata_engine.h):
+ * the node areas' table of primitives, the node's shared-memory segment and
+ * its progress flags, and the exchange between nodes.  Included by the
+ * engine's sources only.  May include: the engine's interface, Open MPI's
+ * request.  Not coll_strata.h.
+ */
+#ifndef MCA_COLL_STRATA_ENGINE_INTERNAL_H
+#define MCA_COLL_STRATA_ENGINE_INTERNAL_H
+
+#include "ompi_config.h"
+
+#include "ompi/request/request.h"
+
+#include "coll_strata_engine.h"
+
+/*
+ * Where a node's chunks live, and how they are copied and reduced: the
+ * pipeline and the inter-node exchange are written once against this table, and each
+ * memory kind fills one (coll_strata_node_host.c: the shared-memory
+ * segment, memcpy and Open MPI's op functions).  copy and reduce may only
+ * queue their work; it is finished when complete() returns, and only then
+ * may a progress flag announce it.  Every call returns an OMPI status.
+ */
+typedef struct mca_coll_strata_node_ops_t {
+    const char *name;
+    /* local rank r's input area of a slot, and the slot's result area */
+    char *(*input)(const struct mca_coll_strata_node_t *node, int slot, int r);
+    char *(*result)(const struct mca_coll_strata_node_t *node, int slot);
+    int (*copy)(struct mca_coll_strata_node_t *node, void *dst, const void *src, size_t bytes);
+    /* dst = srcs[0] op (srcs[1] op (... op srcs[k-1])), count elements of
+     * dtype, each element reduced in that order; dst may be srcs[k-1] */
+    int (*reduce)(struct mca_coll_strata_node_t *node, struct ompi_op_t *op,
+                  struct ompi_datatype_t *dtype, const void *const *srcs, int k, void *dst,
+                  size_t count);
+    int (*complete)(struct mca_coll_strata_node_t *node);
+} mca_coll_strata_node_ops_t;
+
+extern const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops;
+
+/* One local rank's progress flags, each on its own cache line. */
+typedef struct mca_coll_strata_shm_flags_t {
+    uint64_t copied_in; /* chunks whose input this rank wrote to its slot */
+    char pad0[56];
+    uint64_t reduced; /* (slice owners) chunks whose inputs were read */
+    char pad1[56];
+    uint64_t published; /* (slice owners) chunks whose result slice is final */
+    char pad2[56];
+    uint64_t copied_out; /* chunks this rank copied out of the result area */
+    char pad3[56];
+    /* 1 once this rank has closed its mappings of its peers' device scratch
+     * (coll_strata_node_device.c: a rank frees its own only then) */
+    uint64_t device_closed;
+    char pad4[56];
+    /* per slot: g + 1 when this rank's input of global chunk g in that slot
+     * is wrong (before copied_in), and when its result slice of g is
+     * (before published).  Two words, each keyed by the chunk, each
+     * rewritten only once the slot's area is free again, so no mark is
+     * lost before every rank that depends on it has read it; a rank's own
+     * copy-out failing marks nothing (coll_strata_pipeline.c) */
+    uint64_t input_failed[MCA_COLL_STRATA_SLOTS_MAX];
+    uint64_t result_failed[MCA_COLL_STRATA_SLOTS_MAX];
+} mca_coll_strata_shm_flags_t;
+
+/* coll_strata_shm.c: collective over node_comm; a rank that is not
+ * `willing` (its own set-up already failed) still takes part and makes the
+ * attach fail on every local rank. */
+int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm, struct ompi_communicator_t *node_comm,
+                               bool willing, size_t slot_bytes, int nslots, const char *dir,
+                               char *why, size_t why_len);
+void mca_coll_strata_shm_detach(mca_coll_strata_shm_t *shm);
+void mca_coll_strata_shm_cleanup_stale(const char *dir);
+
+static inline char *mca_coll_strata_shm_input(const mca_coll_strata_shm_t *shm, int slot,
+                                              int local_rank)
+{
+    return shm->slots + ((size_t)slot * (shm->nranks + 1) + local_rank) * shm->slot_bytes;
+}
+
+static inline char *mca_coll_strata_shm_result(const mca_coll_strata_shm_t *shm, int slot)
+{
+    return mca_coll_strata_shm_input(shm, slot, shm->nranks);
+}
+
+/* coll_strata_xchg.c: one exchange of `count` elements at `buf` among the
+ * members of `comm` by schedule `sched` (logic/coll_strata_sched.h: the caller
+ * sets its alg, root and bounds; start sets n and count), in place,
+ * advanced by mca_coll_strata_xchg_progress until it returns done. */
+typedef struct mca_coll_strata_xchg_t {
+    struct ompi_communicator_t *comm;
+    mca_coll_strata_sched_t sched;
+    /* room for the node regions of an allgather (sched.bounds): one entry
+     * per node and one more, made with the exchanges */
+    size_t *bounds;
+    char *buf;
+    char *scratch; /* receives what is folded in: up to `count` elements */
+    size_t count;
+    ptrdiff_t extent;
+    struct ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+    mca_coll_strata_node_t *node; /* copies and folds */
+    /* pinned host blocks the messages go through when the pml cannot carry
+     * the node area's memory; NULL: sent and received in place */
+    char *stage_send;
+    char *stage_recv;
+    int tag;
+    int step, nsteps;
+    mca_coll_strata_sched_step_t cur; /* the step in flight */
+    bool done;                        /* this chunk's inter-node phase is complete */
+    /* this member's result is wrong (set before start when its input is);
+     * the exchange goes on and tells its peers (coll_strata_xchg.c) */
+    bool failed;
+    ompi_request_t *reqs[2]; /* receive, send */
+    char signal[64];         /* what a failed member sends: one element at most */
+    /* the step's send the pml refused, to be posted again (as the news of
+     * the failure), and since when (CLOCK_MONOTONIC seconds; 0: not refused) */
+    bool send_pending;
+    double send_refused_at;
+} mca_coll_strata_xchg_t;
+
+void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x);
+void mca_coll_strata_xchg_progress(mca_coll_strata_xchg_t *x, bool *done);
+
+#endif /* MCA_COLL_STRATA_ENGINE_INTERNAL_H */
