@@ -290,7 +290,7 @@ ucx_ucp_small_mps() {
     line=$(CUDA_STANDIN_MPS=1 ucp_small_count 8KiB 10) || return 1
     echo "d->d 8KiB under MPS: $line"
     dtod=$(sed -n 's/.* dtod=\([0-9]*\) .*/\1/p' <<<"$line")
-    if [ "$(printf '%s\n%s\n' "$STRATA_UCX_VERSION" 1.16 | sort -V | head -n 1)" = 1.16 ]; then
+    if strata_ucx_at_least 1 16; then
         [ -n "$dtod" ] && [ "$dtod" -ge 10 ] ||
             { echo "FAIL: under MPS gpu_ipc should copy directly: dtod=$dtod, expected one per message (10)"; return 1; }
     fi
@@ -321,7 +321,7 @@ ucx_ucp_ipc_host_staged() {
     line=$(head -n 1 "$counts"); rm -f "$counts"
     htod=$(sed -n 's/.* htod=\([0-9]*\) .*/\1/p' <<<"$line")
     echo "h->d: $line"
-    if [ "$(printf '%s\n%s\n' "$STRATA_UCX_VERSION" 1.16 | sort -V | head -n 1)" != 1.16 ]; then
+    if ! strata_ucx_at_least 1 16; then
         [ -n "$htod" ] && [ "$htod" -ge $min ] ||
             { echo "FAIL: h->d: $htod host-to-device copies on rank 0, expected $min or more (one per piece)"; return 1; }
     fi
@@ -334,7 +334,7 @@ ucx_ucp_ipc_host_staged() {
     # d->h by put: rank 0's device data written to rank 1's host memory in
     # pieces, each a device-to-host copy into a bounce buffer.
     dtoh=$(sed -n 's/.* dtoh=\([0-9]*\) .*/\1/p' <<<"$line")
-    if [ "$(printf '%s\n%s\n' "$STRATA_UCX_VERSION" 1.16 | sort -V | head -n 1)" != 1.16 ]; then
+    if ! strata_ucx_at_least 1 16; then
         [ -n "$dtoh" ] && [ "$dtoh" -ge $min ] ||
             { echo "FAIL: d->h by put: $dtoh device-to-host copies on rank 0, expected $min or more (one per piece)"; return 1; }
     fi

@@ -204,16 +204,11 @@ static ucs_status_t uct_gpu_ipc_ep_issue_copy(uct_gpu_ipc_iface_t *iface, uct_gp
     return status;
 }
 
-/*
- * Whether a copy of `length` bytes between local device memory on device
- * `ordinal` and the rkey's memory takes the detour through host memory
- * (gpu_ipc_detour.h): small, both on one GPU, and no MPS.
- */
-static int uct_gpu_ipc_ep_detour(uct_gpu_ipc_iface_t *iface, uct_gpu_ipc_rkey_t *rkey,
-                                 size_t length, int ordinal)
+/* Whether a copy of `length` bytes may take the detour through host memory
+ * (gpu_ipc_detour.h): small, and no MPS. */
+static int uct_gpu_ipc_ep_may_detour(const uct_gpu_ipc_iface_t *iface, size_t length)
 {
-    return !iface->mps && (length <= iface->detour.max) && (ordinal >= 0) &&
-           (uct_gpu_ipc_rkey_ordinal(rkey) == ordinal);
+    return !iface->mps && (length <= iface->detour.max);
 }
 
 /* ---- the peer's host memory (HOST keys, gpu_ipc_stage.h) ---- */
@@ -291,8 +286,14 @@ static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, si
         return UCS_ERR_NO_RESOURCE;
     }
 
+    /* The local buffer's kind costs a driver call: asked only where it can
+     * be host memory (host keys, UCX_STRATA_IPC_HOST) or decides the detour. */
     local         = (CUdeviceptr)iov[0].buffer;
-    local_is_host = (strata_mem_kind(iov[0].buffer, &ordinal) == STRATA_MEM_HOST);
+    local_is_host = 0;
+    ordinal       = -1;
+    if (rkey->is_host || iface->host_keys || uct_gpu_ipc_ep_may_detour(iface, length)) {
+        local_is_host = (strata_mem_kind(iov[0].buffer, &ordinal) == STRATA_MEM_HOST);
+    }
     if (rkey->is_host && local_is_host) {
         /* Host to host: CMA, done when it returns. */
         return uct_gpu_ipc_stage_cma(rkey->owner_pid, iov[0].buffer, remote_addr, length, is_put);
@@ -301,8 +302,10 @@ static ucs_status_t uct_gpu_ipc_ep_copy(uct_ep_h tl_ep, const uct_iov_t *iov, si
     if (status != UCS_OK) {
         return status;
     }
-    detour = !local_is_host && !rkey->is_host &&
-             uct_gpu_ipc_ep_detour(iface, (uct_gpu_ipc_rkey_t *)rkey, length, ordinal);
+    /* Both buffers on one GPU (ordinal is -1 unless may_detour asked it). */
+    detour = !local_is_host && !rkey->is_host && (ordinal >= 0) &&
+             uct_gpu_ipc_ep_may_detour(iface, length) &&
+             (uct_gpu_ipc_rkey_ordinal((uct_gpu_ipc_rkey_t *)rkey) == ordinal);
     if (rkey->is_host) {
         status = uct_gpu_ipc_ep_staged(iface, ep, rkey, local, remote_addr, length, is_put, comp);
     } else if (is_put) {

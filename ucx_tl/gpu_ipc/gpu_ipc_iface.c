@@ -312,6 +312,7 @@ static UCS_CLASS_INIT_FUNC(uct_gpu_ipc_iface_t, uct_md_h md, uct_worker_h worker
                                                0 :
                                                config->shared_detour);
     self->mps              = uct_gpu_ipc_iface_mps(self->super.ordinal);
+    self->host_keys        = ucs_derived_of(md, uct_strata_md_t)->config.ipc_host;
     self->next_stream      = 0;
     self->config.latency   = config->latency;
     self->config.overhead  = config->overhead;

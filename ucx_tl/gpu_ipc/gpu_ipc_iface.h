@@ -57,6 +57,7 @@ typedef struct uct_gpu_ipc_iface {
     uct_gpu_ipc_stage_t stage;   /* copies to and from peers' host memory */
     uct_gpu_ipc_detour_t detour; /* small copies within a GPU shared without MPS */
     int mps;                     /* the device's contexts are shared through MPS */
+    int host_keys;               /* the domain registers host memory (IPC_HOST) */
 } uct_gpu_ipc_iface_t;
 
 /* The transport, for the component to register. */
