@@ -79,6 +79,9 @@ extern "C" {
     _opt(cuDeviceCanAccessPeer) \
     _opt(cuMemHostRegister) \
     _opt(cuMemHostUnregister) \
+    _opt(cuMemHostGetDevicePointer) \
+    _opt(cuStreamWaitValue64) \
+    _opt(cuStreamWriteValue64) \
     _opt(cuMemAllocAsync) \
     _opt(cuMemAllocFromPoolAsync) \
     _opt(cuMemFreeAsync) \

@@ -78,6 +78,9 @@ typedef struct mca_coll_strata_settings_t {
     size_t inter_eager_max;   /* decision.eager_max; 0: from the pml */
     /* bytes of one pipeline chunk (the whole vector moves chunk by chunk) */
     size_t segment_size;
+    /* the same on the GPUs (the native device path's chunks, in device
+     * memory: HBM wants far larger pieces than host shared memory) */
+    size_t device_segment_size;
     /* chunks in flight per communicator (shared-memory slots) */
     int shm_slots;
     /* bytes of pinned host memory a communicator keeps for staging device

@@ -201,6 +201,15 @@ static void mca_coll_strata_register_shm(void)
         "in chunks of this size (rounded up to 64; 4096 to 16 MiB)",
         &mca_coll_strata_component.settings.segment_size);
 
+    mca_coll_strata_component.settings.device_segment_size = 8 << 20;
+    mca_coll_strata_register_size(
+        "device_segment_size",
+        "Bytes of one chunk of the native device path (device buffers reduced, broadcast or "
+        "gathered on the GPUs): each local rank's device scratch holds 2 x shm_slots chunks "
+        "(3 x with a network), and each chunk costs the GPU a few stream operations, so "
+        "chunks are far larger than on the host (64 KiB to 256 MiB)",
+        &mca_coll_strata_component.settings.device_segment_size);
+
     mca_coll_strata_component.settings.shm_slots = 4;
     (void)mca_base_component_var_register(
         c, "shm_slots",
@@ -484,6 +493,9 @@ static void mca_coll_strata_component_check(void)
     /* a chunk is a pipeline unit: beyond 16 MiB it only costs shared memory */
     mca_coll_strata_component_bound_size("segment_size", &c->settings.segment_size, 4096,
                                          (size_t)16 << 20);
+    mca_coll_strata_component_bound_size("device_segment_size",
+                                         &c->settings.device_segment_size, (size_t)64 << 10,
+                                         (size_t)256 << 20);
     mca_coll_strata_component_bound_int("shm_slots", &c->settings.shm_slots, 1,
                                         MCA_COLL_STRATA_SLOTS_MAX);
     mca_coll_strata_component_bound_size("stage_max", &c->settings.stage_max,

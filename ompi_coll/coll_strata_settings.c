@@ -61,6 +61,7 @@ static const mca_coll_strata_setting_t mca_coll_strata_settings_table[] = {
     MCA_COLL_STRATA_SETTING("allreduce_inter_overhead_us", FIGURE, inter_overhead_us),
     MCA_COLL_STRATA_SETTING("allreduce_inter_eager_max", SIZE, inter_eager_max),
     MCA_COLL_STRATA_SETTING("segment_size", SIZE, segment_size),
+    MCA_COLL_STRATA_SETTING("device_segment_size", SIZE, device_segment_size),
     MCA_COLL_STRATA_SETTING("shm_slots", INT, shm_slots),
     MCA_COLL_STRATA_SETTING("stage_max", SIZE, stage_max),
     MCA_COLL_STRATA_SETTING("allreduce_device_algorithm", INT, device_algorithm),

@@ -77,7 +77,9 @@ static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *mod
     /* no vectorized kernel for these on the host (Open MPI's op/avx has the
      * arithmetic and bitwise ones); the GPUs' kernels have every op */
     in.slow_op = !native && (MPI_LAND == op || MPI_LOR == op || MPI_LXOR == op);
-    in.chunk_bytes = module->shm.slot_bytes;
+    /* the native path's chunks are the device area's */
+    in.chunk_bytes = native ? (module->settings.device_segment_size + 63) & ~(size_t)63
+                            : module->shm.slot_bytes;
     in.slots = module->shm.nslots;
     mca_coll_strata_decide(&module->decision, &in, decision);
 }

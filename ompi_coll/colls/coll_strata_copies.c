@@ -54,7 +54,7 @@ static const char *mca_coll_strata_copy_decide(mca_coll_strata_module_t *module,
     const mca_coll_strata_settings_t *c = &module->settings;
     bool bcast = MCA_COLL_STRATA_PIPE_BCAST == kind;
     int setting = bcast ? c->bcast_algorithm : c->allgather_algorithm;
-    size_t total = bytes * (bcast ? 1 : (size_t)ompi_comm_size(comm)), chunks;
+    size_t total = bytes * (bcast ? 1 : (size_t)ompi_comm_size(comm)), chunks, chunk;
     const char *why = NULL;
 
     if (MCA_COLL_STRATA_COPY_FALLBACK == setting) {
@@ -77,7 +77,9 @@ static const char *mca_coll_strata_copy_decide(mca_coll_strata_module_t *module,
     if (MCA_COLL_STRATA_COPY_AUTO == setting && 1 == module->topo.ppn_max) {
         return "one rank per node: no node phase to save";
     }
-    if (!bcast && (size_t)ompi_comm_size(comm) > module->shm.slot_bytes) {
+    /* the chunks of the pipeline that runs it: the device area's on the GPUs */
+    chunk = native ? (c->device_segment_size + 63) & ~(size_t)63 : module->shm.slot_bytes;
+    if (!bcast && (size_t)ompi_comm_size(comm) > chunk) {
         return "more ranks than a chunk has bytes (coll_strata_segment_size)";
     }
     *d = (mca_coll_strata_decision_t){
@@ -87,7 +89,7 @@ static const char *mca_coll_strata_copy_decide(mca_coll_strata_module_t *module,
         .nslices = 1,
         .reason = (MCA_COLL_STRATA_COPY_AUTO == setting) ? "auto" : "forced",
     };
-    chunks = (total + module->shm.slot_bytes - 1) / module->shm.slot_bytes;
+    chunks = (total + chunk - 1) / chunk;
     *sched = bcast ? mca_coll_strata_decide_bcast_sched(setting, module->topo.nnodes, chunks)
                    : MCA_COLL_STRATA_SCHED_RING_AG;
     return NULL;

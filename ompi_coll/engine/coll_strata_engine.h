@@ -80,6 +80,9 @@ typedef struct mca_coll_strata_topo_t {
 typedef struct mca_coll_strata_node_t {
     const struct mca_coll_strata_node_ops_t *ops;
     mca_coll_strata_shm_t *shm;
+    /* bytes of one slot's input (or result) area: a chunk's, or an
+     * allgather chunk's blocks together */
+    size_t slot_bytes;
     /* The inter-node phase, per slot (inter_slot_bytes each): where it
      * receives blocks (NULL without a rail), and, where the pml cannot carry
      * this area's memory, pinned host memory it stages the blocks it

@@ -22,8 +22,13 @@
  * queue their work; it is finished when complete() returns, and only then
  * may a progress flag announce it.  Every call returns an OMPI status.
  */
+struct mca_coll_strata_node_queue_ops_t;
+
 typedef struct mca_coll_strata_node_ops_t {
     const char *name;
+    /* NULL: the host drives every chunk (coll_strata_pipeline.c); else the
+     * area queues a whole call (coll_strata_pipeline_queued.c) */
+    const struct mca_coll_strata_node_queue_ops_t *queue;
     /* local rank r's input area of a slot, and the slot's result area */
     char *(*input)(const struct mca_coll_strata_node_t *node, int slot, int r);
     char *(*result)(const struct mca_coll_strata_node_t *node, int slot);
@@ -37,6 +42,33 @@ typedef struct mca_coll_strata_node_ops_t {
 } mca_coll_strata_node_ops_t;
 
 extern const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops;
+
+/*
+ * A node area whose copies and reductions run on a queue that can itself
+ * wait on the node's progress flags and store them (device data: a CUDA
+ * stream with stream memory operations on the flags, which live in host
+ * shared memory the GPUs map).  The host queues a whole call through it
+ * and waits once (coll_strata_pipeline_queued.c).  Every call returns an
+ * OMPI status; a failed await or signal leaves the queue unusable for the
+ * rest of the call.
+ */
+typedef struct mca_coll_strata_node_queue_ops_t {
+    /* later work waits until counter `field` (an offset into
+     * mca_coll_strata_shm_flags_t) of local ranks [0, nranks) is >= value */
+    int (*await)(struct mca_coll_strata_node_t *node, size_t field, int nranks, uint64_t value);
+    /* this rank's counter `field` becomes value once the work before it is done */
+    int (*signal)(struct mca_coll_strata_node_t *node, size_t field, uint64_t value);
+    /* mark `slot`: the work queued so far; marked: whether that work is
+     * done (never waits) */
+    int (*mark)(struct mca_coll_strata_node_t *node, int slot);
+    int (*marked)(struct mca_coll_strata_node_t *node, int slot, bool *done);
+    /* on: copy, reduce and complete() go to a second queue, the exchange
+     * between nodes', which never waits on a flag, so its complete() waits
+     * for no peer; off: back to the pipeline's */
+    void (*exchange)(struct mca_coll_strata_node_t *node, bool on);
+    /* wait until everything queued is done: the call's one host-side wait */
+    int (*drain)(struct mca_coll_strata_node_t *node);
+} mca_coll_strata_node_queue_ops_t;
 
 /* One local rank's progress flags, each on its own cache line. */
 typedef struct mca_coll_strata_shm_flags_t {
@@ -52,6 +84,13 @@ typedef struct mca_coll_strata_shm_flags_t {
      * (coll_strata_node_device.c: a rank frees its own only then) */
     uint64_t device_closed;
     char pad4[56];
+    /* (the queued driver) the chunk serial at which this rank's last call
+     * ended, once its queue and exchanges are done; that serial in
+     * call_failed when a part of it its peers read (input, result) failed
+     * (coll_strata_pipeline_queued.c) */
+    uint64_t call_done;
+    uint64_t call_failed;
+    char pad5[48];
     /* per slot: g + 1 when this rank's input of global chunk g in that slot
      * is wrong (before copied_in), and when its result slice of g is
      * (before published).  Two words, each keyed by the chunk, each

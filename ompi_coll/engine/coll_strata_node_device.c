@@ -43,9 +43,19 @@
 struct mca_coll_strata_node_device_t {
     mca_coll_strata_node_t super;
     int ordinal;
-    CUstream stream;
+    CUstream stream; /* the pipeline's */
+    /* the exchange between nodes' (never waits on a flag), and where copy,
+     * reduce and complete() go now: one of the two */
+    CUstream net, cur;
     size_t slot_bytes;
-    int nslots, nranks;
+    int nslots, nranks, me;
+    /* Queued calls (coll_strata_pipeline_queued.c): the node's progress
+     * flags as the GPU addresses them (the segment's flags registered
+     * with the driver, this process's mapping), and one event per slot
+     * marking a chunk's reduction; flags_dev 0: the host drives. */
+    CUdeviceptr flags_dev;
+    void *flags_host;
+    CUevent events[MCA_COLL_STRATA_SLOTS_MAX];
     CUdeviceptr scratch; /* this rank's */
     size_t scratch_bytes;
     CUdeviceptr *peer; /* every local rank's, as this process maps it */
@@ -188,7 +198,7 @@ static int mca_coll_strata_node_device_copy(mca_coll_strata_node_t *node, void *
         return MPI_ERR_OTHER;
     }
     return mca_coll_strata_node_device_status(
-        d, strata_cuda.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, d->stream),
+        d, strata_cuda.cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, d->cur),
         "cuMemcpyAsync");
 }
 
@@ -225,7 +235,7 @@ static int mca_coll_strata_node_device_reduce(mca_coll_strata_node_t *node, stru
     args.dst = dst;
     args.count = count;
     args.nsrc = k;
-    return mca_coll_strata_node_device_status(d, strata_kernels_reduce(d->fn, &args, d->stream),
+    return mca_coll_strata_node_device_status(d, strata_kernels_reduce(d->fn, &args, d->cur),
                                               "cuLaunchKernel");
 }
 
@@ -236,12 +246,119 @@ static int mca_coll_strata_node_device_complete(mca_coll_strata_node_t *node)
     if (d->no_context) {
         return MPI_ERR_OTHER;
     }
+    return mca_coll_strata_node_device_status(d, strata_cuda.cuStreamSynchronize(d->cur),
+                                              "cuStreamSynchronize");
+}
+
+/* ---- the queue: stream memory operations on the node's flags ---- */
+
+static CUdeviceptr mca_coll_strata_node_device_flag(const mca_coll_strata_node_device_t *d, int r,
+                                                    size_t field)
+{
+    return d->flags_dev + (CUdeviceptr)r * sizeof(mca_coll_strata_shm_flags_t) + field;
+}
+
+static int mca_coll_strata_node_device_await(mca_coll_strata_node_t *node, size_t field,
+                                             int nranks, uint64_t value)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+    CUresult res = CUDA_SUCCESS;
+
+    if (d->no_context) {
+        return MPI_ERR_OTHER;
+    }
+    /* GEQ compares the signed difference: the counters only grow */
+    for (int r = 0; r < nranks && CUDA_SUCCESS == res; ++r) {
+        res = strata_cuda.cuStreamWaitValue64(d->stream, mca_coll_strata_node_device_flag(d, r, field),
+                                              value, CU_STREAM_WAIT_VALUE_GEQ);
+    }
+    return mca_coll_strata_node_device_status(d, res, "cuStreamWaitValue64");
+}
+
+static int mca_coll_strata_node_device_signal(mca_coll_strata_node_t *node, size_t field,
+                                              uint64_t value)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+
+    if (d->no_context) {
+        return MPI_ERR_OTHER;
+    }
+    /* the default flags: a memory barrier first, so a peer that sees the
+     * value sees the data written before it */
+    return mca_coll_strata_node_device_status(
+        d,
+        strata_cuda.cuStreamWriteValue64(d->stream, mca_coll_strata_node_device_flag(d, d->me, field),
+                                         value, CU_STREAM_WRITE_VALUE_DEFAULT),
+        "cuStreamWriteValue64");
+}
+
+static int mca_coll_strata_node_device_mark(mca_coll_strata_node_t *node, int slot)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+
+    if (d->no_context) {
+        return MPI_ERR_OTHER;
+    }
+    return mca_coll_strata_node_device_status(
+        d, strata_cuda.cuEventRecord(d->events[slot], d->stream), "cuEventRecord");
+}
+
+static int mca_coll_strata_node_device_marked(mca_coll_strata_node_t *node, int slot, bool *done)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+    CUresult res;
+
+    if (d->no_context) {
+        return MPI_ERR_OTHER;
+    }
+    res = strata_cuda.cuEventQuery(d->events[slot]);
+    *done = CUDA_ERROR_NOT_READY != res;
+    return (CUDA_ERROR_NOT_READY == res) ? OMPI_SUCCESS
+                                         : mca_coll_strata_node_device_status(d, res, "cuEventQuery");
+}
+
+static void mca_coll_strata_node_device_exchange(mca_coll_strata_node_t *node, bool on)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+
+    d->cur = on ? d->net : d->stream;
+}
+
+static int mca_coll_strata_node_device_drain(mca_coll_strata_node_t *node)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+
+    if (d->no_context) {
+        return MPI_ERR_OTHER;
+    }
     return mca_coll_strata_node_device_status(d, strata_cuda.cuStreamSynchronize(d->stream),
                                               "cuStreamSynchronize");
 }
 
+static const mca_coll_strata_node_queue_ops_t mca_coll_strata_node_device_queue = {
+    .await = mca_coll_strata_node_device_await,
+    .signal = mca_coll_strata_node_device_signal,
+    .mark = mca_coll_strata_node_device_mark,
+    .marked = mca_coll_strata_node_device_marked,
+    .exchange = mca_coll_strata_node_device_exchange,
+    .drain = mca_coll_strata_node_device_drain,
+};
+
+/* The host drives every chunk: where the GPUs cannot wait on the flags. */
 static const mca_coll_strata_node_ops_t mca_coll_strata_node_device_ops = {
     .name = "device",
+    .queue = NULL,
+    .input = mca_coll_strata_node_device_input,
+    .result = mca_coll_strata_node_device_result,
+    .copy = mca_coll_strata_node_device_copy,
+    .reduce = mca_coll_strata_node_device_reduce,
+    .complete = mca_coll_strata_node_device_complete,
+};
+
+/* The GPUs coordinate the chunks, the host waits once per call. */
+static const mca_coll_strata_node_ops_t mca_coll_strata_node_device_queued_ops = {
+    .name = "device, queued",
+    .queue = &mca_coll_strata_node_device_queue,
     .input = mca_coll_strata_node_device_input,
     .result = mca_coll_strata_node_device_result,
     .copy = mca_coll_strata_node_device_copy,
@@ -289,6 +406,22 @@ static void mca_coll_strata_node_device_close(mca_coll_strata_node_device_t *d)
     }
     if (NULL != d->stream) {
         (void)strata_cuda.cuStreamSynchronize(d->stream);
+    }
+    if (NULL != d->net) {
+        (void)strata_cuda.cuStreamSynchronize(d->net);
+        (void)strata_cuda.cuStreamDestroy(d->net);
+        d->net = NULL;
+    }
+    for (int i = 0; i < MCA_COLL_STRATA_SLOTS_MAX; ++i) {
+        if (NULL != d->events[i]) {
+            (void)strata_cuda.cuEventDestroy(d->events[i]);
+            d->events[i] = NULL;
+        }
+    }
+    if (NULL != d->flags_host) {
+        (void)strata_cuda.cuMemHostUnregister(d->flags_host);
+        d->flags_host = NULL;
+        d->flags_dev = 0;
     }
     for (int r = 0; NULL != d->peer && r < d->nranks; ++r) {
         if (0 != d->peer[r] && d->peer[r] != d->scratch) {
@@ -433,6 +566,10 @@ static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
 
     d->scratch_bytes = (rail ? 3 : 2) * region;
     res = strata_cuda.cuStreamCreate(&d->stream, CU_STREAM_DEFAULT);
+    d->cur = d->stream;
+    if (CUDA_SUCCESS == res && rail) {
+        res = strata_cuda.cuStreamCreate(&d->net, CU_STREAM_DEFAULT);
+    }
     if (CUDA_SUCCESS == res) {
         res = strata_cuda.cuMemAlloc(&d->scratch, d->scratch_bytes);
     }
@@ -462,27 +599,82 @@ static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
     return OMPI_SUCCESS;
 }
 
+/*
+ * Whether this rank can queue whole calls (coll_strata_pipeline_queued.c):
+ * the driver has 64-bit stream memory operations (on by default since CUDA
+ * 11.7; older drivers and some platforms need NVreg_EnableStreamMemOPs=1),
+ * and the node's progress flags, in the shared-memory segment, are
+ * registered so that this GPU can wait on them and store them.  Without,
+ * the host drives every chunk (as before issue 36): slower, not wrong.
+ */
+static bool mca_coll_strata_node_device_queue_setup(mca_coll_strata_node_device_t *d,
+                                                    mca_coll_strata_shm_t *shm, CUdevice dev)
+{
+    size_t bytes = (size_t)((char *)shm->slots - (char *)shm->flags);
+    int memops = 0;
+    CUresult res;
+
+    if (NULL == strata_cuda.cuStreamWaitValue64 || NULL == strata_cuda.cuStreamWriteValue64 ||
+        NULL == strata_cuda.cuMemHostRegister || NULL == strata_cuda.cuMemHostUnregister ||
+        NULL == strata_cuda.cuMemHostGetDevicePointer ||
+        CUDA_SUCCESS != strata_cuda.cuDeviceGetAttribute(
+                            &memops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) ||
+        !memops) {
+        MCA_COLL_STRATA_VERBOSE(10, "device %d: no 64-bit stream memory operations: the host "
+                                    "drives the native path chunk by chunk",
+                                d->ordinal);
+        return false;
+    }
+    for (int i = 0; i < d->nslots; ++i) {
+        /* timing off: only queried for completion */
+        if (CUDA_SUCCESS != strata_cuda.cuEventCreate(&d->events[i], CU_EVENT_DISABLE_TIMING)) {
+            return false;
+        }
+    }
+    res = strata_cuda.cuMemHostRegister(shm->flags, bytes,
+                                        CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+    if (CUDA_SUCCESS == res) {
+        d->flags_host = shm->flags;
+        res = strata_cuda.cuMemHostGetDevicePointer(&d->flags_dev, shm->flags, 0);
+    }
+    if (CUDA_SUCCESS != res) {
+        char str[160];
+
+        d->flags_dev = 0;
+        MCA_COLL_STRATA_VERBOSE(10, "device %d: the node's progress flags cannot be registered "
+                                    "(%s): the host drives the native path chunk by chunk",
+                                d->ordinal, strata_cuda_result_str(res, str, sizeof(str)));
+        return false;
+    }
+    return true;
+}
+
 /* What each local rank tells its peers: its scratch's handle, whether it
- * has one (a rank whose allocation failed sends ok = 0), and which GPU it
- * is (by UUID: ordinals differ between processes that see different
- * devices). */
+ * has one (a rank whose allocation failed sends ok = 0), which GPU it is
+ * (by UUID: ordinals differ between processes that see different
+ * devices), whether that GPU runs under MPS, and whether it can queue. */
 typedef struct mca_coll_strata_node_device_card_t {
     CUipcMemHandle handle;
     CUuuid uuid;
     int ok;
+    int mps;
+    int queued;
 } mca_coll_strata_node_device_card_t;
 
-/* Whether another local rank runs on this rank's GPU.  Ranks sharing a GPU
- * take turns on it, each in its own context, and the native path hands
- * every chunk from one process's GPU work to another's: measured on an H200
- * (docs/results/2026-11-26-gpu-h200), about 750 us per chunk whatever its
- * size, 15-26x slower than staging through host memory with 2 and 4 ranks
- * on the GPU.  So auto stays staged there; one rank per GPU runs native. */
+/* Whether another local rank runs on this rank's GPU without MPS.  Ranks
+ * sharing a GPU without MPS take turns on it, each in its own context, and
+ * the native path hands every chunk from one process's GPU work to
+ * another's: measured on an H200 (docs/results/2026-11-26-gpu-h200), about
+ * 750 us per chunk whatever its size, 15-26x slower than staging through
+ * host memory with 2 and 4 ranks on the GPU.  So auto stays staged there.
+ * Under MPS (CU_DEVICE_ATTRIBUTE_MPS_ENABLED on both) the ranks' work runs
+ * side by side, as with one rank per GPU: native. */
 static bool mca_coll_strata_node_device_shared(int me, int k,
                                                const mca_coll_strata_node_device_card_t *cards)
 {
     for (int r = 0; r < k; ++r) {
-        if (r != me && 0 == memcmp(&cards[r].uuid, &cards[me].uuid, sizeof(cards[me].uuid))) {
+        if (r != me && 0 == memcmp(&cards[r].uuid, &cards[me].uuid, sizeof(cards[me].uuid)) &&
+            !(cards[r].mps && cards[me].mps)) {
             return true;
         }
     }
@@ -538,9 +730,12 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
         d->super.ops = &mca_coll_strata_node_device_ops;
         d->super.shm = &module->shm;
         d->ordinal = ordinal;
-        d->slot_bytes = module->shm.slot_bytes;
+        /* chunks sized for device memory, not for host shared memory */
+        d->slot_bytes = (module->settings.device_segment_size + 63) & ~(size_t)63;
+        d->super.slot_bytes = d->slot_bytes;
         d->nslots = module->shm.nslots;
         d->nranks = k;
+        d->me = me;
         d->peer = calloc((size_t)k, sizeof(*d->peer));
         ok = (NULL != d->peer) &&
              (OMPI_SUCCESS ==
@@ -549,6 +744,10 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
                    CUDA_SUCCESS != strata_cuda.cuDeviceGetUuid(&mine.uuid, dev))) {
             snprintf(why, sizeof(why), "no UUID for device %d", ordinal);
             ok = 0;
+        }
+        if (ok) {
+            (void)strata_cuda.cuDeviceGetAttribute(&mine.mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev);
+            mine.queued = mca_coll_strata_node_device_queue_setup(d, &module->shm, dev);
         }
         strata_cuda_ctx_pop(saved);
     }
@@ -563,10 +762,13 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
     } else {
         ok = 0;
     }
-    /* One agreement for both: 0 failed somewhere, 1 ready but some node's
-     * ranks share a GPU, 2 ready with one rank per GPU everywhere. */
+    /* One agreement for all: 0 failed somewhere, 1 ready but some node's
+     * ranks share a GPU without MPS, 2 ready (one rank per GPU, or MPS)
+     * with the host driving the chunks somewhere, 3 ready and every rank
+     * queues.  Queueing is agreed over comm, though only the node's ranks
+     * meet in the flags: one rule, the same everywhere. */
     if (ok) {
-        ok = mca_coll_strata_node_device_shared(me, k, cards) ? 1 : 2;
+        ok = mca_coll_strata_node_device_shared(me, k, cards) ? 1 : mine.queued ? 3 : 2;
     }
     rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (OMPI_SUCCESS == rc && 1 == all_ok &&
@@ -591,11 +793,16 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
         mca_coll_strata_node_device_free_together(d, node_comm);
         return OMPI_ERROR;
     }
+    if (3 == all_ok) {
+        d->super.ops = &mca_coll_strata_node_device_queued_ops;
+    }
     module->node_device = d;
     MCA_COLL_STRATA_VERBOSE(10,
                             "%s: device scratch of %zu bytes on device %d, mapped by %d "
-                            "local rank(s)",
-                            comm->c_name, d->scratch_bytes, ordinal, k);
+                            "local rank(s); %s",
+                            comm->c_name, d->scratch_bytes, ordinal, k,
+                            (3 == all_ok) ? "each call queued on the GPU, one host wait"
+                                          : "the host drives every chunk");
     return OMPI_SUCCESS;
 }
 

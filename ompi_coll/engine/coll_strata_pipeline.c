@@ -47,7 +47,7 @@
  * whose own copy or reduction failed too, and the next call starts clean.
  */
 #include "../coll_strata.h"
-#include "coll_strata_engine_internal.h"
+#include "coll_strata_pipeline.h"
 
 #include <sched.h>
 #include <stddef.h>
@@ -62,44 +62,6 @@
 #define MCA_COLL_STRATA_PIPELINE_SPINS 64
 
 
-typedef struct mca_coll_strata_pipeline_t {
-    mca_coll_strata_module_t *module;
-    mca_coll_strata_shm_t *shm;
-    mca_coll_strata_node_t *node; /* where the slots live, how data moves */
-    const mca_coll_strata_decision_t *decision;
-    mca_coll_strata_pipe_kind_t kind;
-    mca_coll_strata_sched_alg_t sched_alg; /* BCAST, ALLGATHER */
-    int root_node;                         /* BCAST: the root's node */
-    bool copies_in; /* this rank has input (every rank, or the bcast's root) */
-    int comm_size;  /* ALLGATHER: blocks per chunk */
-    /* REDUCE: the nodes' regions of the result (args' parts), or NULL */
-    const size_t *node_parts;
-    int comm_rank;
-    const char *sbuf;
-    /* this rank's part of the result: elements [out_lo, out_hi) of the
-     * reduced vector, element out_lo at `out` (mca_coll_strata_pipeline_args_t) */
-    char *out;
-    size_t out_lo, out_hi;
-    size_t count;
-    ptrdiff_t extent;
-    struct ompi_datatype_t *dtype;
-    struct ompi_op_t *op;
-    size_t chunk_elems;
-    uint64_t nchunks;
-    uint64_t base;       /* global serial of chunk 0 of this call */
-    int me;              /* local rank */
-    bool owner;          /* owns slice `me` of every chunk */
-    bool replicated;     /* owners take whole chunks (see above) */
-    bool private_result; /* this rank's result lands in its rbuf, not the result area */
-    int result_owners;   /* owners whose published results copy-out waits for */
-    /* the call's outcome on this rank: its own first failure, or
-     * MPI_ERR_OTHER for a part another rank failed (see the top) */
-    int node_error;
-    bool peer_failed;   /* a failure this rank's own messages do not name */
-    bool fail_copy_out; /* coll_strata_test_fail=copy_out: every copy-out of this call */
-    /* next chunk (0..nchunks) for each stage of this rank */
-    uint64_t next_in, next_reduce, next_publish, next_out;
-} mca_coll_strata_pipeline_t;
 
 static inline uint64_t mca_coll_strata_flag_load(const uint64_t *flag)
 {
@@ -126,21 +88,21 @@ static bool mca_coll_strata_pipeline_reached(const mca_coll_strata_shm_t *shm, s
 }
 
 /* Counter value meaning "chunk g - nslots is done" (0 when there is none). */
-static uint64_t mca_coll_strata_pipeline_reuse_mark(const mca_coll_strata_pipeline_t *p, uint64_t g)
+uint64_t mca_coll_strata_pipeline_reuse_mark(const mca_coll_strata_pipeline_t *p, uint64_t g)
 {
     uint64_t nslots = (uint64_t)p->shm->nslots;
 
     return (g + 1 > nslots) ? g + 1 - nslots : 0;
 }
 
-static void mca_coll_strata_pipeline_chunk(const mca_coll_strata_pipeline_t *p, uint64_t c,
+void mca_coll_strata_pipeline_chunk(const mca_coll_strata_pipeline_t *p, uint64_t c,
                                            size_t *first, size_t *n)
 {
     *first = c * p->chunk_elems;
     *n = (p->count - *first < p->chunk_elems) ? p->count - *first : p->chunk_elems;
 }
 
-static int mca_coll_strata_pipeline_slot(const mca_coll_strata_pipeline_t *p, uint64_t c)
+int mca_coll_strata_pipeline_slot(const mca_coll_strata_pipeline_t *p, uint64_t c)
 {
     return (int)((p->base + c) % (uint64_t)p->shm->nslots);
 }
@@ -157,11 +119,6 @@ static int mca_coll_strata_pipeline_slot(const mca_coll_strata_pipeline_t *p, ui
  * copied this one out.  So each mark stays until all its readers have read
  * it, however far a rank's copy-in runs ahead of its copy-out.
  */
-typedef enum {
-    MCA_COLL_STRATA_PART_INPUT,
-    MCA_COLL_STRATA_PART_RESULT,
-    MCA_COLL_STRATA_PART_OWN
-} mca_coll_strata_part_t;
 
 static uint64_t *mca_coll_strata_pipeline_mark(const mca_coll_strata_pipeline_t *p, int r,
                                                mca_coll_strata_part_t part, uint64_t c)
@@ -183,10 +140,13 @@ static void mca_coll_strata_pipeline_mark_failed(mca_coll_strata_pipeline_t *p, 
     }
 }
 
-static void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c,
-                                          mca_coll_strata_part_t part, int rc)
+void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c,
+                                   mca_coll_strata_part_t part, int rc)
 {
     mca_coll_strata_pipeline_mark_failed(p, c, part);
+    if (MCA_COLL_STRATA_PART_OWN != part) {
+        p->shared_failed = true;
+    }
     if (OMPI_SUCCESS == p->node_error) {
         p->node_error = rc;
     }
@@ -237,34 +197,46 @@ static char *mca_coll_strata_pipeline_in_area(const mca_coll_strata_pipeline_t *
     }
 }
 
+size_t mca_coll_strata_pipeline_in_gate(const mca_coll_strata_pipeline_t *p)
+{
+    return (MCA_COLL_STRATA_PIPE_REDUCE == p->kind) ? MCA_COLL_STRATA_FLAG(reduced)
+                                                    : MCA_COLL_STRATA_FLAG(copied_out);
+}
+
+int mca_coll_strata_pipeline_issue_in(mca_coll_strata_pipeline_t *p, uint64_t c)
+{
+    mca_coll_strata_node_t *node = p->node;
+    size_t first, n;
+
+    if (!p->copies_in) {
+        return OMPI_SUCCESS;
+    }
+    if (NULL == p->sbuf) {
+        return MPI_ERR_NO_MEM; /* the caller had no memory for its input */
+    }
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    return node->ops->copy(node, mca_coll_strata_pipeline_in_area(p, c, n),
+                           p->sbuf + first * (size_t)p->extent, n * (size_t)p->extent);
+}
+
 static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_in, g = p->base + c;
     mca_coll_strata_shm_flags_t *mine = &p->shm->flags[p->me];
-    mca_coll_strata_node_t *node = p->node;
-    size_t first, n;
-    int rc = OMPI_SUCCESS;
+    int rc;
 
     /* The input area of the slot is free once every owner reduced the chunk
      * nslots before; the result area once every rank copied it out (which
      * implies the first). */
-    if (c >= p->nchunks || !mca_coll_strata_pipeline_reached(
-                               p->shm,
-                               (MCA_COLL_STRATA_PIPE_REDUCE == p->kind)
-                                   ? offsetof(mca_coll_strata_shm_flags_t, reduced)
-                                   : offsetof(mca_coll_strata_shm_flags_t, copied_out),
-                               p->shm->nranks, mca_coll_strata_pipeline_reuse_mark(p, g))) {
+    if (c >= p->nchunks ||
+        !mca_coll_strata_pipeline_reached(p->shm, mca_coll_strata_pipeline_in_gate(p),
+                                          p->shm->nranks,
+                                          mca_coll_strata_pipeline_reuse_mark(p, g))) {
         return;
     }
-    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-    if (p->copies_in && NULL == p->sbuf) {
-        rc = MPI_ERR_NO_MEM; /* the caller had no memory for its input */
-    } else if (p->copies_in) {
-        rc = node->ops->copy(node, mca_coll_strata_pipeline_in_area(p, c, n),
-                             p->sbuf + first * (size_t)p->extent, n * (size_t)p->extent);
-        if (OMPI_SUCCESS == rc) {
-            rc = node->ops->complete(node);
-        }
+    rc = mca_coll_strata_pipeline_issue_in(p, c);
+    if (OMPI_SUCCESS == rc && p->copies_in) {
+        rc = p->node->ops->complete(p->node);
     }
     mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_INPUT, rc);
     mca_coll_strata_flag_store(&mine->copied_in, g + 1);
@@ -338,7 +310,7 @@ static void mca_coll_strata_pipeline_sched(const mca_coll_strata_pipeline_t *p, 
  * result area); blocking algorithms complete here.  `failed`: the slice is
  * already wrong (strata's exchanges tell the rail; the rail's own allreduce
  * cannot, so there only this node learns it). */
-static void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_t c,
+void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_t c,
                                                  char *slice, size_t slice_elems, bool failed)
 {
     int slot = mca_coll_strata_pipeline_slot(p, c);
@@ -380,57 +352,77 @@ static void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, 
     }
 }
 
-static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *moved)
+void mca_coll_strata_pipeline_reduce_target(const mca_coll_strata_pipeline_t *p, uint64_t c,
+                                            char **dst, size_t *len)
 {
-    mca_coll_strata_shm_t *shm = p->shm;
     mca_coll_strata_node_t *node = p->node;
-    uint64_t c = p->next_reduce, g = p->base + c;
-    int slot = mca_coll_strata_pipeline_slot(p, c), k = shm->nranks, rc;
-    size_t first, n, off, len, bytes_off;
-    const void *srcs[shm->nranks]; /* k input areas of the slot */
-    bool inputs_failed;
-    char *dst;
+    int slot = mca_coll_strata_pipeline_slot(p, c);
+    size_t first, n, off;
 
-    if (c >= p->next_in ||
-        !mca_coll_strata_pipeline_reached(shm, offsetof(mca_coll_strata_shm_flags_t, copied_in), k,
-                                          g + 1) ||
-        !mca_coll_strata_pipeline_reached(shm, offsetof(mca_coll_strata_shm_flags_t, copied_out), k,
-                                          mca_coll_strata_pipeline_reuse_mark(p, g))) {
-        return;
-    }
-    inputs_failed = mca_coll_strata_pipeline_peer_failed(p, k, MCA_COLL_STRATA_PART_INPUT, c);
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
     if (MCA_COLL_STRATA_PIPE_REDUCE != p->kind) {
         /* the inputs are the result: the leader sends and receives it whole */
-        mca_coll_strata_flag_store(&shm->flags[p->me].reduced, g + 1);
-        p->next_reduce++;
-        *moved = true;
-        mca_coll_strata_pipeline_inter_start(
-            p, c, node->ops->result(node, slot),
-            (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) ? n * (size_t)p->comm_size : n,
-            inputs_failed);
+        *dst = node->ops->result(node, slot);
+        *len = (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) ? n * (size_t)p->comm_size : n;
         return;
     }
     if (p->replicated) {
         off = 0;
-        len = n;
+        *len = n;
     } else {
-        mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, &len);
+        mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, len);
     }
-    bytes_off = off * (size_t)p->extent;
-    dst = p->private_result ? p->out + first * (size_t)p->extent
-                            : node->ops->result(node, slot) + bytes_off;
+    *dst = p->private_result ? p->out + first * (size_t)p->extent
+                             : node->ops->result(node, slot) + off * (size_t)p->extent;
+}
+
+int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_t c, char **dst,
+                                          size_t *len)
+{
+    mca_coll_strata_node_t *node = p->node;
+    int slot = mca_coll_strata_pipeline_slot(p, c), k = p->shm->nranks;
+    const void *srcs[p->shm->nranks]; /* k input areas of the slot */
+    size_t first, n, off = 0, slice;
+
+    mca_coll_strata_pipeline_reduce_target(p, c, dst, len);
+    if (MCA_COLL_STRATA_PIPE_REDUCE != p->kind) {
+        return OMPI_SUCCESS;
+    }
+    /* the inputs' elements of this owner's slice (all for the replicated) */
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    if (!p->replicated) {
+        mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, &slice);
+    }
     /* Inputs in local rank order 1, 0, 2, 3, ...: the order this pipeline
      * has always reduced in (b op a, then each further input). */
     for (int i = 0; i < k; ++i) {
         int r = (k < 2) ? 0 : (i == k - 1) ? 1 : (i == k - 2) ? 0 : k - 1 - i;
 
-        srcs[i] = node->ops->input(node, slot, r) + bytes_off;
+        srcs[i] = node->ops->input(node, slot, r) + off * (size_t)p->extent;
     }
-    rc = (1 == k) ? node->ops->copy(node, dst, srcs[0], len * (size_t)p->extent)
-                  : node->ops->reduce(node, p->op, p->dtype, srcs, k, dst, len);
-    if (OMPI_SUCCESS == rc) {
-        rc = node->ops->complete(node);
+    return (1 == k) ? node->ops->copy(node, *dst, srcs[0], *len * (size_t)p->extent)
+                    : node->ops->reduce(node, p->op, p->dtype, srcs, k, *dst, *len);
+}
+
+static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool *moved)
+{
+    mca_coll_strata_shm_t *shm = p->shm;
+    uint64_t c = p->next_reduce, g = p->base + c;
+    int k = shm->nranks, rc;
+    bool inputs_failed;
+    size_t len;
+    char *dst;
+
+    if (c >= p->next_in ||
+        !mca_coll_strata_pipeline_reached(shm, MCA_COLL_STRATA_FLAG(copied_in), k, g + 1) ||
+        !mca_coll_strata_pipeline_reached(shm, MCA_COLL_STRATA_FLAG(copied_out), k,
+                                          mca_coll_strata_pipeline_reuse_mark(p, g))) {
+        return;
+    }
+    inputs_failed = mca_coll_strata_pipeline_peer_failed(p, k, MCA_COLL_STRATA_PART_INPUT, c);
+    rc = mca_coll_strata_pipeline_issue_reduce(p, c, &dst, &len);
+    if (OMPI_SUCCESS == rc && MCA_COLL_STRATA_PIPE_REDUCE == p->kind) {
+        rc = p->node->ops->complete(p->node);
     }
     mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_RESULT, rc);
     mca_coll_strata_flag_store(&shm->flags[p->me].reduced, g + 1);
@@ -439,40 +431,50 @@ static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool 
     mca_coll_strata_pipeline_inter_start(p, c, dst, len, inputs_failed || OMPI_SUCCESS != rc);
 }
 
-static void mca_coll_strata_pipeline_window(const mca_coll_strata_pipeline_t *p, uint64_t c,
-                                            size_t *lo, size_t *hi);
+bool mca_coll_strata_pipeline_inter_done(mca_coll_strata_pipeline_t *p, uint64_t c)
+{
+    mca_coll_strata_xchg_t *x = &p->module->xchgs[mca_coll_strata_pipeline_slot(p, c)];
+
+    if (!x->done) {
+        mca_coll_strata_xchg_progress(x, &x->done);
+    }
+    return x->done;
+}
+
+/* Chunk c's exchange is done: a failed one is marked in the failure word
+ * (before the caller's counter publishes the chunk). */
+void mca_coll_strata_pipeline_inter_outcome(mca_coll_strata_pipeline_t *p, uint64_t c)
+{
+    mca_coll_strata_xchg_t *x = &p->module->xchgs[mca_coll_strata_pipeline_slot(p, c)];
+    size_t lo, hi;
+
+    if (!x->failed) {
+        return;
+    }
+    /* The node's readers of the slice learn it from the mark; this rank's
+     * own call fails only where its part is in the chunk. */
+    mca_coll_strata_pipeline_window(p, c, &lo, &hi);
+    if (lo < hi) {
+        p->peer_failed = true;
+        mca_coll_strata_pipeline_fail(p, c, MCA_COLL_STRATA_PART_RESULT, MPI_ERR_OTHER);
+    } else {
+        mca_coll_strata_pipeline_mark_failed(p, c, MCA_COLL_STRATA_PART_RESULT);
+        p->shared_failed = true;
+    }
+}
 
 /* Advance in-flight exchanges; publish finished chunks in order, a failed one
  * marked in the failure word before its counter. */
 static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     for (uint64_t c = p->next_publish; c < p->next_reduce; ++c) {
-        mca_coll_strata_xchg_t *x = &p->module->xchgs[mca_coll_strata_pipeline_slot(p, c)];
-
-        if (!x->done) {
-            mca_coll_strata_xchg_progress(x, &x->done);
-        }
+        (void)mca_coll_strata_pipeline_inter_done(p, c);
     }
-    while (p->next_publish < p->next_reduce) {
+    while (p->next_publish < p->next_reduce &&
+           mca_coll_strata_pipeline_inter_done(p, p->next_publish)) {
         uint64_t c = p->next_publish;
-        mca_coll_strata_xchg_t *x = &p->module->xchgs[mca_coll_strata_pipeline_slot(p, c)];
 
-        if (!x->done) {
-            break;
-        }
-        if (x->failed) {
-            size_t lo, hi;
-
-            /* The node's readers of the slice learn it from the mark; this
-             * rank's own call fails only where its part is in the chunk. */
-            mca_coll_strata_pipeline_window(p, c, &lo, &hi);
-            if (lo < hi) {
-                p->peer_failed = true;
-                mca_coll_strata_pipeline_fail(p, c, MCA_COLL_STRATA_PART_RESULT, MPI_ERR_OTHER);
-            } else {
-                mca_coll_strata_pipeline_mark_failed(p, c, MCA_COLL_STRATA_PART_RESULT);
-            }
-        }
+        mca_coll_strata_pipeline_inter_outcome(p, c);
         mca_coll_strata_flag_store(&p->shm->flags[p->me].published, p->base + c + 1);
         p->next_publish++;
         *moved = true;
@@ -481,8 +483,8 @@ static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool
 
 /* The part of chunk c this rank copies out: elements [*lo, *hi) of the
  * vector (empty where its window misses the chunk). */
-static void mca_coll_strata_pipeline_window(const mca_coll_strata_pipeline_t *p, uint64_t c,
-                                            size_t *lo, size_t *hi)
+void mca_coll_strata_pipeline_window(const mca_coll_strata_pipeline_t *p, uint64_t c, size_t *lo,
+                                     size_t *hi)
 {
     size_t first, n;
 
@@ -511,23 +513,46 @@ static int mca_coll_strata_pipeline_copy_out_blocks(mca_coll_strata_pipeline_t *
     return rc;
 }
 
+int mca_coll_strata_pipeline_issue_out(mca_coll_strata_pipeline_t *p, uint64_t c)
+{
+    mca_coll_strata_node_t *node = p->node;
+    bool allgather = MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind;
+    size_t first, n, lo, hi;
+    const char *result;
+    int rc;
+
+    mca_coll_strata_pipeline_window(p, c, &lo, &hi);
+    /* this rank's part: every block of an allgather (none without `out`:
+     * the caller had no memory for it), else its window */
+    if (allgather ? NULL == p->out : lo >= hi) {
+        return OMPI_SUCCESS;
+    }
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    result = node->ops->result(node, mca_coll_strata_pipeline_slot(p, c));
+    rc = allgather ? mca_coll_strata_pipeline_copy_out_blocks(p, result, first, n)
+                   : node->ops->copy(node, p->out + (lo - p->out_lo) * (size_t)p->extent,
+                                     result + (lo - first) * (size_t)p->extent,
+                                     (hi - lo) * (size_t)p->extent);
+    if (OMPI_SUCCESS == rc && p->fail_copy_out) {
+        rc = OMPI_ERROR;
+    }
+    return rc;
+}
+
 static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, bool *moved)
 {
     uint64_t c = p->next_out, g = p->base + c;
-    mca_coll_strata_node_t *node = p->node;
-    size_t first, n, lo, hi;
-    const char *result;
-    bool allgather = MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind;
-    int rc = OMPI_SUCCESS;
+    size_t lo, hi;
+    int rc;
 
     if (p->private_result) {
         /* The result is already in rbuf once this rank published it. */
         if (c >= p->next_publish) {
             return;
         }
-    } else if (c >= p->next_in || !mca_coll_strata_pipeline_reached(
-                                      p->shm, offsetof(mca_coll_strata_shm_flags_t, published),
-                                      p->result_owners, g + 1)) {
+    } else if (c >= p->next_in ||
+               !mca_coll_strata_pipeline_reached(p->shm, MCA_COLL_STRATA_FLAG(published),
+                                                 p->result_owners, g + 1)) {
         return;
     } else {
         /* Only the ranks whose part of the result is in this chunk depend
@@ -541,21 +566,10 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
             p->peer_failed = true;
             p->node_error = MPI_ERR_OTHER;
         }
-        mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-        result = node->ops->result(node, mca_coll_strata_pipeline_slot(p, c));
-        /* this rank's part: every block of an allgather (none without
-         * `out`: the caller had no memory for it), else its window */
-        if (allgather ? NULL != p->out : lo < hi) {
-            rc = allgather ? mca_coll_strata_pipeline_copy_out_blocks(p, result, first, n)
-                           : node->ops->copy(node, p->out + (lo - p->out_lo) * (size_t)p->extent,
-                                             result + (lo - first) * (size_t)p->extent,
-                                             (hi - lo) * (size_t)p->extent);
-            if (OMPI_SUCCESS == rc && p->fail_copy_out) {
-                rc = OMPI_ERROR;
-            }
-            if (OMPI_SUCCESS == rc) {
-                rc = node->ops->complete(node);
-            }
+        rc = mca_coll_strata_pipeline_issue_out(p, c);
+        if (OMPI_SUCCESS == rc &&
+            ((MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) ? NULL != p->out : lo < hi)) {
+            rc = p->node->ops->complete(p->node);
         }
         mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_OWN, rc);
     }
@@ -641,13 +655,74 @@ int mca_coll_strata_pipeline_allreduce(mca_coll_strata_module_t *module, const v
     return mca_coll_strata_pipeline_run(module, &a, decision, node);
 }
 
+/* The host drives every chunk: each stage waits for its flags, issues its
+ * work, waits for it, and announces it (see the top). */
+static void mca_coll_strata_pipeline_run_host(mca_coll_strata_pipeline_t *p)
+{
+    unsigned idle = 0;
+    bool yielded = false;
+
+    while (p->next_out < p->nchunks) {
+        bool moved = false;
+
+        mca_coll_strata_pipeline_copy_in(p, &moved);
+        if (p->owner) {
+            mca_coll_strata_pipeline_reduce(p, &moved);
+            mca_coll_strata_pipeline_publish(p, &moved);
+        }
+        mca_coll_strata_pipeline_copy_out(p, &moved);
+        if (moved) {
+            idle = 0;
+            continue;
+        }
+        /* Nothing moved: progress the pml; after a few idle polls give the
+         * core away too, since ranks often oversubscribe cores (without
+         * Open MPI knowing, e.g. namespace nodes sharing a machine) and a
+         * spinning rank would starve the one it waits for.  The polls first:
+         * a peer that is about to arrive is not worth a system call. */
+        opal_progress();
+        if (++idle > p->module->spin_budget) {
+            sched_yield();
+            yielded = true;
+        }
+    }
+    /* Waits that outlast the polls mean the peers need this core (or are
+     * far): poll less next time; waits the polls cover, poll more, up to
+     * MCA_COLL_STRATA_PIPELINE_SPINS. */
+    if (yielded) {
+        p->module->spin_budget /= 2;
+    } else if (p->module->spin_budget < MCA_COLL_STRATA_PIPELINE_SPINS) {
+        p->module->spin_budget = (2 * p->module->spin_budget + 1 < MCA_COLL_STRATA_PIPELINE_SPINS)
+                                  ? 2 * p->module->spin_budget + 1
+                                  : MCA_COLL_STRATA_PIPELINE_SPINS;
+    }
+}
+
+/* A failure this rank's own messages do not name: said once per process. */
+static void mca_coll_strata_pipeline_report(const mca_coll_strata_pipeline_t *p, const char *coll)
+{
+    mca_coll_strata_module_t *module = p->module;
+
+    if (OMPI_SUCCESS != p->node_error && p->peer_failed) {
+        static bool warned = false;
+
+        if (!warned) {
+            warned = true;
+            opal_output(0,
+                        "coll:strata: %s failed (%s): a part of the call "
+                        "failed on this rank's rail or on another rank of its node (see the "
+                        "messages of the ranks concerned); the result is undefined, later "
+                        "calls are not affected",
+                        coll, module->topo.node_comm->c_name);
+        }
+    }
+}
+
 int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
                                  const mca_coll_strata_pipeline_args_t *a,
                                  const mca_coll_strata_decision_t *decision,
                                  mca_coll_strata_node_t *node)
 {
-    unsigned idle = 0;
-    bool yielded = false;
     mca_coll_strata_pipeline_t p = {
         .module = module,
         .shm = node->shm,
@@ -693,58 +768,16 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
                       mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_COPY_OUT);
     ompi_datatype_type_extent(dtype, &p.extent);
     /* an allgather's chunk holds that many elements of every block */
-    p.chunk_elems = p.shm->slot_bytes / ((size_t)p.extent * (size_t)p.comm_size);
+    p.chunk_elems = node->slot_bytes / ((size_t)p.extent * (size_t)p.comm_size);
     p.nchunks = (count + p.chunk_elems - 1) / p.chunk_elems;
     /* Every local rank counts the same chunks, whatever happens below. */
     module->chunk_serial += p.nchunks;
-
-    while (p.next_out < p.nchunks) {
-        bool moved = false;
-
-        mca_coll_strata_pipeline_copy_in(&p, &moved);
-        if (p.owner) {
-            mca_coll_strata_pipeline_reduce(&p, &moved);
-            mca_coll_strata_pipeline_publish(&p, &moved);
-        }
-        mca_coll_strata_pipeline_copy_out(&p, &moved);
-        if (moved) {
-            idle = 0;
-            continue;
-        }
-        /* Nothing moved: progress the pml; after a few idle polls give the
-         * core away too, since ranks often oversubscribe cores (without
-         * Open MPI knowing, e.g. namespace nodes sharing a machine) and a
-         * spinning rank would starve the one it waits for.  The polls first:
-         * a peer that is about to arrive is not worth a system call. */
-        opal_progress();
-        if (++idle > module->spin_budget) {
-            sched_yield();
-            yielded = true;
-        }
+    if (NULL != node->ops->queue) {
+        mca_coll_strata_pipeline_run_queued(&p);
+    } else {
+        mca_coll_strata_pipeline_run_host(&p);
     }
-    /* Waits that outlast the polls mean the peers need this core (or are
-     * far): poll less next time; waits the polls cover, poll more, up to
-     * MCA_COLL_STRATA_PIPELINE_SPINS. */
-    if (yielded) {
-        module->spin_budget /= 2;
-    } else if (module->spin_budget < MCA_COLL_STRATA_PIPELINE_SPINS) {
-        module->spin_budget = (2 * module->spin_budget + 1 < MCA_COLL_STRATA_PIPELINE_SPINS)
-                                  ? 2 * module->spin_budget + 1
-                                  : MCA_COLL_STRATA_PIPELINE_SPINS;
-    }
-    if (OMPI_SUCCESS != p.node_error && p.peer_failed) {
-        static bool warned = false;
-
-        if (!warned) {
-            warned = true;
-            opal_output(0,
-                        "coll:strata: %s failed (%s): a part of the call "
-                        "failed on this rank's rail or on another rank of its node (see the "
-                        "messages of the ranks concerned); the result is undefined, later "
-                        "calls are not affected",
-                        a->coll, module->topo.node_comm->c_name);
-        }
-    }
+    mca_coll_strata_pipeline_report(&p, a->coll);
     return p.node_error;
 }
 
@@ -766,6 +799,7 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_module_t *module, bool willin
     }
     module->node_host.ops = &mca_coll_strata_node_host_ops;
     module->node_host.shm = &module->shm;
+    module->node_host.slot_bytes = slot_bytes;
     module->node_host.inter_slot_bytes = slot_bytes;
     /* Local steps from here on: the set-up's closing agreement makes a
      * failure on one rank a fallback on all of them. */

@@ -102,6 +102,7 @@
     _x(cuMemFreeHost) \
     _x(cuMemHostRegister) \
     _x(cuMemHostUnregister) \
+    _x(cuMemHostGetDevicePointer) \
     _x(cuMemAlloc) \
     _x(cuMemAllocPitch) \
     _x(cuMemFree) \

@@ -231,6 +231,7 @@ static int cuda_standin_device_attribute_value(CUdevice_attribute attrib, CUdevi
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
     case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: /* the driver's default since 11.7 */
         return 1;
     default:
         /* PCI device and domain ids, minor capability 0, and everything

@@ -591,6 +591,28 @@ static const cuda_standin_host_alloc_t *cuda_standin_host_find(uintptr_t addr, s
     return (a != NULL) ? a : cuda_standin_host_list_find(cuda_standin_host_registered, addr, len);
 }
 
+/* The device's address of pinned host memory: with unified addressing
+ * the host's own (CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM
+ * is 1 here); memory that is not pinned has none. */
+static CUresult cuda_standin_mem_host_device_pointer(CUdeviceptr *pdptr, void *p,
+                                                     unsigned int flags)
+{
+    if ((pdptr == NULL) || (flags != 0)) {
+        return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "bad pointer or flags 0x%x", flags);
+    }
+    if (cuda_standin_host_find((uintptr_t)p, 1) == NULL) {
+        return cuda_standin_error(CUDA_ERROR_INVALID_VALUE, "%p is not page-locked host memory", p);
+    }
+    *pdptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+    CUDA_STANDIN_CALL(cuMemHostGetDevicePointer, CUDA_STANDIN_IN_CTX,
+                      cuda_standin_mem_host_device_pointer(pdptr, p, Flags));
+}
+
 int cuda_standin_mem_host_pinned(uintptr_t addr, size_t len)
 {
     return cuda_standin_host_find(addr, len) != NULL;

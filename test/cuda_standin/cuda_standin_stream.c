@@ -7,7 +7,9 @@
  * cuMemUnmap and cuIpcCloseMemHandle.  Queries first answer
  * CUDA_ERROR_NOT_READY CUDA_STANDIN_QUERY_DELAY times after each enqueue or
  * record, so pollers are exercised and a transport that reports completion
- * early sees stale data.
+ * early sees stale data.  A query never blocks: it runs the work it can and
+ * stops at a cuStreamWaitValue whose condition does not hold yet (answering
+ * NOT_READY), as a GPU's host never waits on a query.
  *
  * Ordering between streams is kept with WAIT operations: cuStreamWaitEvent
  * queues one, and so does the legacy default stream's implicit
@@ -231,6 +233,24 @@ static CUresult cuda_standin_stream_run_to(cuda_standin_stream_t *stream, uint64
     return cuda_standin_sticky_error();
 }
 
+/* What a query does: run the stream up to position seq as far as it can
+ * go without blocking.  A GPU never makes the host wait on a query, and a
+ * stream parked on a cuStreamWaitValue whose condition does not hold yet
+ * is simply not done: NOT_READY, with the work before it run. */
+static CUresult cuda_standin_stream_run_ready(cuda_standin_stream_t *stream, uint64_t seq)
+{
+    while ((stream->head != NULL) && (stream->completed < seq)) {
+        if ((stream->head->kind == CUDA_STANDIN_OP_WAIT_VALUE) &&
+            !cuda_standin_memop_ready(stream->head)) {
+            CUresult status = cuda_standin_sticky_error();
+
+            return (status != CUDA_SUCCESS) ? status : CUDA_ERROR_NOT_READY;
+        }
+        (void)cuda_standin_stream_run_to(stream, stream->head->seq);
+    }
+    return cuda_standin_sticky_error();
+}
+
 CUresult cuda_standin_stream_finish(cuda_standin_stream_t *stream)
 {
     return cuda_standin_stream_run_to(stream, stream->enqueued);
@@ -384,7 +404,7 @@ static CUresult cuda_standin_stream_query(CUstream hstream)
         --stream->query_delay;
         return CUDA_ERROR_NOT_READY;
     }
-    return cuda_standin_stream_finish(stream);
+    return cuda_standin_stream_run_ready(stream, stream->enqueued);
 }
 
 CUresult cuStreamQuery(CUstream hStream)
@@ -521,6 +541,13 @@ static CUresult cuda_standin_event_query(CUevent hevent)
     if (!cuda_standin_event_done(event) && (event->query_delay > 0)) {
         --event->query_delay;
         return CUDA_ERROR_NOT_READY;
+    }
+    if (!cuda_standin_event_done(event)) {
+        cuda_standin_stream_t *stream = cuda_standin_stream_by_id(event->stream_id);
+
+        if (stream != NULL) {
+            return cuda_standin_stream_run_ready(stream, event->seq);
+        }
     }
     return cuda_standin_event_finish(event);
 }

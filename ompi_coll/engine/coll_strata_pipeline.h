@@ -1,0 +1,124 @@
+/*
+ * coll/strata engine: the pipeline's own declarations, shared by its two
+ * drivers (see coll_strata_pipeline.c for the algorithm):
+ *   coll_strata_pipeline.c         the host drives every chunk: it checks
+ *                                  the node's progress flags, issues a
+ *                                  stage, waits for it (complete()), and
+ *                                  stores the flag that announces it; the
+ *                                  node area of host data, and device data
+ *                                  where the GPU cannot wait on the flags
+ *   coll_strata_pipeline_queued.c  the host queues every chunk's stages at
+ *                                  once, each behind device-side waits on
+ *                                  the same flags, and waits once per call:
+ *                                  node areas with a queue (device data)
+ * Both run the same stages on the same flags with the same slots, so the
+ * chunk counters stay shared by every call of the communicator, whichever
+ * driver runs it.  Included by the engine's sources only.
+ */
+#ifndef MCA_COLL_STRATA_PIPELINE_H
+#define MCA_COLL_STRATA_PIPELINE_H
+
+#include "coll_strata_engine_internal.h"
+
+struct mca_coll_strata_module_t;
+
+typedef struct mca_coll_strata_pipeline_t {
+    struct mca_coll_strata_module_t *module;
+    mca_coll_strata_shm_t *shm;
+    mca_coll_strata_node_t *node; /* where the slots live, how data moves */
+    const mca_coll_strata_decision_t *decision;
+    mca_coll_strata_pipe_kind_t kind;
+    mca_coll_strata_sched_alg_t sched_alg; /* BCAST, ALLGATHER */
+    int root_node;                         /* BCAST: the root's node */
+    bool copies_in; /* this rank has input (every rank, or the bcast's root) */
+    int comm_size;  /* ALLGATHER: blocks per chunk */
+    /* REDUCE: the nodes' regions of the result (args' parts), or NULL */
+    const size_t *node_parts;
+    int comm_rank;
+    const char *sbuf;
+    /* this rank's part of the result: elements [out_lo, out_hi) of the
+     * reduced vector, element out_lo at `out` (mca_coll_strata_pipeline_args_t) */
+    char *out;
+    size_t out_lo, out_hi;
+    size_t count;
+    ptrdiff_t extent;
+    struct ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+    size_t chunk_elems;
+    uint64_t nchunks;
+    uint64_t base;       /* global serial of chunk 0 of this call */
+    int me;              /* local rank */
+    bool owner;          /* owns slice `me` of every chunk */
+    bool replicated;     /* owners take whole chunks (see above) */
+    bool private_result; /* this rank's result lands in its rbuf, not the result area */
+    int result_owners;   /* owners whose published results copy-out waits for */
+    /* the call's outcome on this rank: its own first failure, or
+     * MPI_ERR_OTHER for a part another rank failed (see the top) */
+    int node_error;
+    bool peer_failed;   /* a failure this rank's own messages do not name */
+    /* this rank failed a part others read (its input or result): the
+     * queued driver tells the node at the end of the call */
+    bool shared_failed;
+    bool fail_copy_out; /* coll_strata_test_fail=copy_out: every copy-out of this call */
+    /* next chunk (0..nchunks) for each stage of this rank */
+    uint64_t next_in, next_reduce, next_publish, next_out;
+} mca_coll_strata_pipeline_t;
+
+/* Which part of a chunk failed on this rank (coll_strata_pipeline.c) */
+typedef enum {
+    MCA_COLL_STRATA_PART_INPUT,
+    MCA_COLL_STRATA_PART_RESULT,
+    MCA_COLL_STRATA_PART_OWN
+} mca_coll_strata_part_t;
+
+/* The progress counters, as offsets into mca_coll_strata_shm_flags_t */
+#define MCA_COLL_STRATA_FLAG(_name) offsetof(mca_coll_strata_shm_flags_t, _name)
+
+/* Chunk c: its first element and its length; its slot; the counter value
+ * that says the slot's previous chunk is done (0: there is none). */
+void mca_coll_strata_pipeline_chunk(const mca_coll_strata_pipeline_t *p, uint64_t c, size_t *first,
+                                    size_t *n);
+int mca_coll_strata_pipeline_slot(const mca_coll_strata_pipeline_t *p, uint64_t c);
+uint64_t mca_coll_strata_pipeline_reuse_mark(const mca_coll_strata_pipeline_t *p, uint64_t g);
+/* The counter the copy-in of a chunk waits on before it reuses its slot:
+ * `reduced` for a reduction (its input area), else `copied_out` */
+size_t mca_coll_strata_pipeline_in_gate(const mca_coll_strata_pipeline_t *p);
+
+/* A stage's work for chunk c, issued on the node area (queued: complete()
+ * finishes it); each returns an OMPI status.
+ *   issue_in      this rank's input into its area
+ *   issue_reduce  this owner's slice (or whole chunk) from the inputs into
+ *                 *dst (*len elements): what the exchange then takes
+ *   issue_out     this rank's part out of the result area */
+int mca_coll_strata_pipeline_issue_in(mca_coll_strata_pipeline_t *p, uint64_t c);
+void mca_coll_strata_pipeline_reduce_target(const mca_coll_strata_pipeline_t *p, uint64_t c,
+                                            char **dst, size_t *len);
+int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_t c, char **dst,
+                                          size_t *len);
+int mca_coll_strata_pipeline_issue_out(mca_coll_strata_pipeline_t *p, uint64_t c);
+/* the part of chunk c this rank copies out: [*lo, *hi) of the vector */
+void mca_coll_strata_pipeline_window(const mca_coll_strata_pipeline_t *p, uint64_t c, size_t *lo,
+                                     size_t *hi);
+
+/* Start chunk c's exchange between nodes on its slice (done at once
+ * without one); advance it (whether it is done); a done one's failure
+ * marked for the node (before its publication) */
+void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_t c, char *slice,
+                                          size_t slice_elems, bool failed);
+bool mca_coll_strata_pipeline_inter_done(mca_coll_strata_pipeline_t *p, uint64_t c);
+void mca_coll_strata_pipeline_inter_outcome(mca_coll_strata_pipeline_t *p, uint64_t c);
+/* whether this rank runs exchanges between nodes in this call */
+static inline bool mca_coll_strata_pipeline_exchanges(const mca_coll_strata_pipeline_t *p)
+{
+    return p->owner && MCA_COLL_STRATA_INTER_NONE != p->decision->inter;
+}
+
+/* A failure of this rank's `part` of chunk c: kept for the end of the call */
+void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c,
+                                   mca_coll_strata_part_t part, int rc);
+
+/* coll_strata_pipeline_queued.c: the whole call queued on the node area
+ * (node->ops->queue), one host wait */
+void mca_coll_strata_pipeline_run_queued(mca_coll_strata_pipeline_t *p);
+
+#endif /* MCA_COLL_STRATA_PIPELINE_H */
