@@ -90,6 +90,8 @@ typedef struct mca_coll_strata_settings_t {
      * which `auto` runs it on the GPUs */
     int device_algorithm;
     size_t device_native_min;
+    /* 1: native device calls queued whole on the GPU; 0: the host drives */
+    int device_queue;
     /* bytes from which MPI_Reduce runs on strata's pipeline (below, the
      * module below strata: its tree lets non-roots return at once) */
     size_t reduce_min;

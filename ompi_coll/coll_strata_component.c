@@ -255,8 +255,9 @@ static void mca_coll_strata_register_device(void)
     mca_coll_strata_register_enum(
         "allreduce_device_algorithm",
         "MPI_Allreduce on device buffers: auto (on the GPUs from allreduce_device_native_min "
-        "bytes where every local rank has a GPU of its own; staged through host memory below "
-        "that, and where local ranks share a GPU: measured 15-26x faster there), staged (always "
+        "bytes where every local rank has a GPU of its own or the ranks sharing one run under "
+        "MPS; staged through host memory below that, and where local ranks share a GPU "
+        "without MPS: measured 15-26x faster there), staged (always "
         "through host memory), native "
         "(on the GPUs wherever it can run). The native path needs device buffers on every rank, "
         "more than one rank on some node, at most 16 ranks per node, a predefined commutative "
@@ -274,6 +275,17 @@ static void mca_coll_strata_register_device(void)
         "memory, else staged). A direct request the pml cannot honour is staged, with a "
         "warning",
         mca_coll_strata_device_net_table, -1, &mca_coll_strata_component.device_network);
+
+    mca_coll_strata_component.settings.device_queue = 1;
+    (void)mca_base_component_var_register(
+        &mca_coll_strata_component.super.collm_version, "device_queue",
+        "1: the native device path queues each call whole on the GPU, chunk hand-offs between "
+        "the local ranks by stream memory operations (cuStreamWaitValue64/WriteValue64) on "
+        "the node's flags, and the host waits once per call; 0: the host drives every chunk "
+        "and waits for each step (slower; for drivers without stream memory operations, which "
+        "are detected and fall back to it by themselves)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL,
+        &mca_coll_strata_component.settings.device_queue);
 
     /* Until measured on a GPU: where a node phase through IPC clearly beats
      * two PCIe copies plus CPU reductions. */

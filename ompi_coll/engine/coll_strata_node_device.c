@@ -747,7 +747,8 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
         }
         if (ok) {
             (void)strata_cuda.cuDeviceGetAttribute(&mine.mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev);
-            mine.queued = mca_coll_strata_node_device_queue_setup(d, &module->shm, dev);
+            mine.queued = module->settings.device_queue &&
+                          mca_coll_strata_node_device_queue_setup(d, &module->shm, dev);
         }
         strata_cuda_ctx_pop(saved);
     }

@@ -65,6 +65,8 @@
  * --mode repeat: --calls MPI_Allreduce (default 100) of --count MPI_INT
  * elements (default 2: 8 bytes) on the first --kinds pair, MPI_SUM, or
  * MPI_MAX in place with --inplace (the same result however many calls);
+ * with --only bcast MPI_Bcast from rank 0 instead, with --only allgather
+ * MPI_Allgather of --count elements per rank (--inplace: MPI_IN_PLACE);
  * the buffers are filled before the first call and checked after the last
  * only, so a run with twice the calls costs the GPU exactly the calls'
  * share more.  Rank 0 prints "rank R pid P" for every rank, so that the
@@ -1136,10 +1138,22 @@ static void run_fault(void)
 
 /* ---- --mode repeat ---- */
 
+/* Which collective --mode repeat calls: --only allreduce (default), bcast
+ * (root 0) or allgather (--count elements per rank). */
+static const char *repeat_coll(void)
+{
+    if (selected("bcast")) return "bcast";
+    if (selected("allgather")) return "allgather";
+    return "allreduce";
+}
+
 static void run_repeat(void)
 {
-    check_t c = {.coll = coll_find("allreduce"), .comm = MPI_COMM_WORLD, .root = -1};
+    const char *name = repeat_coll();
+    int bcast = !strcmp(name, "bcast"), allgather = !strcmp(name, "allgather");
+    check_t c = {.coll = coll_find(name), .comm = MPI_COMM_WORLD, .root = bcast ? 0 : -1};
     size_t n = (size_t)(opt.count ? opt.count : 2);
+    size_t rn = allgather ? n * (size_t)g.size : n; /* the receive buffer's elements */
     int *pids = xmalloc(sizeof(int) * (size_t)g.size), pid = (int)getpid();
     buf_t sb = {0}, rb = {0};
     unsigned char *pre, *exp;
@@ -1150,29 +1164,41 @@ static void run_repeat(void)
     c.count = (int)n;
     c.rank = g.rank;
     c.size = g.size;
-    c.inplace = opt.inplace;
-    c.red = opt.inplace ? &red_int_max : &red_sum;
+    c.inplace = opt.inplace && !bcast;
+    c.red = c.inplace ? &red_int_max : &red_sum;
     c.esize = sizeof(int);
     c.seed = stest_mix64(++g.calls);
-    snprintf(c.label, sizeof(c.label), "repeat allreduce%s %c%c count=%d inplace=%d calls=%ld",
-             c.red->tag, c.skind, c.rkind, c.count, c.inplace, opt.calls);
+    snprintf(c.label, sizeof(c.label), "repeat %s%s %c%c count=%d inplace=%d calls=%ld", name,
+             allgather || bcast ? "" : c.red->tag, c.skind, c.rkind, c.count, c.inplace, opt.calls);
     MPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (g.rank == 0) {
         for (int k = 0; k < g.size; k++) printf("rank %d pid %d\n", k, pids[k]);
     }
     free(pids);
-    pre = img_new(&c, n);
-    if (c.inplace) img_inputs(&c, pre, 0, c.rank, 0, n);
-    recv_buf(&c, &rb, c.rkind, pre, n);
-    if (!c.inplace) s = send_buf(&c, &sb, n);
+    pre = img_new(&c, rn);
+    if (bcast && c.rank == 0) img_inputs(&c, pre, 0, 0, 0, n); /* the root's buffer: its input */
+    if (c.inplace && allgather) img_inputs(&c, pre, (size_t)c.rank * n, c.rank, 0, n);
+    if (c.inplace && !allgather) img_inputs(&c, pre, 0, c.rank, 0, n);
+    recv_buf(&c, &rb, c.rkind, pre, rn);
+    if (!c.inplace && !bcast) s = send_buf(&c, &sb, n);
     stest_watchdog_arm(g.rank, c.label, opt.timeout);
     for (long i = 0; i < opt.calls; i++) {
-        int rc = MPI_Allreduce(s, rb.mem.ptr, c.count, MPI_INT, check_op(&c), c.comm);
+        int rc = bcast ? MPI_Bcast(rb.mem.ptr, c.count, MPI_INT, 0, c.comm)
+                 : allgather
+                     ? MPI_Allgather(s, c.count, MPI_INT, rb.mem.ptr, c.count, MPI_INT, c.comm)
+                     : MPI_Allreduce(s, rb.mem.ptr, c.count, MPI_INT, check_op(&c), c.comm);
         if (rc != MPI_SUCCESS) mpi_fail(&c, "the call", rc);
     }
     alarm(0);
-    exp = img_new(&c, n);
-    img_reduced(&c, exp, 0, 0, c.size, 0, n);
+    /* the reference, from the inputs: independent of the path */
+    exp = img_new(&c, rn);
+    if (bcast) {
+        img_inputs(&c, exp, 0, 0, 0, n);
+    } else if (allgather) {
+        for (int k = 0; k < c.size; k++) img_inputs(&c, exp, (size_t)k * n, k, 0, n);
+    } else {
+        img_reduced(&c, exp, 0, 0, c.size, 0, n);
+    }
     check_recv(&c, &rb, exp, 0, 0);
     buf_done(&c, &sb);
     g.checks[0]++;

@@ -1033,8 +1033,10 @@ coll_device_verbose() {
 # checking cancelled.  Every rank must show no launch, no dtod, no memset,
 # at most one copy each way and at most WAITS host-side waits per call.
 # coll_device_budget NP PML KINDS COUNT WAITS [MPIRUN_ARGS...] [-- PROGRAM_ARGS...]
+# BUDGET_CALLS (default 40) sets N; BUDGET_WAITS_ONLY=1 checks the waits
+# only (the native path: its kernels and copies are the work itself).
 coll_device_budget() {
-    local np=$1 pml=$2 kinds=$3 count=$4 waits=$5 n=40 calls f rc
+    local np=$1 pml=$2 kinds=$3 count=$4 waits=$5 n=${BUDGET_CALLS:-40} calls f rc
     local dir="${STRATA_TEST_TMP:-${TMPDIR:-/tmp}}" mpirun_args=() files=()
     shift 5
     while [ $# -gt 0 ] && [ "$1" != -- ]; do mpirun_args+=("$1"); shift; done
@@ -1050,7 +1052,8 @@ coll_device_budget() {
         echo "counts, $calls calls:"; cat "$f.counts"
         files+=("$f.out" "$f.counts")
     done
-    awk -v np="$np" -v n="$n" -v waits="$waits" -v what="$kinds count=$count" '
+    awk -v np="$np" -v n="$n" -v waits="$waits" -v what="$kinds count=$count" \
+        -v waits_only="${BUDGET_WAITS_ONLY:-0}" '
         FNR == 1 { file++ }
         /^rank [0-9]+ pid [0-9]+$/ { rank[int((file + 1) / 2), $4] = $2; next }
         /^pid=/ {
@@ -1066,11 +1069,11 @@ coll_device_budget() {
                 line = sprintf("rank %d: %d more calls (%s):", r, n, what)
                 for (i = 1; i <= 6; i++) { d[k[i]] = v[2, r, k[i]] - v[1, r, k[i]]; line = line sprintf(" %s %+d", k[i], d[k[i]]) }
                 print line sprintf(" (%.2f waits per call)", d["waits"] / n)
-                if (d["launches"] || d["dtod"] || d["memset"])
+                if (!waits_only && (d["launches"] || d["dtod"] || d["memset"]))
                     { printf "FAIL rank %d: compute-engine work per call (launches %+d, dtod %+d, memset %+d): expected none\n", r, d["launches"], d["dtod"], d["memset"]; bad = 1 }
                 if (d["waits"] > waits * n)
                     { printf "FAIL rank %d: %.2f host-side waits per call, expected at most %d\n", r, d["waits"] / n, waits; bad = 1 }
-                if (d["htod"] > n || d["dtoh"] > n)
+                if (!waits_only && (d["htod"] > n || d["dtoh"] > n))
                     { printf "FAIL rank %d: more than one copy each way per call (htod %+d, dtoh %+d)\n", r, d["htod"], d["dtoh"]; bad = 1 }
             }
             print bad ? "budget: FAIL" : "budget: ok"
@@ -1087,6 +1090,54 @@ coll_device_budget_detects() {
     local rc=$?; cat "$STRATA_TEST_LOG.out"
     [ $rc -ne 0 ] && grep -q "FAIL rank 0: compute-engine work per call (launches +40" "$STRATA_TEST_LOG.out" &&
         grep -q "FAIL rank 1: compute-engine work per call (launches +40" "$STRATA_TEST_LOG.out" &&
+        grep -q "^budget: FAIL" "$STRATA_TEST_LOG.out"
+}
+
+# The native device path's host-side waits per call (issue 36): a 64 MiB
+# collective on NP ranks (MPI_Allreduce, MPI_Bcast or MPI_Allgather, 16 MiB
+# per rank) queued whole on the GPUs, the chunk hand-offs between the local
+# ranks on the devices (stream memory operations on the node's flags), so
+# each rank waits for its GPU at most WAITS times per call, whatever the
+# chunk count (coll_strata_device_segment_size 1m: 64 chunks, 16 per
+# allgather block).  Counted by the CUDA stand-in over 2 and 4 calls.
+# coll_device_native_budget NP COLL WAITS [MPIRUN_ARGS...]
+# (CUDA_STANDIN_DEVICES: NP unless set, a GPU per rank).
+coll_device_native_budget() {
+    local np=$1 coll=$2 waits=$3 count=$((16 * 1024 * 1024)) says
+    shift 3
+    [ "$coll" = allgather ] && count=$((count / np))
+    case $coll in
+    allreduce) says="allreduce MPI_COMM_WORLD count=$count MPI_INT MPI_SUM device->device: native" ;;
+    bcast) says="MPI_Bcast MPI_COMM_WORLD $((count * 4)) bytes device->device: native" ;;
+    allgather) says="MPI_Allgather MPI_COMM_WORLD $((count * 4)) bytes per rank device->device: native" ;;
+    esac
+    CUDA_STANDIN_DEVICES=${CUDA_STANDIN_DEVICES:-$np} BUDGET_CALLS=2 BUDGET_WAITS_ONLY=1 \
+        coll_device_budget "$np" ob1 dd "$count" "$waits" -x CUDA_STANDIN_DEVICES \
+        --mca coll_strata_verbose 20 --mca coll_strata_device_segment_size 1m "$@" -- \
+        --only "$coll" --timeout 300 >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep "^rank\|^budget\|^FAIL\|queued\|host drives\|$says" "$STRATA_TEST_LOG.out" | sort | uniq -c
+    [ $rc -eq 0 ] && grep -q "$says" "$STRATA_TEST_LOG.out" &&
+        grep -q "each call queued on the GPU, one host wait" "$STRATA_TEST_LOG.out"
+}
+
+# Four ranks on one GPU under MPS: auto runs the native path (without MPS
+# it stays staged: mpi_coll_device_native_auto_shared), queued.
+coll_device_native_budget_mps() {
+    CUDA_STANDIN_DEVICES=1 CUDA_STANDIN_MPS=1 coll_device_native_budget 4 allreduce 4 \
+        -x CUDA_STANDIN_MPS
+}
+
+# The budget's check on the pipeline the host drives chunk by chunk (as
+# before issue 36, and where the driver has no stream memory operations):
+# it waits for every step of every chunk, and the check must say so.
+coll_device_native_budget_detects() {
+    CUDA_STANDIN_DEVICES=4 BUDGET_CALLS=2 BUDGET_WAITS_ONLY=1 \
+        coll_device_budget 4 ob1 dd $((16 * 1024 * 1024)) 4 -x CUDA_STANDIN_DEVICES \
+        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_device_queue 0 \
+        --mca coll_strata_device_segment_size 1m -- --only allreduce --timeout 300 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; cat "$STRATA_TEST_LOG.out" | tail -20
+    [ $rc -ne 0 ] && grep -q "FAIL rank 0: .* host-side waits per call, expected at most 4" "$STRATA_TEST_LOG.out" &&
         grep -q "^budget: FAIL" "$STRATA_TEST_LOG.out"
 }
 
@@ -1240,6 +1291,14 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_budget_hd_np3 120 coll_device_budget 3 ob1 hd 2 1
         strata_test mpi_coll_device_budget_dh_np3 120 coll_device_budget 3 ob1 dh 2 1
         strata_test mpi_coll_device_budget_detects 120 coll_device_budget_detects
+        # the native path queued on the GPUs: one GPU per rank (auto), and 4
+        # ranks sharing one GPU under MPS (auto runs native there too)
+        for coll in allreduce bcast allgather; do
+            strata_test "mpi_coll_device_native_budget_${coll}_np4" 300 \
+                coll_device_native_budget 4 "$coll" 4
+        done
+        strata_test mpi_coll_device_native_budget_mps_np4 300 coll_device_native_budget_mps
+        strata_test mpi_coll_device_native_budget_detects 300 coll_device_native_budget_detects
         strata_test mpi_threads_native_np3 300 coll_threads strata-native 3
         strata_test mpi_threads_auto_np4 300 coll_threads strata 4
         strata_test mpi_coll_free_loop_device 600 coll_free_loop device
