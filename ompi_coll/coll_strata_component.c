@@ -505,9 +505,8 @@ static void mca_coll_strata_component_check(void)
     /* a chunk is a pipeline unit: beyond 16 MiB it only costs shared memory */
     mca_coll_strata_component_bound_size("segment_size", &c->settings.segment_size, 4096,
                                          (size_t)16 << 20);
-    mca_coll_strata_component_bound_size("device_segment_size",
-                                         &c->settings.device_segment_size, (size_t)64 << 10,
-                                         (size_t)256 << 20);
+    mca_coll_strata_component_bound_size("device_segment_size", &c->settings.device_segment_size,
+                                         (size_t)64 << 10, (size_t)256 << 20);
     mca_coll_strata_component_bound_int("shm_slots", &c->settings.shm_slots, 1,
                                         MCA_COLL_STRATA_SLOTS_MAX);
     mca_coll_strata_component_bound_size("stage_max", &c->settings.stage_max,

@@ -258,8 +258,8 @@ static CUdeviceptr mca_coll_strata_node_device_flag(const mca_coll_strata_node_d
     return d->flags_dev + (CUdeviceptr)r * sizeof(mca_coll_strata_shm_flags_t) + field;
 }
 
-static int mca_coll_strata_node_device_await(mca_coll_strata_node_t *node, size_t field,
-                                             int nranks, uint64_t value)
+static int mca_coll_strata_node_device_await(mca_coll_strata_node_t *node, size_t field, int nranks,
+                                             uint64_t value)
 {
     mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
     CUresult res = CUDA_SUCCESS;
@@ -269,8 +269,9 @@ static int mca_coll_strata_node_device_await(mca_coll_strata_node_t *node, size_
     }
     /* GEQ compares the signed difference: the counters only grow */
     for (int r = 0; r < nranks && CUDA_SUCCESS == res; ++r) {
-        res = strata_cuda.cuStreamWaitValue64(d->stream, mca_coll_strata_node_device_flag(d, r, field),
-                                              value, CU_STREAM_WAIT_VALUE_GEQ);
+        res = strata_cuda.cuStreamWaitValue64(d->stream,
+                                              mca_coll_strata_node_device_flag(d, r, field), value,
+                                              CU_STREAM_WAIT_VALUE_GEQ);
     }
     return mca_coll_strata_node_device_status(d, res, "cuStreamWaitValue64");
 }
@@ -287,8 +288,9 @@ static int mca_coll_strata_node_device_signal(mca_coll_strata_node_t *node, size
      * value sees the data written before it */
     return mca_coll_strata_node_device_status(
         d,
-        strata_cuda.cuStreamWriteValue64(d->stream, mca_coll_strata_node_device_flag(d, d->me, field),
-                                         value, CU_STREAM_WRITE_VALUE_DEFAULT),
+        strata_cuda.cuStreamWriteValue64(d->stream,
+                                         mca_coll_strata_node_device_flag(d, d->me, field), value,
+                                         CU_STREAM_WRITE_VALUE_DEFAULT),
         "cuStreamWriteValue64");
 }
 
@@ -313,8 +315,9 @@ static int mca_coll_strata_node_device_marked(mca_coll_strata_node_t *node, int 
     }
     res = strata_cuda.cuEventQuery(d->events[slot]);
     *done = CUDA_ERROR_NOT_READY != res;
-    return (CUDA_ERROR_NOT_READY == res) ? OMPI_SUCCESS
-                                         : mca_coll_strata_node_device_status(d, res, "cuEventQuery");
+    return (CUDA_ERROR_NOT_READY == res)
+               ? OMPI_SUCCESS
+               : mca_coll_strata_node_device_status(d, res, "cuEventQuery");
 }
 
 static void mca_coll_strata_node_device_exchange(mca_coll_strata_node_t *node, bool on)
@@ -620,8 +623,9 @@ static bool mca_coll_strata_node_device_queue_setup(mca_coll_strata_node_device_
         CUDA_SUCCESS != strata_cuda.cuDeviceGetAttribute(
                             &memops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) ||
         !memops) {
-        MCA_COLL_STRATA_VERBOSE(10, "device %d: no 64-bit stream memory operations: the host "
-                                    "drives the native path chunk by chunk",
+        MCA_COLL_STRATA_VERBOSE(10,
+                                "device %d: no 64-bit stream memory operations: the host "
+                                "drives the native path chunk by chunk",
                                 d->ordinal);
         return false;
     }
@@ -641,8 +645,9 @@ static bool mca_coll_strata_node_device_queue_setup(mca_coll_strata_node_device_
         char str[160];
 
         d->flags_dev = 0;
-        MCA_COLL_STRATA_VERBOSE(10, "device %d: the node's progress flags cannot be registered "
-                                    "(%s): the host drives the native path chunk by chunk",
+        MCA_COLL_STRATA_VERBOSE(10,
+                                "device %d: the node's progress flags cannot be registered "
+                                "(%s): the host drives the native path chunk by chunk",
                                 d->ordinal, strata_cuda_result_str(res, str, sizeof(str)));
         return false;
     }

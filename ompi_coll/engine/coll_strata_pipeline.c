@@ -62,7 +62,6 @@
 #define MCA_COLL_STRATA_PIPELINE_SPINS 64
 
 
-
 static inline uint64_t mca_coll_strata_flag_load(const uint64_t *flag)
 {
     return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
@@ -95,8 +94,8 @@ uint64_t mca_coll_strata_pipeline_reuse_mark(const mca_coll_strata_pipeline_t *p
     return (g + 1 > nslots) ? g + 1 - nslots : 0;
 }
 
-void mca_coll_strata_pipeline_chunk(const mca_coll_strata_pipeline_t *p, uint64_t c,
-                                           size_t *first, size_t *n)
+void mca_coll_strata_pipeline_chunk(const mca_coll_strata_pipeline_t *p, uint64_t c, size_t *first,
+                                    size_t *n)
 {
     *first = c * p->chunk_elems;
     *n = (p->count - *first < p->chunk_elems) ? p->count - *first : p->chunk_elems;
@@ -228,10 +227,9 @@ static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool
     /* The input area of the slot is free once every owner reduced the chunk
      * nslots before; the result area once every rank copied it out (which
      * implies the first). */
-    if (c >= p->nchunks ||
-        !mca_coll_strata_pipeline_reached(p->shm, mca_coll_strata_pipeline_in_gate(p),
-                                          p->shm->nranks,
-                                          mca_coll_strata_pipeline_reuse_mark(p, g))) {
+    if (c >= p->nchunks || !mca_coll_strata_pipeline_reached(
+                               p->shm, mca_coll_strata_pipeline_in_gate(p), p->shm->nranks,
+                               mca_coll_strata_pipeline_reuse_mark(p, g))) {
         return;
     }
     rc = mca_coll_strata_pipeline_issue_in(p, c);
@@ -310,8 +308,8 @@ static void mca_coll_strata_pipeline_sched(const mca_coll_strata_pipeline_t *p, 
  * result area); blocking algorithms complete here.  `failed`: the slice is
  * already wrong (strata's exchanges tell the rail; the rail's own allreduce
  * cannot, so there only this node learns it). */
-void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_t c,
-                                                 char *slice, size_t slice_elems, bool failed)
+void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_t c, char *slice,
+                                          size_t slice_elems, bool failed)
 {
     int slot = mca_coll_strata_pipeline_slot(p, c);
     mca_coll_strata_xchg_t *x = &p->module->xchgs[slot];
@@ -693,8 +691,8 @@ static void mca_coll_strata_pipeline_run_host(mca_coll_strata_pipeline_t *p)
         p->module->spin_budget /= 2;
     } else if (p->module->spin_budget < MCA_COLL_STRATA_PIPELINE_SPINS) {
         p->module->spin_budget = (2 * p->module->spin_budget + 1 < MCA_COLL_STRATA_PIPELINE_SPINS)
-                                  ? 2 * p->module->spin_budget + 1
-                                  : MCA_COLL_STRATA_PIPELINE_SPINS;
+                                     ? 2 * p->module->spin_budget + 1
+                                     : MCA_COLL_STRATA_PIPELINE_SPINS;
     }
 }
 

@@ -55,7 +55,7 @@ typedef struct mca_coll_strata_pipeline_t {
     /* the call's outcome on this rank: its own first failure, or
      * MPI_ERR_OTHER for a part another rank failed (see the top) */
     int node_error;
-    bool peer_failed;   /* a failure this rank's own messages do not name */
+    bool peer_failed; /* a failure this rank's own messages do not name */
     /* this rank failed a part others read (its input or result): the
      * queued driver tells the node at the end of the call */
     bool shared_failed;

@@ -213,9 +213,8 @@ static bool mca_coll_strata_queued_exchange(mca_coll_strata_queued_t *s)
             break;
         }
         mca_coll_strata_pipeline_reduce_target(p, c, &dst, &len);
-        mca_coll_strata_pipeline_inter_start(p, c, dst, len,
-                                             c >= s->reduced ||
-                                                 mca_coll_strata_queued_node_failed(s, -1));
+        mca_coll_strata_pipeline_inter_start(
+            p, c, dst, len, c >= s->reduced || mca_coll_strata_queued_node_failed(s, -1));
         p->next_reduce++;
         moved = true;
     }

@@ -753,14 +753,20 @@ step_native() {
         --title "device MPI_Allreduce, $np ranks on one GPU" --out "$WORK/bench/native-np$np${STEP_SUFFIX:-}"
 }
 
-# MPI_Bcast and MPI_Allgather on the GPUs (issue 27) against staged and
-# the HBM limit, NP ranks sharing the GPU: bcast of the vector up to
-# BCAST_MAX, allgather of blocks up to BLOCK_MAX per rank.
+# The same with the host driving every chunk (coll_strata_device_queue 0:
+# the pipeline before issue 36), for the queued path's gain in one run.
+step_native_host() {
+    STEP_SUFFIX="-host${STEP_SUFFIX:-}" OMPI_MCA_coll_strata_device_queue=0 step_native "$@"
+}
+
+# MPI_Bcast, MPI_Allgather and MPI_Reduce_scatter_block on the GPUs (issues
+# 27, 36) against staged and the HBM limit, NP ranks sharing the GPU: bcast
+# of the vector up to BCAST_MAX, the others' blocks up to BLOCK_MAX per rank.
 step_copies() {
     local np=$1 bcast_max=$2 block_max=$3 coll max
-    for coll in bcast allgather; do
+    for coll in bcast allgather reduce_scatter_block; do
         max=$bcast_max
-        [ "$coll" = allgather ] && max=$block_max
+        [ "$coll" != bcast ] && max=$block_max
         python3 "$SRCDIR/test/bench/allreduce_bench.py" --builddir "$BUILD" --coll "$coll" \
             --configs strata-staged,strata-native --np "$np" --buffer device --min 1M --max "$max" \
             --iters 5 --iters-large 3 --warmup 1 --rounds 1 \
@@ -768,14 +774,15 @@ step_copies() {
     done
 }
 
-# The native allreduce's time against its chunk size (coll_strata_segment_size,
-# through Open MPI's environment): a cost per chunk shows as a time that
-# falls with fewer, larger chunks (the first H200 run: ~750 us per 128 KiB
-# chunk with 2 ranks, 20x the staged path).
+# The native allreduce's time against its chunk size
+# (coll_strata_device_segment_size, through Open MPI's environment): a cost
+# per chunk shows as a time that falls with fewer, larger chunks (the first
+# H200 run, host-driven: ~750 us per 128 KiB chunk with 2 ranks; queued, each
+# chunk costs the GPU ~3k+4 stream operations, issue 36).
 step_native_segments() {
     local seg
-    for seg in 131072 1048576 16777216; do
-        OMPI_MCA_coll_strata_segment_size=$seg python3 "$SRCDIR/test/bench/allreduce_bench.py" \
+    for seg in 1048576 8388608 33554432; do
+        OMPI_MCA_coll_strata_device_segment_size=$seg python3 "$SRCDIR/test/bench/allreduce_bench.py" \
             --builddir "$BUILD" --configs strata-native --np 2 --buffer device --min 1M --max 64M \
             --iters 5 --iters-large 3 --warmup 1 --rounds 1 --out "$WORK/bench/native-seg$seg" || return 1
     done
@@ -1029,13 +1036,14 @@ run() {
     step native_np2 15 native 2 64M 5
     step staging_np2 10 staging 2
 
-    stage mps 110 "MPS (one shared context): the same, bcast and allgather"
+    stage mps 135 "MPS (one shared context): the same, host-driven native, bcast, allgather, reduce_scatter_block"
     step mps_start 5 mps_start
     step share_probe_mps 15 mps share_probe "dtod memset" 300
     step p2p_suite_mps 20 mps p2p_suite
     step native_np2_mps 15 mps native 2 64M 5
     step native_np4_mps 20 mps native 4 64M 5
-    step copies_np4_mps 20 mps copies 4 64M 16M
+    step native_host_np4_mps 15 mps native_host 4 64M 3
+    step copies_np4_mps 30 mps copies 4 64M 16M
     step mps_stop 0 mps_stop
 
     stage extra "$BUDGET" "mpi4py on the carried Open MPI, chunk sizes, 8 ranks"
