@@ -1142,6 +1142,7 @@ static void run_fault(void)
  * (root 0) or allgather (--count elements per rank). */
 static const char *repeat_coll(void)
 {
+    if (opt.only[0] == '\0') return "allreduce"; /* selected() takes every name then */
     if (selected("bcast")) return "bcast";
     if (selected("allgather")) return "allgather";
     return "allreduce";
