@@ -722,6 +722,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
     struct ompi_communicator_t *node_comm = module->topo.node_comm;
     mca_coll_strata_node_device_t *d = calloc(1, sizeof(*d));
     int k = module->topo.local_size, me = module->topo.local_rank, ok = 0, all_ok = 0, rc;
+    int agree[2], all[2] = {0, 0};
     /* k <= STRATA_REDUCE_MAX_SRCS: the native path was agreed for it */
     mca_coll_strata_node_device_card_t mine, cards[k];
     char why[256] = "";
@@ -768,15 +769,18 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
     } else {
         ok = 0;
     }
-    /* One agreement for all: 0 failed somewhere, 1 ready but some node's
-     * ranks share a GPU without MPS, 2 ready (one rank per GPU, or MPS)
-     * with the host driving the chunks somewhere, 3 ready and every rank
-     * queues.  Queueing is agreed over comm, though only the node's ranks
-     * meet in the flags: one rule, the same everywhere. */
+    /* One agreement for all: [0] 0 failed somewhere, 1 ready but some
+     * node's ranks share a GPU without MPS, 2 ready (one rank per GPU, or
+     * MPS); [1] every rank can queue whole calls.  Queueing is agreed over
+     * comm, though only a node's ranks meet in its flags: one rule, the
+     * same everywhere. */
     if (ok) {
-        ok = mca_coll_strata_node_device_shared(me, k, cards) ? 1 : mine.queued ? 3 : 2;
+        ok = mca_coll_strata_node_device_shared(me, k, cards) ? 1 : 2;
     }
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    agree[0] = ok;
+    agree[1] = ok && mine.queued;
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, agree, all, 2, MPI_INT, MPI_MIN);
+    all_ok = all[0];
     if (OMPI_SUCCESS == rc && 1 == all_ok &&
         MCA_COLL_STRATA_DEVICE_ALG_AUTO == module->settings.device_algorithm) {
         MCA_COLL_STRATA_VERBOSE(10,
@@ -799,7 +803,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
         mca_coll_strata_node_device_free_together(d, node_comm);
         return OMPI_ERROR;
     }
-    if (3 == all_ok) {
+    if (all[1]) {
         d->super.ops = &mca_coll_strata_node_device_queued_ops;
     }
     module->node_device = d;
@@ -807,7 +811,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
                             "%s: device scratch of %zu bytes on device %d, mapped by %d "
                             "local rank(s); %s",
                             comm->c_name, d->scratch_bytes, ordinal, k,
-                            (3 == all_ok) ? "each call queued on the GPU, one host wait"
+                            all[1] ? "each call queued on the GPU, one host wait"
                                           : "the host drives every chunk");
     return OMPI_SUCCESS;
 }

@@ -400,6 +400,9 @@ cluster_allreduce_native() {
     # every rank's first call on MPI_COMM_WORLD ran on the GPUs, across nodes
     # (whichever exchange the cost model picked from the measured figures)
     grep -q "allreduce MPI_COMM_WORLD count=.* device->device: native, .*inter-node \(ring\|doubling\|halving_doubling\)" "$out" || return 1
+    # queued whole on the GPUs, the exchange between nodes run by the owners'
+    # hosts beside it (engine/coll_strata_pipeline_queued.c)
+    grep -q "MPI_COMM_WORLD: device scratch of .*each call queued on the GPU" "$out" || return 1
     # `direct` asked of a pml that cannot: one warning per rank, then staged
     if [ "$expect" = warned ]; then
         grep -q "warning: MPI_COMM_WORLD: coll_strata_allreduce_device_network is direct, but pml/ob1 cannot carry device memory" "$out"
