@@ -81,6 +81,14 @@ static void mca_coll_strata_register_size(const char *name, const char *help, si
                                           OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL, storage);
 }
 
+static void mca_coll_strata_register_int(const char *name, const char *help, int *storage)
+{
+    mca_base_component_t *c = &mca_coll_strata_component.super.collm_version;
+
+    (void)mca_base_component_var_register(c, name, help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0,
+                                          OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL, storage);
+}
+
 /* A figure of the inter-node cost model: 0 asks for a measurement, and
  * every rank must decide from the same one. */
 static void mca_coll_strata_register_figure(const char *name, const char *help, double *storage)
@@ -211,11 +219,10 @@ static void mca_coll_strata_register_shm(void)
         &mca_coll_strata_component.settings.device_segment_size);
 
     mca_coll_strata_component.settings.shm_slots = 4;
-    (void)mca_base_component_var_register(
-        c, "shm_slots",
+    mca_coll_strata_register_int(
+        "shm_slots",
         "Chunks in flight per communicator (1 to 64). Each node's segment holds shm_slots x "
         "(ranks on the node + 1) x segment_size bytes",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL,
         &mca_coll_strata_component.settings.shm_slots);
 
     mca_coll_strata_component.shm_dir = "/dev/shm";
@@ -277,14 +284,13 @@ static void mca_coll_strata_register_device(void)
         mca_coll_strata_device_net_table, -1, &mca_coll_strata_component.device_network);
 
     mca_coll_strata_component.settings.device_queue = 1;
-    (void)mca_base_component_var_register(
-        &mca_coll_strata_component.super.collm_version, "device_queue",
+    mca_coll_strata_register_int(
+        "device_queue",
         "1: the native device path queues each call whole on the GPU, chunk hand-offs between "
         "the local ranks by stream memory operations (cuStreamWaitValue64/WriteValue64) on "
         "the node's flags, and the host waits once per call; 0: the host drives every chunk "
         "and waits for each step (slower; for drivers without stream memory operations, which "
         "are detected and fall back to it by themselves)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL,
         &mca_coll_strata_component.settings.device_queue);
 
     /* Until measured on a GPU: where a node phase through IPC clearly beats

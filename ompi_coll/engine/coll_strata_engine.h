@@ -33,6 +33,7 @@ struct ompi_datatype_t;
 struct ompi_op_t;
 struct mca_coll_strata_module_t;
 struct mca_coll_strata_node_ops_t;
+struct mca_coll_strata_node_queue_ops_t;
 struct mca_coll_strata_shm_flags_t;
 
 /* Most shared-memory slots (chunks in flight) a communicator may have. */
@@ -79,6 +80,9 @@ typedef struct mca_coll_strata_topo_t {
  * for host data, the slots) live in. */
 typedef struct mca_coll_strata_node_t {
     const struct mca_coll_strata_node_ops_t *ops;
+    /* NULL: the host drives every chunk (coll_strata_pipeline.c); else the
+     * area queues a whole call (coll_strata_pipeline_queued.c) */
+    const struct mca_coll_strata_node_queue_ops_t *queue;
     mca_coll_strata_shm_t *shm;
     /* bytes of one slot's input (or result) area: a chunk's, or an
      * allgather chunk's blocks together */

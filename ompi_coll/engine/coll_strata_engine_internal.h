@@ -22,13 +22,8 @@
  * queue their work; it is finished when complete() returns, and only then
  * may a progress flag announce it.  Every call returns an OMPI status.
  */
-struct mca_coll_strata_node_queue_ops_t;
-
 typedef struct mca_coll_strata_node_ops_t {
     const char *name;
-    /* NULL: the host drives every chunk (coll_strata_pipeline.c); else the
-     * area queues a whole call (coll_strata_pipeline_queued.c) */
-    const struct mca_coll_strata_node_queue_ops_t *queue;
     /* local rank r's input area of a slot, and the slot's result area */
     char *(*input)(const struct mca_coll_strata_node_t *node, int slot, int r);
     char *(*result)(const struct mca_coll_strata_node_t *node, int slot);

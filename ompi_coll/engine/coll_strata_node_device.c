@@ -6,10 +6,16 @@
  * Slot s's input of local rank r lives in r's scratch; the slot's result
  * area is local rank 0's (the slice owners write their slices into it
  * through their mappings, everybody copies the chunk out of it).  Copies
- * and reductions are queued on this rank's stream (a blocking one: it waits
- * for work the application left on the legacy default stream); complete()
- * waits for the stream, and only then does the pipeline store the progress
- * flag (in host shared memory) that lets a peer read what was written.
+ * and reductions are queued on this rank's stream, a non-blocking one that
+ * each call orders after the work the application left on the legacy
+ * default stream (an event recorded there at the call's start): queued
+ * calls wait on other processes' flags, and a blocking stream would make
+ * every legacy-stream synchronization of the process (another thread's
+ * cudaMemcpy) wait for them too.  Either the GPU waits on the progress
+ * flags in host shared memory and stores them itself (the queued driver,
+ * coll_strata_pipeline_queued.c), or complete() waits for the stream and
+ * only then does the host store the flag that lets a peer read what was
+ * written (coll_strata_pipeline.c).
  * Reductions are Strata's kernels (common/kernels): one pass over all k
  * inputs, in the order the host path reduces in.
  *
@@ -56,6 +62,7 @@ struct mca_coll_strata_node_device_t {
     CUdeviceptr flags_dev;
     void *flags_host;
     CUevent events[MCA_COLL_STRATA_SLOTS_MAX];
+    CUevent legacy; /* the legacy default stream at the call's start */
     CUdeviceptr scratch; /* this rank's */
     size_t scratch_bytes;
     CUdeviceptr *peer; /* every local rank's, as this process maps it */
@@ -347,10 +354,8 @@ static const mca_coll_strata_node_queue_ops_t mca_coll_strata_node_device_queue 
     .drain = mca_coll_strata_node_device_drain,
 };
 
-/* The host drives every chunk: where the GPUs cannot wait on the flags. */
 static const mca_coll_strata_node_ops_t mca_coll_strata_node_device_ops = {
     .name = "device",
-    .queue = NULL,
     .input = mca_coll_strata_node_device_input,
     .result = mca_coll_strata_node_device_result,
     .copy = mca_coll_strata_node_device_copy,
@@ -358,16 +363,6 @@ static const mca_coll_strata_node_ops_t mca_coll_strata_node_device_ops = {
     .complete = mca_coll_strata_node_device_complete,
 };
 
-/* The GPUs coordinate the chunks, the host waits once per call. */
-static const mca_coll_strata_node_ops_t mca_coll_strata_node_device_queued_ops = {
-    .name = "device, queued",
-    .queue = &mca_coll_strata_node_device_queue,
-    .input = mca_coll_strata_node_device_input,
-    .result = mca_coll_strata_node_device_result,
-    .copy = mca_coll_strata_node_device_copy,
-    .reduce = mca_coll_strata_node_device_reduce,
-    .complete = mca_coll_strata_node_device_complete,
-};
 
 /* ---- set-up ---- */
 
@@ -414,6 +409,10 @@ static void mca_coll_strata_node_device_close(mca_coll_strata_node_device_t *d)
         (void)strata_cuda.cuStreamSynchronize(d->net);
         (void)strata_cuda.cuStreamDestroy(d->net);
         d->net = NULL;
+    }
+    if (NULL != d->legacy) {
+        (void)strata_cuda.cuEventDestroy(d->legacy);
+        d->legacy = NULL;
     }
     for (int i = 0; i < MCA_COLL_STRATA_SLOTS_MAX; ++i) {
         if (NULL != d->events[i]) {
@@ -568,10 +567,13 @@ static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
     CUresult res;
 
     d->scratch_bytes = (rail ? 3 : 2) * region;
-    res = strata_cuda.cuStreamCreate(&d->stream, CU_STREAM_DEFAULT);
+    res = strata_cuda.cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING);
     d->cur = d->stream;
+    if (CUDA_SUCCESS == res) {
+        res = strata_cuda.cuEventCreate(&d->legacy, CU_EVENT_DISABLE_TIMING);
+    }
     if (CUDA_SUCCESS == res && rail) {
-        res = strata_cuda.cuStreamCreate(&d->net, CU_STREAM_DEFAULT);
+        res = strata_cuda.cuStreamCreate(&d->net, CU_STREAM_NON_BLOCKING);
     }
     if (CUDA_SUCCESS == res) {
         res = strata_cuda.cuMemAlloc(&d->scratch, d->scratch_bytes);
@@ -803,8 +805,8 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
         mca_coll_strata_node_device_free_together(d, node_comm);
         return OMPI_ERROR;
     }
-    if (all[1]) {
-        d->super.ops = &mca_coll_strata_node_device_queued_ops;
+    if (all[1]) { /* the GPUs coordinate the chunks, the host waits once per call */
+        d->super.queue = &mca_coll_strata_node_device_queue;
     }
     module->node_device = d;
     MCA_COLL_STRATA_VERBOSE(10,
@@ -879,6 +881,19 @@ void mca_coll_strata_node_device_release(mca_coll_strata_module_t *module)
     mca_coll_strata_node_device_reap(0.0);
 }
 
+/* The call's work follows what the application queued on the legacy
+ * default stream before it (its writes of the send buffer, of an in-place
+ * buffer): the stream waits for an event recorded there now, never for
+ * work queued later.  Where that cannot be queued, the host waits for the
+ * legacy stream instead, which orders the same. */
+static void mca_coll_strata_node_device_after_legacy(mca_coll_strata_node_device_t *d)
+{
+    if (CUDA_SUCCESS != strata_cuda.cuEventRecord(d->legacy, CU_STREAM_LEGACY) ||
+        CUDA_SUCCESS != strata_cuda.cuStreamWaitEvent(d->stream, d->legacy, 0)) {
+        (void)strata_cuda.cuStreamSynchronize(CU_STREAM_LEGACY);
+    }
+}
+
 int mca_coll_strata_node_device_run(mca_coll_strata_module_t *module,
                                     const mca_coll_strata_pipeline_args_t *a,
                                     const mca_coll_strata_decision_t *decision)
@@ -899,6 +914,8 @@ int mca_coll_strata_node_device_run(mca_coll_strata_module_t *module,
                     "device %d: this call fails",
                     a->coll, module->device_ordinal);
         d->no_context = true;
+    } else {
+        mca_coll_strata_node_device_after_legacy(d);
     }
     rc = mca_coll_strata_pipeline_run(module, a, decision, mca_coll_strata_node_device(module));
     d->no_context = false;

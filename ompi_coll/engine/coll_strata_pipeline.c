@@ -461,10 +461,10 @@ void mca_coll_strata_pipeline_inter_outcome(mca_coll_strata_pipeline_t *p, uint6
     }
 }
 
-/* Advance in-flight exchanges; publish finished chunks in order, a failed one
- * marked in the failure word before its counter. */
-static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool *moved)
+bool mca_coll_strata_pipeline_publish_exchanged(mca_coll_strata_pipeline_t *p)
 {
+    bool moved = false;
+
     for (uint64_t c = p->next_publish; c < p->next_reduce; ++c) {
         (void)mca_coll_strata_pipeline_inter_done(p, c);
     }
@@ -475,6 +475,14 @@ static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool
         mca_coll_strata_pipeline_inter_outcome(p, c);
         mca_coll_strata_flag_store(&p->shm->flags[p->me].published, p->base + c + 1);
         p->next_publish++;
+        moved = true;
+    }
+    return moved;
+}
+
+static void mca_coll_strata_pipeline_publish(mca_coll_strata_pipeline_t *p, bool *moved)
+{
+    if (mca_coll_strata_pipeline_publish_exchanged(p)) {
         *moved = true;
     }
 }
@@ -770,7 +778,7 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_module_t *module,
     p.nchunks = (count + p.chunk_elems - 1) / p.chunk_elems;
     /* Every local rank counts the same chunks, whatever happens below. */
     module->chunk_serial += p.nchunks;
-    if (NULL != node->ops->queue) {
+    if (NULL != node->queue) {
         mca_coll_strata_pipeline_run_queued(&p);
     } else {
         mca_coll_strata_pipeline_run_host(&p);

@@ -107,6 +107,11 @@ void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_
                                           size_t slice_elems, bool failed);
 bool mca_coll_strata_pipeline_inter_done(mca_coll_strata_pipeline_t *p, uint64_t c);
 void mca_coll_strata_pipeline_inter_outcome(mca_coll_strata_pipeline_t *p, uint64_t c);
+/* Advance the exchanges in flight (chunks [next_publish, next_reduce));
+ * publish the finished ones in order from the host, a failed one marked
+ * in the failure word before its counter (the exchange's own device work
+ * is complete by then: its complete()).  Whether any was published. */
+bool mca_coll_strata_pipeline_publish_exchanged(mca_coll_strata_pipeline_t *p);
 /* whether this rank runs exchanges between nodes in this call */
 static inline bool mca_coll_strata_pipeline_exchanges(const mca_coll_strata_pipeline_t *p)
 {
@@ -118,7 +123,7 @@ void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c,
                                    mca_coll_strata_part_t part, int rc);
 
 /* coll_strata_pipeline_queued.c: the whole call queued on the node area
- * (node->ops->queue), one host wait */
+ * (node->queue), one host wait */
 void mca_coll_strata_pipeline_run_queued(mca_coll_strata_pipeline_t *p);
 
 #endif /* MCA_COLL_STRATA_PIPELINE_H */

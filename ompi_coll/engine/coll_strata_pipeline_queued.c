@@ -5,9 +5,10 @@
  * The stages, slots and progress counters are the host driver's
  * (coll_strata_pipeline.c); what changes is who waits.  For each chunk the
  * host queues, on its stream:
- *   in      wait until the slot is free (every rank's `reduced`, or
- *           `copied_out`, of the chunk nslots before), copy the input in,
- *           store `copied_in`
+ *   in      wait until the slot is free (every rank's `copied_out` of the
+ *           chunk nslots before, for the copy-only collectives; a
+ *           reduction's input area is known free from this rank's own
+ *           earlier copy-out), copy the input in, store `copied_in`
  *   reduce  (owners) wait for every rank's `copied_in` of the chunk and
  *           `copied_out` of the one nslots before, one kernel over all
  *           inputs, store `reduced` (and `published` without a network)
@@ -108,11 +109,23 @@ static bool mca_coll_strata_queued_signal(mca_coll_strata_queued_t *s, uint64_t 
     return mca_coll_strata_queued_ok(s, c, s->q->signal(p->node, field, p->base + c + 1));
 }
 
+/* Whether the slot's input area is known free without a wait: a
+ * reduction's is once every owner has read it, and this rank's copy-out of
+ * the chunk nslots before, queued earlier on this stream, already waited
+ * for every owner's publication of it (which follows its reading).  Not on
+ * the replicated path, whose owners publish nothing; not for the copy-only
+ * collectives, whose inputs go to the shared result area. */
+static bool mca_coll_strata_queued_in_free(const mca_coll_strata_pipeline_t *p)
+{
+    return MCA_COLL_STRATA_PIPE_REDUCE == p->kind && !p->replicated;
+}
+
 static void mca_coll_strata_queued_in(mca_coll_strata_queued_t *s, uint64_t c)
 {
     mca_coll_strata_pipeline_t *p = s->p;
 
-    if (!mca_coll_strata_queued_await(s, c, mca_coll_strata_pipeline_in_gate(p), p->shm->nranks,
+    if (!mca_coll_strata_queued_in_free(p) &&
+        !mca_coll_strata_queued_await(s, c, mca_coll_strata_pipeline_in_gate(p), p->shm->nranks,
                                       mca_coll_strata_pipeline_reuse_mark(p, p->base + c))) {
         return;
     }
@@ -218,19 +231,9 @@ static bool mca_coll_strata_queued_exchange(mca_coll_strata_queued_t *s)
         p->next_reduce++;
         moved = true;
     }
-    for (uint64_t c = p->next_publish; c < p->next_reduce; ++c) {
-        (void)mca_coll_strata_pipeline_inter_done(p, c);
-    }
-    while (p->next_publish < p->next_reduce &&
-           mca_coll_strata_pipeline_inter_done(p, p->next_publish)) {
-        uint64_t c = p->next_publish;
-
-        mca_coll_strata_pipeline_inter_outcome(p, c);
-        mca_coll_strata_queued_tell(s);
-        /* the exchange's own work is complete (its stream's complete()) */
-        __atomic_store_n(&p->shm->flags[p->me].published, p->base + c + 1, __ATOMIC_RELEASE);
-        p->next_publish++;
+    if (mca_coll_strata_pipeline_publish_exchanged(p)) {
         moved = true;
+        mca_coll_strata_queued_tell(s); /* a failure the exchange brought */
     }
     s->q->exchange(p->node, false);
     return moved;
@@ -291,7 +294,7 @@ void mca_coll_strata_pipeline_run_queued(mca_coll_strata_pipeline_t *p)
 {
     mca_coll_strata_queued_t s = {
         .p = p,
-        .q = p->node->ops->queue,
+        .q = p->node->queue,
         .end = p->base + p->nchunks,
         .exchanges = mca_coll_strata_pipeline_exchanges(p),
     };

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* The library is built with -fvisibility=hidden; the driver API that cuda.h
  * declares is what it exports, so those declarations carry default
@@ -234,6 +235,8 @@ typedef struct cuda_standin_call {
 } cuda_standin_call_t;
 
 CUresult cuda_standin_call_begin(cuda_standin_call_t *call);
+/* Sleep `pause` without holding the global lock where that is safe. */
+void cuda_standin_lock_pause(const struct timespec *pause);
 CUresult cuda_standin_call_end(cuda_standin_call_t *call, CUresult status);
 
 /*

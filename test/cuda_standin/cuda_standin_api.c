@@ -19,6 +19,7 @@ cuda_standin_config_t cuda_standin_config;
  * because the mmap/munmap calls made under it may run UCX's memory event
  * handlers (libucm hooks them), which may call back into the driver. */
 static pthread_mutex_t cuda_standin_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static __thread int cuda_standin_lock_depth; /* this thread's holds of it */
 static pthread_once_t cuda_standin_setup_once = PTHREAD_ONCE_INIT;
 static pid_t cuda_standin_cached_pid;
 static CUresult cuda_standin_sticky = CUDA_SUCCESS;
@@ -36,6 +37,23 @@ typedef struct cuda_standin_api_name {
 static const cuda_standin_api_name_t cuda_standin_api_names[CUDA_STANDIN_API_COUNT] = {
     CUDA_STANDIN_APIS(CUDA_STANDIN_API_NAME)
 };
+
+/* A pause inside a call that waits for something outside this thread (a
+ * cuStreamWaitValue's word, another thread's run of a stream): the lock is
+ * let go meanwhile, so that the process's other threads go on with their
+ * driver calls, as on a GPU, where a synchronizing thread holds no lock.
+ * Kept where this thread holds it more than once (a driver call made from
+ * inside another), whose outer call may be in the middle of a change. */
+void cuda_standin_lock_pause(const struct timespec *pause)
+{
+    if (cuda_standin_lock_depth == 1) {
+        pthread_mutex_unlock(&cuda_standin_lock);
+        nanosleep(pause, NULL);
+        pthread_mutex_lock(&cuda_standin_lock);
+    } else {
+        nanosleep(pause, NULL);
+    }
+}
 
 const char *cuda_standin_api_name(cuda_standin_api_id_t id)
 {
@@ -402,10 +420,12 @@ CUresult cuda_standin_call_begin(cuda_standin_call_t *call)
     }
     if (call->flags & CUDA_STANDIN_CALL_LOCK) {
         pthread_mutex_lock(&cuda_standin_lock);
+        ++cuda_standin_lock_depth;
         call->locked = 1;
     }
     status = cuda_standin_call_check(call);
     if ((status != CUDA_SUCCESS) && call->locked) {
+        --cuda_standin_lock_depth;
         pthread_mutex_unlock(&cuda_standin_lock);
         call->locked = 0;
     }
@@ -419,6 +439,7 @@ CUresult cuda_standin_call_begin(cuda_standin_call_t *call)
 CUresult cuda_standin_call_end(cuda_standin_call_t *call, CUresult status)
 {
     if (call->locked) {
+        --cuda_standin_lock_depth;
         pthread_mutex_unlock(&cuda_standin_lock);
     }
     if (cuda_standin_config.trace) {

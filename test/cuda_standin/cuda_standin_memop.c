@@ -10,8 +10,9 @@
  * further until then.  The condition is met by another process, by the host
  * storing to pinned memory, or by a write queued earlier: a wait that only
  * work of this process queued later could satisfy never ends on a GPU
- * either.  The stand-in polls with the driver's lock held, so another thread
- * of the same process cannot make driver calls meanwhile; after
+ * either.  The stand-in polls without the driver's lock, so the process's
+ * other threads go on meanwhile (their calls may be what meets the
+ * condition: another communicator's collective, say); after
  * CUDA_STANDIN_WAIT_VALUE_MS (default 10000) it gives up with a sticky
  * CUDA_ERROR_LAUNCH_TIMEOUT, so that a wrong hand-off fails a test instead
  * of hanging it.
@@ -108,7 +109,7 @@ static void cuda_standin_memop_wait(const cuda_standin_op_t *op, void *cpu)
                                (unsigned long long)op->word, cuda_standin_config.wait_value_ms);
             return;
         }
-        nanosleep(&pause, NULL);
+        cuda_standin_lock_pause(&pause);
     }
 }
 

@@ -33,6 +33,12 @@ struct CUstream_st {
     cuda_standin_op_t *head, *tail;
     uint64_t enqueued;  /* position of the last queued operation */
     uint64_t completed; /* position of the last operation run */
+    /* a thread is running this stream's work (cuda_standin_stream_run_to),
+     * and which: another waits until it is done, so that the stream's
+     * operations still run one after the other while a wait lets the lock
+     * go (cuda_standin_lock_pause) */
+    int running;
+    pthread_t runner;
     int query_delay;    /* NOT_READY answers left before cuStreamQuery runs the work */
     struct CUstream_st *next;
 };
@@ -217,8 +223,16 @@ static void cuda_standin_stream_run_op(const cuda_standin_op_t *op)
  * another stream that waits on this one finds this stream consistent. */
 static CUresult cuda_standin_stream_run_to(cuda_standin_stream_t *stream, uint64_t seq)
 {
+    const struct timespec pause = {0, 20000};
+    pthread_t self              = pthread_self();
+    int mine                    = stream->running && pthread_equal(stream->runner, self);
     cuda_standin_op_t *op;
 
+    while (stream->running && !mine) {
+        cuda_standin_lock_pause(&pause);
+    }
+    stream->running = 1;
+    stream->runner  = self;
     while ((stream->head != NULL) && (stream->completed < seq)) {
         op           = stream->head;
         stream->head = op->next;
@@ -230,6 +244,7 @@ static CUresult cuda_standin_stream_run_to(cuda_standin_stream_t *stream, uint64
         cuda_standin_op_release(op);
         free(op);
     }
+    stream->running = mine; /* a nested run of this thread's leaves it running */
     return cuda_standin_sticky_error();
 }
 
@@ -239,6 +254,10 @@ static CUresult cuda_standin_stream_run_to(cuda_standin_stream_t *stream, uint64
  * is simply not done: NOT_READY, with the work before it run. */
 static CUresult cuda_standin_stream_run_ready(cuda_standin_stream_t *stream, uint64_t seq)
 {
+    if (stream->running && !pthread_equal(stream->runner, pthread_self()) &&
+        (stream->completed < seq)) {
+        return CUDA_ERROR_NOT_READY; /* another thread is running it, maybe waiting */
+    }
     while ((stream->head != NULL) && (stream->completed < seq)) {
         if ((stream->head->kind == CUDA_STANDIN_OP_WAIT_VALUE) &&
             !cuda_standin_memop_ready(stream->head)) {

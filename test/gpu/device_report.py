@@ -119,17 +119,21 @@ def share_figures(rows):
 
 
 def allreduce_figures(rows):
-    """Per native-npK benchmark: staged and native medians and the HBM limit
+    """Per native-npK benchmark (and bcast-, allgather-,
+    reduce_scatter_block-npK): staged and native medians and the HBM limit
     at the quoted sizes."""
     lines = []
-    sources = sorted({r[0] for r in rows if r[0].startswith("native-")})
+    colls = {"native-": "MPI_Allreduce", "bcast-": "MPI_Bcast", "allgather-": "MPI_Allgather",
+             "reduce_scatter_block-": "MPI_Reduce_scatter_block"}
+    sources = sorted({r[0] for r in rows if r[0].startswith(tuple(colls))})
     for source in sources:
+        coll = next(v for k, v in colls.items() if source.startswith(k))
         t = {(r[1], r[3], r[4]): float(r[5]) for r in rows if r[0] == source}
         sizes = sorted({r[3] for r in rows if r[0] == source})
         quoted = [n for n in sizes if n in QUOTED_SIZES] or sizes[-1:]
         lines.append("")
-        lines.append("%s: device MPI_Allreduce (float sum), median us; limit/native is the fraction of "
-                     "the HBM limit native reaches" % source)
+        lines.append("%s: device %s (float sum where it reduces), median us; limit/native is the "
+                     "fraction of the HBM limit native reaches" % (source, coll))
         lines.append("")
         lines.append("| size | staged | native | native / staged | HBM limit | limit / native |")
         lines.append("|---|---|---|---|---|---|")
