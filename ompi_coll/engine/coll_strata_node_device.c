@@ -814,7 +814,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
                             "local rank(s); %s",
                             comm->c_name, d->scratch_bytes, ordinal, k,
                             all[1] ? "each call queued on the GPU, one host wait"
-                                          : "the host drives every chunk");
+                                   : "the host drives every chunk");
     return OMPI_SUCCESS;
 }
 
