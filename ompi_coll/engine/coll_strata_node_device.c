@@ -62,7 +62,8 @@ struct mca_coll_strata_node_device_t {
     CUdeviceptr flags_dev;
     void *flags_host;
     CUevent events[MCA_COLL_STRATA_SLOTS_MAX];
-    CUevent legacy;      /* the legacy default stream at the call's start */
+    CUevent legacy;   /* the legacy default stream at the call's start */
+    const char *coll; /* the call in progress ("MPI_Allreduce"), for messages */
     CUdeviceptr scratch; /* this rank's */
     size_t scratch_bytes;
     CUdeviceptr *peer; /* every local rank's, as this process maps it */
@@ -177,7 +178,8 @@ static int mca_coll_strata_node_device_status(mca_coll_strata_node_device_t *d, 
     if (CUDA_SUCCESS == res) {
         return OMPI_SUCCESS;
     }
-    opal_output(0, "coll:strata: MPI_Allreduce on device buffers: %s failed: %s", what,
+    opal_output(0, "coll:strata: %s on device buffers: %s failed: %s",
+                (NULL != d->coll) ? d->coll : "a collective", what,
                 strata_cuda_result_str(res, str, sizeof(str)));
     return MPI_ERR_OTHER;
 }
@@ -917,6 +919,7 @@ int mca_coll_strata_node_device_run(mca_coll_strata_module_t *module,
     } else {
         mca_coll_strata_node_device_after_legacy(d);
     }
+    d->coll = a->coll;
     rc = mca_coll_strata_pipeline_run(module, a, decision, mca_coll_strata_node_device(module));
     d->no_context = false;
     strata_cuda_ctx_pop(saved);

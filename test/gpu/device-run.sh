@@ -46,7 +46,9 @@
 #                device allreduce, mpi4py + CuPy
 #   measure      without MPS: gpu_share_probe, native vs staged allreduce
 #   mps          the MPS daemon started (a private pipe and log folder,
-#                stopped on every exit path): the same, and bcast/allgather
+#                stopped on every exit path): the same, the native allreduce
+#                with the host driving every chunk beside the queued one,
+#                bcast, allgather and reduce_scatter_block
 #   extra        p2p through pml/ucx, mpi4py on the carried Open MPI, the
 #                allreduce's chunk sizes, 8 ranks up to STRATA_DEVICE_BIG
 # A step that would not fit in what is left of its stage is skipped with a

@@ -1009,6 +1009,31 @@ coll_device_native_copy_fails() {
         grep -q "rank 1: fault allgather dd .*: error as expected" "$STRATA_TEST_LOG.out"
 }
 
+# One rank cannot queue a chunk hand-off (CUDA_STANDIN_FAIL=$1 on rank 1:
+# its cuStreamWriteValue64 or cuStreamWaitValue64) in native allreduces,
+# bcasts and allgathers queued on the GPUs: it says which call failed and
+# returns an error, runs what it had queued, then stores its counters from
+# the host so that no peer's GPU waits for it forever; every rank that read
+# its part returns an error too (a hang is the test's timeout, a peer's
+# stream waiting past CUDA_STANDIN_WAIT_VALUE_MS a CUDA error); a host
+# allreduce afterwards is right.
+coll_device_native_memop_fails() {
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
+        --mca coll_strata_verbose 10 \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export CUDA_STANDIN_FAIL=$0; exec "$@"' "$1" \
+        "$T/mpi/test_coll_device" --mode fault --only allreduce,bcast,allgather --timeout 60 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata: MPI COMM\|strata node\|cost model" "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out" &&
+        grep -q "each call queued on the GPU" "$STRATA_TEST_LOG.out" &&
+        grep -q "coll:strata: MPI_Allreduce on device buffers: ${1%_v2} failed" "$STRATA_TEST_LOG.out" &&
+        [ "$(grep -c "fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out")" -eq 3 ] &&
+        [ "$(grep -c "fault allgather dd .*: error as expected" "$STRATA_TEST_LOG.out")" -eq 3 ] &&
+        grep -q "rank 1: fault bcast dd .*: error as expected" "$STRATA_TEST_LOG.out" &&
+        ! grep -q "CUDA_ERROR_LAUNCH_TIMEOUT" "$STRATA_TEST_LOG.out"
+}
+
 # Verbosity 20 names the memory kinds and the path of every call.
 coll_device_verbose() {
     coll_device 2 ob1 --mca coll_strata_verbose 20 -- --kinds dd,hh --counts 7 --only allreduce,allgather,ibcast \
@@ -1274,6 +1299,10 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_export_refused 120 coll_device_native_setup_fails cuIpcGetMemHandle
         strata_test mpi_coll_device_native_kernel_fails 120 coll_device_native_kernel_fails
         strata_test mpi_coll_device_native_ctx_fails 120 coll_device_native_ctx_fails
+        strata_test mpi_coll_device_native_signal_fails 120 \
+            coll_device_native_memop_fails cuStreamWriteValue64_v2
+        strata_test mpi_coll_device_native_await_fails 120 \
+            coll_device_native_memop_fails cuStreamWaitValue64_v2
         strata_test mpi_coll_device_native_no_device_memory 120 coll_device_native_no_device_memory
         strata_test mpi_coll_device_native_big 300 coll_device_native_big
         strata_test mpi_coll_device_native_first_call 300 coll_device_native_first_call
