@@ -62,8 +62,8 @@ struct mca_coll_strata_node_device_t {
     CUdeviceptr flags_dev;
     void *flags_host;
     CUevent events[MCA_COLL_STRATA_SLOTS_MAX];
-    CUevent legacy;   /* the legacy default stream at the call's start */
-    const char *coll; /* the call in progress ("MPI_Allreduce"), for messages */
+    CUevent legacy;      /* the legacy default stream at the call's start */
+    const char *coll;    /* the call in progress ("MPI_Allreduce"), for messages */
     CUdeviceptr scratch; /* this rank's */
     size_t scratch_bytes;
     CUdeviceptr *peer; /* every local rank's, as this process maps it */
