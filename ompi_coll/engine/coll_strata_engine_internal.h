@@ -19,7 +19,8 @@
  * pipeline and the inter-node exchange are written once against this table, and each
  * memory kind fills one (coll_strata_node_host.c: the shared-memory
  * segment, memcpy and Open MPI's op functions).  copy and reduce may only
- * queue their work; it is finished when complete() returns, and only then
+ * queue their work; it is finished when complete() returns (or once
+ * completed() says so: the exchange polls, it never waits), and only then
  * may a progress flag announce it.  Every call returns an OMPI status.
  */
 typedef struct mca_coll_strata_node_ops_t {
@@ -34,6 +35,8 @@ typedef struct mca_coll_strata_node_ops_t {
                   struct ompi_datatype_t *dtype, const void *const *srcs, int k, void *dst,
                   size_t count);
     int (*complete)(struct mca_coll_strata_node_t *node);
+    /* whether the work queued so far is done: never waits */
+    int (*completed)(struct mca_coll_strata_node_t *node, bool *done);
 } mca_coll_strata_node_ops_t;
 
 extern const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops;
@@ -57,9 +60,10 @@ typedef struct mca_coll_strata_node_queue_ops_t {
      * done (never waits) */
     int (*mark)(struct mca_coll_strata_node_t *node, int slot);
     int (*marked)(struct mca_coll_strata_node_t *node, int slot, bool *done);
-    /* on: copy, reduce and complete() go to a second queue, the exchange
-     * between nodes', which never waits on a flag, so its complete() waits
-     * for no peer; off: back to the pipeline's */
+    /* on: copy, reduce, complete() and completed() go to a second queue,
+     * the exchange between nodes', which never waits on a flag, so the
+     * exchange's work never waits for a peer's; off: back to the
+     * pipeline's */
     void (*exchange)(struct mca_coll_strata_node_t *node, bool on);
     /* wait until everything queued is done: the call's one host-side wait */
     int (*drain)(struct mca_coll_strata_node_t *node);
@@ -150,6 +154,11 @@ typedef struct mca_coll_strata_xchg_t {
      * the failure), and since when (CLOCK_MONOTONIC seconds; 0: not refused) */
     bool send_pending;
     double send_refused_at;
+    /* node-area work (a staging copy, a fold) is queued and not known done:
+     * the next send or receive waits for it (polled, never waited for) */
+    bool node_busy;
+    /* the next step's messages are still to be posted (after node_busy) */
+    bool post_next;
 } mca_coll_strata_xchg_t;
 
 void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x);

@@ -259,6 +259,21 @@ static int mca_coll_strata_node_device_complete(mca_coll_strata_node_t *node)
                                               "cuStreamSynchronize");
 }
 
+static int mca_coll_strata_node_device_completed(mca_coll_strata_node_t *node, bool *done)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+    CUresult res;
+
+    if (d->no_context) {
+        return MPI_ERR_OTHER;
+    }
+    res = strata_cuda.cuStreamQuery(d->cur);
+    *done = CUDA_ERROR_NOT_READY != res;
+    return (CUDA_ERROR_NOT_READY == res)
+               ? OMPI_SUCCESS
+               : mca_coll_strata_node_device_status(d, res, "cuStreamQuery");
+}
+
 /* ---- the queue: stream memory operations on the node's flags ---- */
 
 static CUdeviceptr mca_coll_strata_node_device_flag(const mca_coll_strata_node_device_t *d, int r,
@@ -363,6 +378,7 @@ static const mca_coll_strata_node_ops_t mca_coll_strata_node_device_ops = {
     .copy = mca_coll_strata_node_device_copy,
     .reduce = mca_coll_strata_node_device_reduce,
     .complete = mca_coll_strata_node_device_complete,
+    .completed = mca_coll_strata_node_device_completed,
 };
 
 

@@ -102,6 +102,12 @@ static int mca_coll_strata_node_host_complete(mca_coll_strata_node_t *node)
     return OMPI_SUCCESS;
 }
 
+static int mca_coll_strata_node_host_completed(mca_coll_strata_node_t *node, bool *done)
+{
+    *done = true;
+    return OMPI_SUCCESS;
+}
+
 const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops = {
     .name = "host",
     .input = mca_coll_strata_node_host_input,
@@ -109,6 +115,7 @@ const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops = {
     .copy = mca_coll_strata_node_host_copy,
     .reduce = mca_coll_strata_node_host_reduce,
     .complete = mca_coll_strata_node_host_complete,
+    .completed = mca_coll_strata_node_host_completed,
 };
 
 /* The predefined op's name, or NULL for a user op. */

@@ -110,7 +110,8 @@ void mca_coll_strata_pipeline_inter_outcome(mca_coll_strata_pipeline_t *p, uint6
 /* Advance the exchanges in flight (chunks [next_publish, next_reduce));
  * publish the finished ones in order from the host, a failed one marked
  * in the failure word before its counter (the exchange's own device work
- * is complete by then: its complete()).  Whether any was published. */
+ * is done by then: the exchange is done only once it is).  Whether any
+ * was published. */
 bool mca_coll_strata_pipeline_publish_exchanged(mca_coll_strata_pipeline_t *p);
 /* whether this rank runs exchanges between nodes in this call */
 static inline bool mca_coll_strata_pipeline_exchanges(const mca_coll_strata_pipeline_t *p)

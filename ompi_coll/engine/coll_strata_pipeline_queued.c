@@ -23,9 +23,11 @@
  *
  * Between nodes the owner's host runs the exchange (coll_strata_xchg.c) on
  * a second stream that never waits on a flag: it starts chunk c's exchange
- * when an event queried (not synchronized) says the reduction is done, and
- * stores `published` from the host when the exchange is done; the queued
- * copy-out waits for that on the GPU.
+ * when an event queried (not synchronized) says the reduction is done,
+ * polls the exchange's own copies and folds (cuStreamQuery) before each
+ * message that depends on them, and stores `published` from the host when
+ * the exchange is done; the queued copy-out waits for that on the GPU.  So
+ * between nodes too the host waits for its GPU once per call.
  *
  * Failures.  A failed copy or kernel is noted and the chunk goes on; a
  * failed wait or store leaves the queue unusable, and nothing more is
@@ -311,6 +313,16 @@ void mca_coll_strata_pipeline_run_queued(mca_coll_strata_pipeline_t *p)
             mca_coll_strata_queued_in(&s, step);
         }
         if (step < p->nchunks && p->owner && !s.broken) {
+            /* The slot's mark is chunk step - nslots's until that chunk's
+             * exchange has started: marking it again now would make that
+             * exchange wait for work that waits for it. */
+            while (s.exchanges && p->next_reduce + (uint64_t)p->shm->nslots <= step) {
+                if (mca_coll_strata_queued_exchange(&s)) {
+                    idle = 0;
+                } else {
+                    mca_coll_strata_queued_idle(&idle);
+                }
+            }
             mca_coll_strata_queued_reduce(&s, step);
         }
         if (step >= lag && !s.broken) {

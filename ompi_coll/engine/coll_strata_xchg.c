@@ -51,20 +51,21 @@ static void mca_coll_strata_xchg_fail(mca_coll_strata_xchg_t *x)
     x->failed = true;
 }
 
-/* The status of a node-area operation and its completion. */
+/* The status of a node-area operation: queued, it is done when the node
+ * area says so (mca_coll_strata_xchg_progress polls it before the next
+ * send or receive: a message may be sent from a block, or received into
+ * one, only after the work on it). */
 static void mca_coll_strata_xchg_node(mca_coll_strata_xchg_t *x, int rc)
 {
     if (OMPI_SUCCESS == rc) {
-        rc = x->node->ops->complete(x->node);
-    }
-    if (OMPI_SUCCESS != rc) {
+        x->node_busy = true;
+    } else {
         mca_coll_strata_xchg_fail(x);
     }
 }
 
 /* Copy `count` elements between the node area and a staging block (or the
- * scratch), and wait for the copy: a message may be sent, or a block
- * folded, only after. */
+ * scratch); later work of the node area follows it in order. */
 static void mca_coll_strata_xchg_copy(mca_coll_strata_xchg_t *x, void *dst, const void *src,
                                       size_t count)
 {
@@ -147,7 +148,9 @@ static void mca_coll_strata_xchg_post(mca_coll_strata_xchg_t *x)
     }
     x->send_pending = true;
     x->send_refused_at = 0.0;
-    mca_coll_strata_xchg_send(x);
+    if (!x->node_busy) { /* else once the staging copy is done */
+        mca_coll_strata_xchg_send(x);
+    }
 }
 
 /* Both requests of the step are complete: did the peer's message arrive
@@ -224,20 +227,44 @@ void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x)
     x->nsteps = mca_coll_strata_sched_nsteps(&x->sched);
     x->reqs[0] = x->reqs[1] = MPI_REQUEST_NULL;
     x->send_pending = false;
+    x->node_busy = false;
+    x->post_next = false;
     memset(x->signal, 0, sizeof(x->signal));
     if (x->nsteps > 0) {
         mca_coll_strata_xchg_post(x);
     }
 }
 
+/* Whether the node-area work queued by the exchange is done (a failure to
+ * tell counts as done, and fails the exchange). */
+static bool mca_coll_strata_xchg_node_done(mca_coll_strata_xchg_t *x)
+{
+    bool done = false;
+
+    if (!x->node_busy) {
+        return true;
+    }
+    if (OMPI_SUCCESS != x->node->ops->completed(x->node, &done)) {
+        mca_coll_strata_xchg_fail(x);
+        done = true;
+    }
+    x->node_busy = !done;
+    return done;
+}
+
 /* Advance as far as completed messages allow; never blocks, never stops
  * early: a failure is in x->failed. */
 void mca_coll_strata_xchg_progress(mca_coll_strata_xchg_t *x, bool *done)
 {
-    while (x->step < x->nsteps) {
+    while (mca_coll_strata_xchg_node_done(x) && x->step < x->nsteps) {
         ompi_status_public_t status[2];
         int completed = 0, rc;
 
+        if (x->post_next) {
+            x->post_next = false;
+            mca_coll_strata_xchg_post(x);
+            continue; /* its staging copy first, if any */
+        }
         if (x->send_pending) {
             mca_coll_strata_xchg_send(x);
             if (x->send_pending) {
@@ -250,9 +277,8 @@ void mca_coll_strata_xchg_progress(mca_coll_strata_xchg_t *x, bool *done)
         }
         mca_coll_strata_xchg_check(x, rc, &status[0]);
         mca_coll_strata_xchg_finish_step(x);
-        if (x->step < x->nsteps) {
-            mca_coll_strata_xchg_post(x);
-        }
+        /* the next step's receive may land where the fold reads: after it */
+        x->post_next = x->step < x->nsteps;
     }
-    *done = (x->step >= x->nsteps);
+    *done = (x->step >= x->nsteps) && !x->node_busy;
 }

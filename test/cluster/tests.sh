@@ -336,6 +336,33 @@ cluster_coll_device() {
         "$T/mpi/test_coll_device" --quiet --counts 0,1,7,1021,65537
 }
 
+# The native device allreduce between nodes waits for the GPU once per call
+# too (issue 36): 16 MiB on 2 nodes x 2 ranks (a GPU each), 1 MiB chunks,
+# ob1 (blocks staged through pinned host memory between nodes): the node
+# phase queued on the GPUs, the exchange's copies and folds on its own
+# stream polled, never waited for.  At most 4 host-side waits per rank per
+# call, counted by the stand-in over 2 and 4 calls
+# (test/mpi/tests.sh's coll_device_budget_check).
+cluster_native_budget() {
+    local dir=$STRATA_TEST_TMP calls f files=()
+    . "$STRATA_SRCDIR/test/mpi/tests.sh" --functions-only
+    for calls in 2 4; do
+        f="$dir/budget.$calls"
+        rm -f "$f.counts"
+        CUDA_STANDIN_COUNTS="$f.counts" CUDA_STANDIN_DEVICES=2 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" \
+            strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
+            -x LD_LIBRARY_PATH -x CUDA_STANDIN_COUNTS -x CUDA_STANDIN_DEVICES \
+            --mca coll_strata_verbose 10 --mca coll_strata_device_segment_size 1m \
+            "$T/mpi/test_coll_device" --mode repeat --only allreduce --kinds dd \
+            --count $((4 * 1024 * 1024)) --calls "$calls" --timeout 300 >"$f.out" 2>&1 || { cat "$f.out"; return 1; }
+        grep -v "coll:strata: MPI COMM\|cost model" "$f.out"
+        grep -q "MPI_COMM_WORLD: device scratch of .*each call queued on the GPU" "$f.out" || return 1
+        echo "counts, $calls calls:"; cat "$f.counts"
+        files+=("$f.out" "$f.counts")
+    done
+    BUDGET_WAITS_ONLY=1 coll_device_budget_check 4 2 4 "dd count=$((4 * 1024 * 1024)), 2 nodes" "${files[@]}"
+}
+
 # The same under Debian's default pml (ob1, TCP between nodes): coll/strata
 # alone keeps device pointers away from it.
 cluster_coll_device_ob1() {
@@ -658,6 +685,7 @@ else
         strata_test cluster_allreduce_native_2x2_ucx_no_gpu_copy 300 cluster_job 2 "" \
             cluster_allreduce_native_tls self,sm,tcp 2x2 ucx staged
         strata_test cluster_allreduce_native_fault 300 cluster_job 2 "" cluster_allreduce_native_fault
+        strata_test cluster_native_budget_2x2 300 cluster_job 2 "" cluster_native_budget
         strata_test cluster_allreduce_native_2x2_ob1_direct 300 cluster_job 2 "" cluster_allreduce_native 2x2 ob1 warned \
             --mca coll_strata_allreduce_device_network direct
     fi

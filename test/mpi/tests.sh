@@ -1077,7 +1077,18 @@ coll_device_budget() {
         echo "counts, $calls calls:"; cat "$f.counts"
         files+=("$f.out" "$f.counts")
     done
-    awk -v np="$np" -v n="$n" -v waits="$waits" -v what="$kinds count=$count" \
+    coll_device_budget_check "$np" "$n" "$waits" "$kinds count=$count" "${files[@]}"
+}
+
+# The check of coll_device_budget (and of the cluster layer's budget): the
+# count lines of runs with N and 2N calls (files: output, counts, output,
+# counts), each rank's difference against WAITS per call (and, unless
+# BUDGET_WAITS_ONLY=1, no compute-engine work and one copy each way).
+# coll_device_budget_check NP N WAITS WHAT FILES...
+coll_device_budget_check() {
+    local np=$1 n=$2 waits=$3 what=$4
+    shift 4
+    awk -v np="$np" -v n="$n" -v waits="$waits" -v what="$what" \
         -v waits_only="${BUDGET_WAITS_ONLY:-0}" '
         FNR == 1 { file++ }
         /^rank [0-9]+ pid [0-9]+$/ { rank[int((file + 1) / 2), $4] = $2; next }
