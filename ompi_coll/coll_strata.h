@@ -104,6 +104,14 @@ typedef struct mca_coll_strata_settings_t {
     size_t allgather_min;
 } mca_coll_strata_settings_t;
 
+/* Bytes of one chunk of the native device path: device_segment_size
+ * rounded up to 64, the device node area's slot (known to the decisions
+ * before the area is set up). */
+static inline size_t mca_coll_strata_device_chunk_bytes(const mca_coll_strata_settings_t *s)
+{
+    return (s->device_segment_size + 63) & ~(size_t)63;
+}
+
 typedef struct mca_coll_strata_component_t {
     mca_coll_base_component_t super;
     /* MCA parameters (coll_strata_*) */

@@ -78,7 +78,7 @@ static void mca_coll_strata_allreduce_decide(const mca_coll_strata_module_t *mod
      * arithmetic and bitwise ones); the GPUs' kernels have every op */
     in.slow_op = !native && (MPI_LAND == op || MPI_LOR == op || MPI_LXOR == op);
     /* the native path's chunks are the device area's */
-    in.chunk_bytes = native ? (module->settings.device_segment_size + 63) & ~(size_t)63
+    in.chunk_bytes = native ? mca_coll_strata_device_chunk_bytes(&module->settings)
                             : module->shm.slot_bytes;
     in.slots = module->shm.nslots;
     mca_coll_strata_decide(&module->decision, &in, decision);

@@ -78,7 +78,7 @@ static const char *mca_coll_strata_copy_decide(mca_coll_strata_module_t *module,
         return "one rank per node: no node phase to save";
     }
     /* the chunks of the pipeline that runs it: the device area's on the GPUs */
-    chunk = native ? (c->device_segment_size + 63) & ~(size_t)63 : module->shm.slot_bytes;
+    chunk = native ? mca_coll_strata_device_chunk_bytes(c) : module->shm.slot_bytes;
     if (!bcast && (size_t)ompi_comm_size(comm) > chunk) {
         return "more ranks than a chunk has bytes (coll_strata_segment_size)";
     }

@@ -53,12 +53,11 @@ struct mca_coll_strata_node_device_t {
     /* the exchange between nodes' (never waits on a flag), and where copy,
      * reduce and complete() go now: one of the two */
     CUstream net, cur;
-    size_t slot_bytes;
     int nslots, nranks, me;
-    /* Queued calls (coll_strata_pipeline_queued.c): the node's progress
-     * flags as the GPU addresses them (the segment's flags registered
-     * with the driver, this process's mapping), and one event per slot
-     * marking a chunk's reduction; flags_dev 0: the host drives. */
+    /* Queued calls (coll_strata_pipeline_queued.c, where super.queue is
+     * set): the node's progress flags as the GPU addresses them (the
+     * segment's flags registered with the driver, this process's mapping),
+     * and one event per slot marking a chunk's reduction. */
     CUdeviceptr flags_dev;
     void *flags_host;
     CUevent events[MCA_COLL_STRATA_SLOTS_MAX];
@@ -188,14 +187,14 @@ static char *mca_coll_strata_node_device_input(const mca_coll_strata_node_t *nod
 {
     const mca_coll_strata_node_device_t *d = (const mca_coll_strata_node_device_t *)node;
 
-    return (char *)(uintptr_t)(d->peer[r] + (CUdeviceptr)slot * d->slot_bytes);
+    return (char *)(uintptr_t)(d->peer[r] + (CUdeviceptr)slot * d->super.slot_bytes);
 }
 
 static char *mca_coll_strata_node_device_result(const mca_coll_strata_node_t *node, int slot)
 {
     const mca_coll_strata_node_device_t *d = (const mca_coll_strata_node_device_t *)node;
 
-    return (char *)(uintptr_t)(d->peer[0] + (CUdeviceptr)(d->nslots + slot) * d->slot_bytes);
+    return (char *)(uintptr_t)(d->peer[0] + (CUdeviceptr)(d->nslots + slot) * d->super.slot_bytes);
 }
 
 static int mca_coll_strata_node_device_copy(mca_coll_strata_node_t *node, void *dst,
@@ -259,19 +258,24 @@ static int mca_coll_strata_node_device_complete(mca_coll_strata_node_t *node)
                                               "cuStreamSynchronize");
 }
 
+/* A query's answer: NOT_READY is not done, anything else done (or failed). */
+static int mca_coll_strata_node_device_polled(mca_coll_strata_node_device_t *d, CUresult res,
+                                              const char *what, bool *done)
+{
+    *done = CUDA_ERROR_NOT_READY != res;
+    return (CUDA_ERROR_NOT_READY == res) ? OMPI_SUCCESS
+                                         : mca_coll_strata_node_device_status(d, res, what);
+}
+
 static int mca_coll_strata_node_device_completed(mca_coll_strata_node_t *node, bool *done)
 {
     mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
-    CUresult res;
 
     if (d->no_context) {
         return MPI_ERR_OTHER;
     }
-    res = strata_cuda.cuStreamQuery(d->cur);
-    *done = CUDA_ERROR_NOT_READY != res;
-    return (CUDA_ERROR_NOT_READY == res)
-               ? OMPI_SUCCESS
-               : mca_coll_strata_node_device_status(d, res, "cuStreamQuery");
+    return mca_coll_strata_node_device_polled(d, strata_cuda.cuStreamQuery(d->cur), "cuStreamQuery",
+                                              done);
 }
 
 /* ---- the queue: stream memory operations on the node's flags ---- */
@@ -332,16 +336,12 @@ static int mca_coll_strata_node_device_mark(mca_coll_strata_node_t *node, int sl
 static int mca_coll_strata_node_device_marked(mca_coll_strata_node_t *node, int slot, bool *done)
 {
     mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
-    CUresult res;
 
     if (d->no_context) {
         return MPI_ERR_OTHER;
     }
-    res = strata_cuda.cuEventQuery(d->events[slot]);
-    *done = CUDA_ERROR_NOT_READY != res;
-    return (CUDA_ERROR_NOT_READY == res)
-               ? OMPI_SUCCESS
-               : mca_coll_strata_node_device_status(d, res, "cuEventQuery");
+    return mca_coll_strata_node_device_polled(d, strata_cuda.cuEventQuery(d->events[slot]),
+                                              "cuEventQuery", done);
 }
 
 static void mca_coll_strata_node_device_exchange(mca_coll_strata_node_t *node, bool on)
@@ -580,7 +580,7 @@ static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
                                              CUipcMemHandle *handle, char *why, size_t why_len)
 {
     bool rail = NULL != module->topo.rail_comm;
-    size_t region = (size_t)d->nslots * d->slot_bytes;
+    size_t region = (size_t)d->nslots * d->super.slot_bytes;
     char str[160];
     CUresult res;
 
@@ -608,7 +608,7 @@ static int mca_coll_strata_node_device_alloc(mca_coll_strata_node_device_t *d,
         return OMPI_SUCCESS;
     }
     d->super.inter_recv = (char *)(uintptr_t)(d->scratch + 2 * region);
-    d->super.inter_slot_bytes = d->slot_bytes;
+    d->super.inter_slot_bytes = d->super.slot_bytes;
     if (mca_coll_strata_node_device_stages(comm)) {
         res = strata_cuda.cuMemHostAlloc(&d->stage, 2 * region, 0);
         if (CUDA_SUCCESS != res) {
@@ -757,8 +757,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_module_t *module,
         d->super.shm = &module->shm;
         d->ordinal = ordinal;
         /* chunks sized for device memory, not for host shared memory */
-        d->slot_bytes = (module->settings.device_segment_size + 63) & ~(size_t)63;
-        d->super.slot_bytes = d->slot_bytes;
+        d->super.slot_bytes = mca_coll_strata_device_chunk_bytes(&module->settings);
         d->nslots = module->shm.nslots;
         d->nranks = k;
         d->me = me;

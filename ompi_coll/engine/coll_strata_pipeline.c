@@ -350,6 +350,19 @@ void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_
     }
 }
 
+/* This owner's elements [*off, *off + *len) of a chunk of n: its slice, or
+ * the whole chunk on the replicated path. */
+static void mca_coll_strata_pipeline_slice(const mca_coll_strata_pipeline_t *p, size_t n,
+                                           size_t *off, size_t *len)
+{
+    if (p->replicated) {
+        *off = 0;
+        *len = n;
+    } else {
+        mca_coll_strata_partition(n, p->decision->nslices, p->me, off, len);
+    }
+}
+
 void mca_coll_strata_pipeline_reduce_target(const mca_coll_strata_pipeline_t *p, uint64_t c,
                                             char **dst, size_t *len)
 {
@@ -364,12 +377,7 @@ void mca_coll_strata_pipeline_reduce_target(const mca_coll_strata_pipeline_t *p,
         *len = (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) ? n * (size_t)p->comm_size : n;
         return;
     }
-    if (p->replicated) {
-        off = 0;
-        *len = n;
-    } else {
-        mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, len);
-    }
+    mca_coll_strata_pipeline_slice(p, n, &off, len);
     *dst = p->private_result ? p->out + first * (size_t)p->extent
                              : node->ops->result(node, slot) + off * (size_t)p->extent;
 }
@@ -380,7 +388,7 @@ int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_
     mca_coll_strata_node_t *node = p->node;
     int slot = mca_coll_strata_pipeline_slot(p, c), k = p->shm->nranks;
     const void *srcs[p->shm->nranks]; /* k input areas of the slot */
-    size_t first, n, off = 0, slice;
+    size_t first, n, off;
 
     mca_coll_strata_pipeline_reduce_target(p, c, dst, len);
     if (MCA_COLL_STRATA_PIPE_REDUCE != p->kind) {
@@ -388,9 +396,7 @@ int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_
     }
     /* the inputs' elements of this owner's slice (all for the replicated) */
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-    if (!p->replicated) {
-        mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, &slice);
-    }
+    mca_coll_strata_pipeline_slice(p, n, &off, len);
     /* Inputs in local rank order 1, 0, 2, 3, ...: the order this pipeline
      * has always reduced in (b op a, then each further input). */
     for (int i = 0; i < k; ++i) {
@@ -519,6 +525,15 @@ static int mca_coll_strata_pipeline_copy_out_blocks(mca_coll_strata_pipeline_t *
     return rc;
 }
 
+/* Whether this rank has a part of a chunk whose window is [lo, hi): every
+ * block of an allgather (none without `out`: the caller had no memory for
+ * it), else its window. */
+static bool mca_coll_strata_pipeline_has_out(const mca_coll_strata_pipeline_t *p, size_t lo,
+                                             size_t hi)
+{
+    return (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) ? NULL != p->out : lo < hi;
+}
+
 int mca_coll_strata_pipeline_issue_out(mca_coll_strata_pipeline_t *p, uint64_t c)
 {
     mca_coll_strata_node_t *node = p->node;
@@ -528,9 +543,7 @@ int mca_coll_strata_pipeline_issue_out(mca_coll_strata_pipeline_t *p, uint64_t c
     int rc;
 
     mca_coll_strata_pipeline_window(p, c, &lo, &hi);
-    /* this rank's part: every block of an allgather (none without `out`:
-     * the caller had no memory for it), else its window */
-    if (allgather ? NULL == p->out : lo >= hi) {
+    if (!mca_coll_strata_pipeline_has_out(p, lo, hi)) {
         return OMPI_SUCCESS;
     }
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
@@ -573,8 +586,7 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
             p->node_error = MPI_ERR_OTHER;
         }
         rc = mca_coll_strata_pipeline_issue_out(p, c);
-        if (OMPI_SUCCESS == rc &&
-            ((MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) ? NULL != p->out : lo < hi)) {
+        if (OMPI_SUCCESS == rc && mca_coll_strata_pipeline_has_out(p, lo, hi)) {
             rc = p->node->ops->complete(p->node);
         }
         mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_OWN, rc);

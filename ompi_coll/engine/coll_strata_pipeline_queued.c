@@ -241,6 +241,7 @@ static bool mca_coll_strata_queued_exchange(mca_coll_strata_queued_t *s)
     return moved;
 }
 
+
 /* Nothing moved: progress the pml, and after a few idle polls give the
  * core away (ranks often oversubscribe cores). */
 static void mca_coll_strata_queued_idle(unsigned *idle)
@@ -248,6 +249,16 @@ static void mca_coll_strata_queued_idle(unsigned *idle)
     opal_progress();
     if (++*idle > MCA_COLL_STRATA_QUEUED_SPINS) {
         sched_yield();
+    }
+}
+
+/* One turn of the host's loop between nodes: the exchanges, or an idle poll. */
+static void mca_coll_strata_queued_turn(mca_coll_strata_queued_t *s, unsigned *idle)
+{
+    if (mca_coll_strata_queued_exchange(s)) {
+        *idle = 0;
+    } else {
+        mca_coll_strata_queued_idle(idle);
     }
 }
 
@@ -317,11 +328,7 @@ void mca_coll_strata_pipeline_run_queued(mca_coll_strata_pipeline_t *p)
              * exchange has started: marking it again now would make that
              * exchange wait for work that waits for it. */
             while (s.exchanges && p->next_reduce + (uint64_t)p->shm->nslots <= step) {
-                if (mca_coll_strata_queued_exchange(&s)) {
-                    idle = 0;
-                } else {
-                    mca_coll_strata_queued_idle(&idle);
-                }
+                mca_coll_strata_queued_turn(&s, &idle);
             }
             mca_coll_strata_queued_reduce(&s, step);
         }
@@ -336,11 +343,7 @@ void mca_coll_strata_pipeline_run_queued(mca_coll_strata_pipeline_t *p)
      * is published; then no rank of another node needs it any more, and
      * it may wait for its stream. */
     while (s.exchanges && p->next_publish < p->nchunks) {
-        if (mca_coll_strata_queued_exchange(&s)) {
-            idle = 0;
-        } else {
-            mca_coll_strata_queued_idle(&idle);
-        }
+        mca_coll_strata_queued_turn(&s, &idle);
     }
     /* the call's one host-side wait */
     rc = s.q->drain(p->node);
