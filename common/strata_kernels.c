@@ -32,6 +32,30 @@ int strata_kernels_available(void)
            (strata_cuda.cuLaunchKernel != NULL);
 }
 
+int strata_kernels_reduces(const char *op, const char *type)
+{
+    int loc     = (0 == strcmp(op, "maxloc") || 0 == strcmp(op, "minloc"));
+    int logical = ('l' == op[0]);
+    int arith   = (0 == strcmp(op, "sum") || 0 == strcmp(op, "prod"));
+
+    if (NULL != strstr(type, "_int") || 0 == strcmp(type, "2int")) {
+        return loc; /* the pair types */
+    }
+    if (loc) {
+        return 0;
+    }
+    if (0 == strcmp(type, "bool")) {
+        return logical;
+    }
+    if ('c' == type[0]) {
+        return arith; /* complex */
+    }
+    if (0 == strcmp(type, "float") || 0 == strcmp(type, "double")) {
+        return arith || 0 == strcmp(op, "min") || 0 == strcmp(op, "max");
+    }
+    return 1; /* the integers: every op but the pairs' */
+}
+
 static CUresult strata_kernels_lookup(strata_kernels_device_t *d, const char *name,
                                       CUfunction *fn)
 {

@@ -25,6 +25,12 @@ extern "C" {
 /* Whether this build embeds kernels and the driver can load them. */
 int strata_kernels_available(void);
 
+/* Whether the kernels' op x type matrix (kernels/strata_reduce_kernels.cu)
+ * has strata_reduce_<op>_<type>: op is MPI's predefined op in lower case
+ * without "MPI_" ("sum", "maxloc"), type an element type ("int32",
+ * "double", "cfloat", "2int").  Names only: it asks no driver. */
+int strata_kernels_reduces(const char *op, const char *type);
+
 /* The kernel strata_reduce_<op>_<type> in device `ordinal`'s primary
  * context (which must be current).  CUDA_ERROR_NOT_FOUND: no such kernel. */
 CUresult strata_kernels_function(int ordinal, const char *op, const char *type, CUfunction *fn);

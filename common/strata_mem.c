@@ -181,33 +181,50 @@ int strata_mem_query(const void *ptr, strata_mem_info_t *info)
     return 0;
 }
 
-strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal)
+strata_mem_kind_t strata_mem_kind_ctx(const void *ptr, int *ordinal, void **ctx)
 {
     CUpointer_attribute attrs[] = {
         CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
         CU_POINTER_ATTRIBUTE_IS_MANAGED,
         CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        CU_POINTER_ATTRIBUTE_CONTEXT,
     };
     CUmemorytype mem_type = 0;
     unsigned is_managed   = 0;
     int dev               = -1;
-    void *values[]        = {&mem_type, &is_managed, &dev};
+    CUcontext owner       = NULL;
+    void *values[]        = {&mem_type, &is_managed, &dev, &owner};
+    /* the context only where the caller asks for it */
+    unsigned nattrs       = (ctx != NULL) ? 4 : 3;
 
     if (ordinal != NULL) {
         *ordinal = -1;
     }
+    if (ctx != NULL) {
+        *ctx = NULL;
+    }
+    /* (the driver answers unknown pointers with defaults, not an error:
+     * a failed query means it cannot be asked at all) */
     if ((ptr == NULL) || !strata_mem_driver_present() ||
-        (strata_cuda.cuPointerGetAttributes(3, attrs, values, (CUdeviceptr)ptr) !=
+        (strata_cuda.cuPointerGetAttributes(nattrs, attrs, values, (CUdeviceptr)ptr) !=
          CUDA_SUCCESS)) {
         return STRATA_MEM_HOST;
     }
     if (ordinal != NULL) {
         *ordinal = dev;
     }
+    if (ctx != NULL) {
+        *ctx = owner;
+    }
     if (is_managed) {
         return STRATA_MEM_MANAGED;
     }
     return (mem_type == CU_MEMORYTYPE_DEVICE) ? STRATA_MEM_DEVICE : STRATA_MEM_HOST;
+}
+
+strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal)
+{
+    return strata_mem_kind_ctx(ptr, ordinal, NULL);
 }
 
 /* ---- synchronous memory operations (strata_mem.h) ---- */

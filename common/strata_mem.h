@@ -53,6 +53,11 @@ int strata_mem_query(const void *ptr, strata_mem_info_t *info);
  * call, one dlopen(RTLD_NOLOAD).  `ordinal` (may be NULL) gets the device.
  */
 strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal);
+/* The same, and (ctx not NULL) the context that owns the memory (a
+ * CUcontext; NULL for memory no context owns, e.g. VMM mappings), in the
+ * same one driver call: what a caller needs to know before it hands the
+ * buffer to work in a context of its own. */
+strata_mem_kind_t strata_mem_kind_ctx(const void *ptr, int *ordinal, void **ctx);
 
 /*
  * Synchronous memory operations.  The driver lets cuMemsetD8, cuMemcpyDtoD
@@ -120,6 +125,13 @@ static inline strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal)
         *ordinal = -1;
     }
     return STRATA_MEM_HOST;
+}
+static inline strata_mem_kind_t strata_mem_kind_ctx(const void *ptr, int *ordinal, void **ctx)
+{
+    if (ctx != NULL) {
+        *ctx = NULL;
+    }
+    return strata_mem_kind(ptr, ordinal);
 }
 static inline int strata_mem_driver_present(void)
 {

@@ -40,8 +40,6 @@ mca_coll_strata_component_t mca_coll_strata_component = {
     },
     .priority = 0,
     .priority_used = 0,
-    .verbose = 0,
-    .output = -1,
 };
 /* clang-format on */
 
@@ -147,7 +145,7 @@ static void mca_coll_strata_register_decision(void)
         &d->node_small_max);
 
     /* 0 (the defaults): measured once per process, at the set-up of the
-     * first communicator spanning nodes (coll_strata_network.c) */
+     * first communicator spanning nodes (comm/coll_strata_network.c) */
     mca_coll_strata_register_figure(
         "allreduce_inter_latency_us",
         "The cost model's time of one message between nodes, in microseconds (alpha; "
@@ -242,7 +240,7 @@ static void mca_coll_strata_register_stage(void)
 
     mca_coll_strata_component.settings.stage_max = MCA_COLL_STRATA_STAGE_MAX_DEFAULT;
     /* ALL_EQ: every rank is to use the same value (the ranks cut the same
-     * collectives into the same pieces; coll_strata_settings.c agrees it). */
+     * collectives into the same pieces; comm/coll_strata_settings.c agrees it). */
     (void)mca_base_component_var_register(
         c, "stage_max",
         "Bytes of pinned host memory a communicator keeps for staging device buffers (grown "
@@ -374,7 +372,7 @@ static int mca_coll_strata_component_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_2, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_coll_strata_component.priority);
 
-    mca_coll_strata_component.verbose = 0;
+    mca_coll_strata_log.verbose = 0;
     (void)mca_base_component_var_register(
         c, "verbose",
         "Verbosity of coll/strata: 0 silent, 10 one line per communicator, "
@@ -382,7 +380,7 @@ static int mca_coll_strata_component_register(void)
         "algorithm ran and why), "
         "30 every fallback decision",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &mca_coll_strata_component.verbose);
+        &mca_coll_strata_log.verbose);
 
     mca_coll_strata_register_decision();
     mca_coll_strata_register_shm();
@@ -406,61 +404,6 @@ static int mca_coll_strata_component_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.test_fail);
     return OMPI_SUCCESS;
-}
-
-/* coll_strata_test_fail's names, as bits. */
-static void mca_coll_strata_component_parse_test_fail(void)
-{
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } steps[] = {{"nodes", MCA_COLL_STRATA_TEST_FAIL_NODES},
-                 {"leaders", MCA_COLL_STRATA_TEST_FAIL_LEADERS},
-                 {"pipeline", MCA_COLL_STRATA_TEST_FAIL_PIPELINE},
-                 {"inter", MCA_COLL_STRATA_TEST_FAIL_INTER},
-                 {"context", MCA_COLL_STRATA_TEST_FAIL_CONTEXT},
-                 {"copy_out", MCA_COLL_STRATA_TEST_FAIL_COPY_OUT},
-                 {"isend", MCA_COLL_STRATA_TEST_FAIL_ISEND},
-                 {"stage", MCA_COLL_STRATA_TEST_FAIL_STAGE},
-                 {"pack", MCA_COLL_STRATA_TEST_FAIL_PACK}};
-    const char *list = mca_coll_strata_component.test_fail;
-
-    mca_coll_strata_component.test_fail_steps = 0;
-    for (size_t i = 0; NULL != list && i < sizeof(steps) / sizeof(steps[0]); ++i) {
-        size_t len = strlen(steps[i].name);
-
-        for (const char *at = strstr(list, steps[i].name); NULL != at;
-             at = strstr(at + 1, steps[i].name)) {
-            if ((at == list || ',' == at[-1]) && ('\0' == at[len] || ',' == at[len])) {
-                mca_coll_strata_component.test_fail_steps |= steps[i].bit;
-            }
-        }
-    }
-}
-
-bool mca_coll_strata_test_fail_now(unsigned step)
-{
-    if (MCA_COLL_STRATA_TEST_FAIL_INTER == step || MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step ||
-        MCA_COLL_STRATA_TEST_FAIL_COPY_OUT == step || MCA_COLL_STRATA_TEST_FAIL_ISEND == step ||
-        MCA_COLL_STRATA_TEST_FAIL_PACK == step) {
-        /* once: later calls must work */
-        mca_coll_strata_component.test_fail_steps &= ~step;
-    }
-    opal_output(0, "coll:strata: coll_strata_test_fail: failing %s on purpose",
-                (MCA_COLL_STRATA_TEST_FAIL_NODES == step)      ? "the node exchange"
-                : (MCA_COLL_STRATA_TEST_FAIL_LEADERS == step)  ? "the node leaders' exchange"
-                : (MCA_COLL_STRATA_TEST_FAIL_PIPELINE == step) ? "the pipeline's allocations"
-                : (MCA_COLL_STRATA_TEST_FAIL_CONTEXT == step)
-                    ? "the native allreduce's context switch"
-                : (MCA_COLL_STRATA_TEST_FAIL_COPY_OUT == step)
-                    ? "the copies out of the result area of an allreduce"
-                : (MCA_COLL_STRATA_TEST_FAIL_ISEND == step)
-                    ? "an inter-node exchange's send (as if the pml refused it)"
-                : (MCA_COLL_STRATA_TEST_FAIL_STAGE == step) ? "the allocation of a staging buffer"
-                : (MCA_COLL_STRATA_TEST_FAIL_PACK == step)
-                    ? "the allocation of a bcast's or allgather's packed image"
-                    : "an inter-node phase");
-    return true;
 }
 
 /* A size parameter outside [min, max]: said once, naming the parameter and
@@ -565,21 +508,19 @@ void mca_coll_strata_component_set_priority(void)
 static int mca_coll_strata_component_open(void)
 {
     mca_coll_strata_component_check();
-    mca_coll_strata_component_parse_test_fail();
-    mca_coll_strata_component.output = opal_output_open(NULL);
-    opal_output_set_verbosity(mca_coll_strata_component.output,
-                              mca_coll_strata_component.verbose);
+    mca_coll_strata_log_parse_test_fail(mca_coll_strata_component.test_fail);
+    mca_coll_strata_log.output = opal_output_open(NULL);
+    opal_output_set_verbosity(mca_coll_strata_log.output, mca_coll_strata_log.verbose);
     return OMPI_SUCCESS;
 }
 
 static int mca_coll_strata_component_close(void)
 {
     mca_coll_strata_stage_req_finalize();
-    /* MPI_Finalize: the peers are closing theirs now */
-    mca_coll_strata_node_device_reap(10.0);
-    if (mca_coll_strata_component.output >= 0) {
-        opal_output_close(mca_coll_strata_component.output);
-        mca_coll_strata_component.output = -1;
+    mca_coll_strata_engine_finalize();
+    if (mca_coll_strata_log.output >= 0) {
+        opal_output_close(mca_coll_strata_log.output);
+        mca_coll_strata_log.output = -1;
     }
     return OMPI_SUCCESS;
 }

@@ -23,6 +23,60 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 
+/*
+ * The engine's view of the module below strata (engine/coll_strata_engine.h):
+ * its set-up agreements through the saved functions, and the op functions
+ * for host data.
+ */
+static int mca_coll_strata_module_below_allreduce(void *ctx, struct ompi_communicator_t *comm,
+                                                  const void *sbuf, void *rbuf, int count,
+                                                  struct ompi_datatype_t *dtype,
+                                                  struct ompi_op_t *op)
+{
+    mca_coll_strata_module_t *module = ctx;
+
+    return MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, sbuf, rbuf, count, dtype, op);
+}
+
+static int mca_coll_strata_module_below_allgather(void *ctx, struct ompi_communicator_t *comm,
+                                                  const void *sbuf, int scount,
+                                                  struct ompi_datatype_t *sdtype, void *rbuf,
+                                                  int rcount, struct ompi_datatype_t *rdtype)
+{
+    mca_coll_strata_module_t *module = ctx;
+
+    return MCA_COLL_STRATA_FALLBACK(module, allgather, comm, sbuf, scount, sdtype, rbuf, rcount,
+                                    rdtype);
+}
+
+/*
+ * dst = src op dst for n host elements.  PMPI_Reduce_local checks its
+ * arguments, retains the op and the datatype, and reaches the op through
+ * MPI_COMM_SELF's reduce_local, which is strata's own (it stages device
+ * buffers): for host data strata calls the function below its own
+ * directly, the same op function without the detour.
+ */
+static int mca_coll_strata_module_below_reduce_local(void *ctx, struct ompi_op_t *op,
+                                                     const void *src, void *dst, int n,
+                                                     struct ompi_datatype_t *dtype)
+{
+    mca_coll_base_comm_coll_t *self = ompi_mpi_comm_self.comm.c_coll;
+
+    (void)ctx;
+    if (OPAL_LIKELY(mca_coll_strata_reduce_local == self->coll_reduce_local)) {
+        mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)self->coll_reduce_local_module;
+
+        return m->fallback.reduce_local(src, dst, n, dtype, op, m->fallback.reduce_local_module);
+    }
+    return PMPI_Reduce_local(src, dst, n, dtype, op);
+}
+
+static const mca_coll_strata_engine_below_t mca_coll_strata_module_below = {
+    .allreduce = mca_coll_strata_module_below_allreduce,
+    .allgather = mca_coll_strata_module_below_allgather,
+    .reduce_local = mca_coll_strata_module_below_reduce_local,
+};
+
 static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
 {
     memset(&module->fallback, 0, sizeof(module->fallback));
@@ -32,17 +86,9 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     module->settings = mca_coll_strata_component.settings;
     module->settings_agreed = false;
     module->decision = module->settings.decision;
-    module->node_device = NULL;
-    module->device_setup = MCA_COLL_STRATA_SETUP_NONE;
-    module->any_driver = false;
-    module->device_ordinal = -1;
-    memset(&module->topo, 0, sizeof(module->topo));
-    memset(&module->shm, 0, sizeof(module->shm));
-    module->chunk_serial = 0;
-    module->xchgs = NULL;
-    module->node_parts = NULL;
-    module->spin_budget = 8;
-    memset(&module->node_host, 0, sizeof(module->node_host));
+    mca_coll_strata_engine_init(&module->engine, &mca_coll_strata_module_below, module,
+                                mca_coll_strata_component.shm_dir,
+                                mca_coll_strata_component.device_network);
     memset(module->ar_cache, 0, sizeof(module->ar_cache));
 }
 
@@ -55,9 +101,7 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
 
 static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *module)
 {
-    mca_coll_strata_node_device_release(module);
-    mca_coll_strata_pipeline_release(module);
-    mca_coll_strata_topo_release(&module->topo);
+    mca_coll_strata_engine_release(&module->engine);
     mca_coll_strata_stage_release(module);
     MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_RELEASE)
 }
@@ -118,104 +162,6 @@ static int mca_coll_strata_module_disable(mca_coll_base_module_t *base,
 
     MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_RELEASE)
     return OMPI_SUCCESS;
-}
-
-/* Warn once per process, and only where the failure happened (`why` set). */
-static void mca_coll_strata_module_warn(struct ompi_communicator_t *comm, const char *why)
-{
-    static bool warned = false;
-
-    if ('\0' == why[0]) {
-        MCA_COLL_STRATA_VERBOSE(10, "%s: another rank could not set up strata; falling back",
-                                comm->c_name);
-    } else if (!warned) {
-        warned = true;
-        opal_output(0, "coll:strata: warning: %s: %s; allreduce on this communicator "
-                    "falls back to the component below strata", comm->c_name, why);
-    } else {
-        MCA_COLL_STRATA_VERBOSE(10, "%s: %s; falling back", comm->c_name, why);
-    }
-}
-
-/*
- * Topology, then the pipeline's resources; the outcome is agreed across the
- * whole communicator (through the saved allreduce), so every rank takes the
- * same path afterwards.  Creating the sub-communicators re-enters this
- * communicator's collectives (context-id agreement): SETUP_BUSY sends those
- * calls to the fallback.
- */
-static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
-                                        struct ompi_communicator_t *comm)
-{
-    char why[PATH_MAX + 128] = "";
-    int mine[2], all[2], all_ok, rc;
-
-    /* (a no-op: the collective that set strata up agreed them first) */
-    (void)mca_coll_strata_settings_ready(module, comm);
-    module->setup = MCA_COLL_STRATA_SETUP_BUSY;
-    rc = mca_coll_strata_topo_setup(module, comm, why, sizeof(why));
-    /* Collective over the node: every rank that has a node communicator
-     * (every rank of the node does, once the split is agreed) takes part,
-     * also one whose later topology steps failed: it declines there, or its
-     * node peers would wait for it in the segment's set-up. */
-    if (NULL != module->topo.node_comm) {
-        int node_rc = mca_coll_strata_pipeline_setup(module, OMPI_SUCCESS == rc, why, sizeof(why));
-
-        rc = (OMPI_SUCCESS == rc) ? node_rc : rc;
-    }
-
-    /* One agreement for two facts: whether every rank is set up, and whether
-     * any rank has a CUDA driver (only then do device allreduces ask the
-     * ranks whether all of them can run on the GPUs: host-only jobs never
-     * pay for that question). */
-    mine[0] = (OMPI_SUCCESS == rc) ? 0 : 1;
-    mine[1] = strata_mem_driver_present() ? 1 : 0;
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 2, MPI_INT, MPI_MAX);
-    all_ok = (OMPI_SUCCESS == rc) && !all[0];
-    module->any_driver = all_ok && all[1];
-    /* after the agreement: it needs every rank's topology.  A broadcast
-     * that fails on some ranks only leaves the communicator unusable
-     * whatever this rank does next. */
-    if (all_ok && OMPI_SUCCESS != (rc = mca_coll_strata_network_setup(module, comm))) {
-        snprintf(why, sizeof(why), "cannot broadcast the network figures (%d)", rc);
-        all_ok = 0;
-    }
-    if (!all_ok) {
-        mca_coll_strata_module_warn(comm, why);
-        mca_coll_strata_pipeline_release(module);
-        mca_coll_strata_topo_release(&module->topo);
-        module->setup = MCA_COLL_STRATA_SETUP_FAILED;
-        return OMPI_ERROR;
-    }
-
-    MCA_COLL_STRATA_VERBOSE(10, "%s: %d nodes, %d-%d ranks per node, node %d, local rank %d%s",
-                            comm->c_name, module->topo.nnodes, module->topo.ppn_min,
-                            module->topo.ppn_max, module->topo.node_index,
-                            module->topo.local_rank,
-                            NULL != module->topo.rail_comm ? ", on a rail" : "");
-    module->setup = MCA_COLL_STRATA_SETUP_READY;
-    return OMPI_SUCCESS;
-}
-
-bool mca_coll_strata_module_ready(mca_coll_strata_module_t *module,
-                                  struct ompi_communicator_t *comm, const char **why)
-{
-    switch (module->setup) {
-    case MCA_COLL_STRATA_SETUP_READY:
-        return true;
-    case MCA_COLL_STRATA_SETUP_BUSY:
-        *why = "strata is creating its sub-communicators";
-        return false;
-    case MCA_COLL_STRATA_SETUP_FAILED:
-        *why = "strata set-up failed on this communicator";
-        return false;
-    default:
-        if (OMPI_SUCCESS != mca_coll_strata_module_setup(module, comm)) {
-            *why = "strata set-up failed on this communicator";
-            return false;
-        }
-        return true;
-    }
 }
 
 #define MCA_COLL_STRATA_INSTALL(_coll) module->super.coll_##_coll = mca_coll_strata_##_coll;

@@ -1,8 +1,9 @@
 /*
  * coll/strata blocking collectives other than MPI_Allreduce.
  *
- * Each entry asks first whether any of its buffers is device memory.  If
- * none is, the saved module below strata runs the call as it would have
+ * Each entry classifies its buffers first, once (staging's
+ * mca_coll_strata_bufs_t: what every layer below reads).  If none is
+ * device memory, the saved module below strata runs the call as it would have
  * without strata (a process that never loaded a CUDA driver pays one
  * check).  Otherwise the call is staged (staging/coll_strata_stage.c): what it
  * touches is described (staging/coll_strata_describe.c), device regions are copied
@@ -10,7 +11,7 @@
  * are copied back.  Reductions, scans and broadcasts above the staging
  * bound run in pieces on every rank (mca_coll_strata_elementwise).
  */
-#include "../coll_strata.h"
+#include "../comm/coll_strata_module.h"
 #include "coll_strata_colls.h"
 #include "coll_strata_colls_internal.h"
 #include "../staging/coll_strata_stage.h"
@@ -68,20 +69,22 @@ int mca_coll_strata_reduce(const void *sbuf, void *rbuf, int count, struct ompi_
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, op, root};
     int rc = mca_coll_strata_settings_ready(m, comm);
+    mca_coll_strata_bufs_t b;
     bool ran;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    rc = mca_coll_strata_reduce_native(m, sbuf, rbuf, count, dtype, op, root, comm, &ran);
+    mca_coll_strata_bufs_classify(&b, sbuf, rbuf);
+    rc = mca_coll_strata_reduce_native(m, &b, sbuf, rbuf, count, dtype, op, root, comm, &ran);
     if (ran || OMPI_SUCCESS != rc) {
         return rc;
     }
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
+    if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&b) &&
                     !mca_coll_strata_elem_big(m, count, dtype))) {
         return mca_coll_strata_reduce_host(m, sbuf, rbuf, count, dtype, op, root, comm);
     }
-    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_REDUCE, root, "MPI_Reduce",
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_REDUCE, root, "MPI_Reduce", &b,
                                        sbuf, rbuf, count, dtype, true, mca_coll_strata_reduce_run,
                                        &a);
 }
@@ -93,17 +96,20 @@ int mca_coll_strata_scan(const void *sbuf, void *rbuf, int count, struct ompi_da
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, op, -1};
     int rc = mca_coll_strata_settings_ready(m, comm);
+    mca_coll_strata_bufs_t b;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
+    mca_coll_strata_bufs_classify(&b, sbuf, rbuf);
+    if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&b) &&
                     !mca_coll_strata_elem_big(m, count, dtype))) {
-        MCA_COLL_STRATA_TRACE("MPI_Scan", comm, sbuf, rbuf, "module below strata");
+        MCA_COLL_STRATA_TRACE("MPI_Scan", comm, &b, "module below strata");
         return MCA_COLL_STRATA_FALLBACK(m, scan, comm, sbuf, rbuf, count, dtype, op);
     }
-    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_REDUCE, -1, "MPI_Scan", sbuf,
-                                       rbuf, count, dtype, true, mca_coll_strata_scan_run, &a);
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_REDUCE, -1, "MPI_Scan", &b,
+                                       sbuf, rbuf, count, dtype, true, mca_coll_strata_scan_run,
+                                       &a);
 }
 
 int mca_coll_strata_exscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -113,17 +119,20 @@ int mca_coll_strata_exscan(const void *sbuf, void *rbuf, int count, struct ompi_
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, op, -1};
     int rc = mca_coll_strata_settings_ready(m, comm);
+    mca_coll_strata_bufs_t b;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf) &&
+    mca_coll_strata_bufs_classify(&b, sbuf, rbuf);
+    if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&b) &&
                     !mca_coll_strata_elem_big(m, count, dtype))) {
-        MCA_COLL_STRATA_TRACE("MPI_Exscan", comm, sbuf, rbuf, "module below strata");
+        MCA_COLL_STRATA_TRACE("MPI_Exscan", comm, &b, "module below strata");
         return MCA_COLL_STRATA_FALLBACK(m, exscan, comm, sbuf, rbuf, count, dtype, op);
     }
-    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_EXSCAN, -1, "MPI_Exscan", sbuf,
-                                       rbuf, count, dtype, true, mca_coll_strata_exscan_run, &a);
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_EXSCAN, -1, "MPI_Exscan", &b,
+                                       sbuf, rbuf, count, dtype, true, mca_coll_strata_exscan_run,
+                                       &a);
 }
 
 int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -132,24 +141,27 @@ int mca_coll_strata_bcast(void *buf, int count, struct ompi_datatype_t *dtype, i
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_elem_args_t a = {dtype, NULL, root};
     int rc = mca_coll_strata_settings_ready(m, comm);
+    mca_coll_strata_bufs_t b;
     bool ran;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    rc = mca_coll_strata_bcast_native(m, buf, count, dtype, root, comm, &ran);
+    /* one buffer, both ends of the call */
+    mca_coll_strata_bufs_classify(&b, buf, buf);
+    rc = mca_coll_strata_bcast_native(m, &b, buf, count, dtype, root, comm, &ran);
     if (ran || OMPI_SUCCESS != rc) {
         return rc;
     }
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(buf, NULL) &&
+    if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&b) &&
                     !mca_coll_strata_elem_big(m, count, dtype))) {
         return mca_coll_strata_bcast_host(m, buf, count, dtype, root, comm);
     }
     /* Ranks may describe one message with different datatypes; cutting it
      * at element boundaries is the same cut everywhere only for predefined
      * ones (every rank must agree, see mca_coll_strata_stage_pieces). */
-    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_BCAST, root, "MPI_Bcast", buf,
-                                       buf, count, dtype, ompi_datatype_is_predefined(dtype),
+    return mca_coll_strata_elementwise(m, comm, MCA_COLL_STRATA_ELEM_BCAST, root, "MPI_Bcast", &b,
+                                       buf, buf, count, dtype, ompi_datatype_is_predefined(dtype),
                                        mca_coll_strata_bcast_run, &a);
 }
 
@@ -162,19 +174,21 @@ int mca_coll_strata_reduce_local(const void *inbuf, void *inoutbuf, int count,
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     struct ompi_communicator_t *comm = &ompi_mpi_comm_self.comm;
     mca_coll_strata_stage_t st;
+    mca_coll_strata_bufs_t b;
     ptrdiff_t lo, hi;
 
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(inbuf, inoutbuf))) {
+    mca_coll_strata_bufs_classify(&b, inbuf, inoutbuf);
+    if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&b))) {
         return m->fallback.reduce_local(inbuf, inoutbuf, count, dtype, op,
                                         m->fallback.reduce_local_module);
     }
-    mca_coll_strata_stage_init(&st, m, "MPI_Reduce_local");
+    mca_coll_strata_stage_init(&st, m, "MPI_Reduce_local", &b);
     mca_coll_strata_region((size_t)count, dtype, &lo, &hi);
     mca_coll_strata_stage_add(&st, MCA_COLL_STRATA_STAGE_SEND, inbuf, lo, hi,
                               MCA_COLL_STRATA_STAGE_IN);
     mca_coll_strata_stage_add(&st, MCA_COLL_STRATA_STAGE_RECV, inoutbuf, lo, hi,
                               MCA_COLL_STRATA_STAGE_IN | MCA_COLL_STRATA_STAGE_OUT);
-    MCA_COLL_STRATA_STAGED(&st, comm, inbuf, inoutbuf,
+    MCA_COLL_STRATA_STAGED(&st, comm,
                            m->fallback.reduce_local(MCA_COLL_STRATA_S(&st, inbuf),
                                                     MCA_COLL_STRATA_R(&st, inoutbuf), count, dtype,
                                                     op, m->fallback.reduce_local_module));
@@ -189,25 +203,27 @@ int mca_coll_strata_allgather(const void *sbuf, int scount, struct ompi_datatype
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
+    mca_coll_strata_bufs_t b;
     bool ran;
     int rc = mca_coll_strata_settings_ready(m, comm);
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    rc = mca_coll_strata_allgather_native(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+    mca_coll_strata_bufs_classify(&b, sbuf, rbuf);
+    rc = mca_coll_strata_allgather_native(m, &b, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                           &ran);
     if (ran || OMPI_SUCCESS != rc) {
         return rc;
     }
     /* host buffers, or their staged copies: the pipeline where it applies */
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+    if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&b))) {
         return mca_coll_strata_allgather_host(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
     }
-    mca_coll_strata_stage_init(&st, m, "MPI_Allgather");
+    mca_coll_strata_stage_init(&st, m, "MPI_Allgather", &b);
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     true);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+    MCA_COLL_STRATA_STAGED(&st, comm,
                            mca_coll_strata_allgather_host(m, MCA_COLL_STRATA_S(&st, sbuf), scount,
                                                           sdtype, MCA_COLL_STRATA_R(&st, rbuf),
                                                           rcount, rdtype, comm));
@@ -222,14 +238,13 @@ int mca_coll_strata_allgatherv(const void *sbuf, int scount, struct ompi_datatyp
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Allgatherv", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Allgatherv", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_FALLBACK(m, allgatherv, comm, sbuf, scount, sdtype,
                                                       rbuf, rcounts, displs, rdtype));
-    mca_coll_strata_stage_init(&st, m, "MPI_Allgatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
                                     true);
     MCA_COLL_STRATA_STAGED(
-        &st, comm, sbuf, rbuf,
+        &st, comm,
         MCA_COLL_STRATA_FALLBACK(m, allgatherv, comm, MCA_COLL_STRATA_S(&st, sbuf), scount, sdtype,
                                  MCA_COLL_STRATA_R(&st, rbuf), rcounts, displs, rdtype));
 }
@@ -242,13 +257,12 @@ int mca_coll_strata_gather(const void *sbuf, int scount, struct ompi_datatype_t 
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Gather", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Gather", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_FALLBACK(m, gather, comm, sbuf, scount, sdtype, rbuf,
                                                       rcount, rdtype, root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Gather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     false);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+    MCA_COLL_STRATA_STAGED(&st, comm,
                            MCA_COLL_STRATA_FALLBACK(m, gather, comm, MCA_COLL_STRATA_S(&st, sbuf),
                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
                                                     rcount, rdtype, root));
@@ -263,13 +277,12 @@ int mca_coll_strata_gatherv(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Gatherv", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Gatherv", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_FALLBACK(m, gatherv, comm, sbuf, scount, sdtype, rbuf,
                                                       rcounts, displs, rdtype, root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Gatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
                                     false);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+    MCA_COLL_STRATA_STAGED(&st, comm,
                            MCA_COLL_STRATA_FALLBACK(m, gatherv, comm, MCA_COLL_STRATA_S(&st, sbuf),
                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
                                                     rcounts, displs, rdtype, root));
@@ -283,13 +296,12 @@ int mca_coll_strata_scatter(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Scatter", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Scatter", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_FALLBACK(m, scatter, comm, sbuf, scount, sdtype, rbuf,
                                                       rcount, rdtype, root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Scatter");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, rcount,
                                      rdtype);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+    MCA_COLL_STRATA_STAGED(&st, comm,
                            MCA_COLL_STRATA_FALLBACK(m, scatter, comm, MCA_COLL_STRATA_S(&st, sbuf),
                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
                                                     rcount, rdtype, root));
@@ -304,14 +316,13 @@ int mca_coll_strata_scatterv(const void *sbuf, const int *scounts, const int *di
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Scatterv", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Scatterv", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_FALLBACK(m, scatterv, comm, sbuf, scounts, displs,
                                                       sdtype, rbuf, rcount, rdtype, root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Scatterv");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, scounts, displs, 0, sdtype, rbuf, rcount,
                                      rdtype);
     MCA_COLL_STRATA_STAGED(
-        &st, comm, sbuf, rbuf,
+        &st, comm,
         MCA_COLL_STRATA_FALLBACK(m, scatterv, comm, MCA_COLL_STRATA_S(&st, sbuf), scounts, displs,
                                  sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype, root));
 }
@@ -325,12 +336,11 @@ int mca_coll_strata_alltoall(const void *sbuf, int scount, struct ompi_datatype_
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED(
-        "MPI_Alltoall", comm, sbuf, rbuf,
+        &st, m, "MPI_Alltoall", comm, sbuf, rbuf,
         MCA_COLL_STRATA_FALLBACK(m, alltoall, comm, sbuf, scount, sdtype, rbuf, rcount, rdtype));
-    mca_coll_strata_stage_init(&st, m, "MPI_Alltoall");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, NULL, NULL,
                                       rcount, rdtype);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+    MCA_COLL_STRATA_STAGED(&st, comm,
                            MCA_COLL_STRATA_FALLBACK(m, alltoall, comm, MCA_COLL_STRATA_S(&st, sbuf),
                                                     scount, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
                                                     rcount, rdtype));
@@ -345,14 +355,13 @@ int mca_coll_strata_alltoallv(const void *sbuf, const int *scounts, const int *s
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoallv", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Alltoallv", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_FALLBACK(m, alltoallv, comm, sbuf, scounts, sdispls,
                                                       sdtype, rbuf, rcounts, rdispls, rdtype));
-    mca_coll_strata_stage_init(&st, m, "MPI_Alltoallv");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, scounts, sdispls, 0, sdtype, rbuf, rcounts,
                                       rdispls, 0, rdtype);
     MCA_COLL_STRATA_STAGED(
-        &st, comm, sbuf, rbuf,
+        &st, comm,
         MCA_COLL_STRATA_FALLBACK(m, alltoallv, comm, MCA_COLL_STRATA_S(&st, sbuf), scounts, sdispls,
                                  sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcounts, rdispls, rdtype));
 }
@@ -367,14 +376,13 @@ int mca_coll_strata_alltoallw(const void *sbuf, const int *scounts, const int *s
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Alltoallw", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Alltoallw", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_FALLBACK(m, alltoallw, comm, sbuf, scounts, sdispls,
                                                       sdtypes, rbuf, rcounts, rdispls, rdtypes));
-    mca_coll_strata_stage_init(&st, m, "MPI_Alltoallw");
     mca_coll_strata_describe_alltoallw(&st, &c, sbuf, scounts, sdispls, sdtypes, rbuf, rcounts,
                                        rdispls, rdtypes);
     MCA_COLL_STRATA_STAGED(
-        &st, comm, sbuf, rbuf,
+        &st, comm,
         MCA_COLL_STRATA_FALLBACK(m, alltoallw, comm, MCA_COLL_STRATA_S(&st, sbuf), scounts, sdispls,
                                  sdtypes, MCA_COLL_STRATA_R(&st, rbuf), rcounts, rdispls, rdtypes));
 }
@@ -386,23 +394,24 @@ int mca_coll_strata_reduce_scatter(const void *sbuf, void *rbuf, const int *rcou
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-
+    mca_coll_strata_bufs_t b;
     int rc = mca_coll_strata_settings_ready(m, comm);
     bool ran;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    rc = mca_coll_strata_reduce_scatter_native(m, sbuf, rbuf, rcounts, dtype, op, comm, &ran);
+    mca_coll_strata_bufs_classify(&b, sbuf, rbuf);
+    rc = mca_coll_strata_reduce_scatter_native(m, &b, sbuf, rbuf, rcounts, dtype, op, comm, &ran);
     if (ran || OMPI_SUCCESS != rc) {
         return rc;
     }
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+    if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&b))) {
         return mca_coll_strata_reduce_scatter_host(m, sbuf, rbuf, rcounts, dtype, op, comm);
     }
-    mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter");
+    mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter", &b);
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, rcounts, 0, dtype);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+    MCA_COLL_STRATA_STAGED(&st, comm,
                            mca_coll_strata_reduce_scatter_host(m, MCA_COLL_STRATA_S(&st, sbuf),
                                                                MCA_COLL_STRATA_R(&st, rbuf),
                                                                rcounts, dtype, op, comm));
@@ -416,23 +425,25 @@ int mca_coll_strata_reduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
     mca_coll_strata_module_t *m = MCA_COLL_STRATA_MOD(module);
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
-
+    mca_coll_strata_bufs_t b;
     int rc = mca_coll_strata_settings_ready(m, comm);
     bool ran;
 
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    rc = mca_coll_strata_reduce_scatter_block_native(m, sbuf, rbuf, rcount, dtype, op, comm, &ran);
+    mca_coll_strata_bufs_classify(&b, sbuf, rbuf);
+    rc = mca_coll_strata_reduce_scatter_block_native(m, &b, sbuf, rbuf, rcount, dtype, op, comm,
+                                                     &ran);
     if (ran || OMPI_SUCCESS != rc) {
         return rc;
     }
-    if (OPAL_LIKELY(!mca_coll_strata_any_device(sbuf, rbuf))) {
+    if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&b))) {
         return mca_coll_strata_reduce_scatter_block_host(m, sbuf, rbuf, rcount, dtype, op, comm);
     }
-    mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter_block");
+    mca_coll_strata_stage_init(&st, m, "MPI_Reduce_scatter_block", &b);
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, NULL, rcount, dtype);
-    MCA_COLL_STRATA_STAGED(&st, comm, sbuf, rbuf,
+    MCA_COLL_STRATA_STAGED(&st, comm,
                            mca_coll_strata_reduce_scatter_block_host(
                                m, MCA_COLL_STRATA_S(&st, sbuf), MCA_COLL_STRATA_R(&st, rbuf),
                                rcount, dtype, op, comm));

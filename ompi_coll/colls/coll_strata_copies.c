@@ -1,6 +1,6 @@
 /*
  * coll/strata MPI_Bcast and MPI_Allgather: the copy-only collectives on the
- * allreduce's pipeline (engine/coll_strata_pipeline.c), the same node areas, slots,
+ * allreduce's pipeline (engine/coll_strata_pipeline*.c), the same node areas, slots,
  * counters and failure rules, other phases (docs/design.md, "Bcast and
  * allgather"):
  *   MPI_Bcast      the root copies its chunk into the node's result area;
@@ -29,7 +29,7 @@
  * failures, and coll_strata_{bcast,allgather}_algorithm fallback.
  * Verbosity 20 names what ran.
  */
-#include "../coll_strata.h"
+#include "../comm/coll_strata_module.h"
 #include "coll_strata_colls_internal.h"
 #include "../staging/coll_strata_stage.h"
 
@@ -74,23 +74,23 @@ static const char *mca_coll_strata_copy_decide(mca_coll_strata_module_t *module,
     if (!mca_coll_strata_module_ready(module, comm, &why)) {
         return why;
     }
-    if (MCA_COLL_STRATA_COPY_AUTO == setting && 1 == module->topo.ppn_max) {
+    if (MCA_COLL_STRATA_COPY_AUTO == setting && 1 == module->engine.topo.ppn_max) {
         return "one rank per node: no node phase to save";
     }
     /* the chunks of the pipeline that runs it: the device area's on the GPUs */
-    chunk = native ? mca_coll_strata_device_chunk_bytes(c) : module->shm.slot_bytes;
+    chunk = native ? mca_coll_strata_device_chunk_bytes(c) : module->engine.shm.slot_bytes;
     if (!bcast && (size_t)ompi_comm_size(comm) > chunk) {
         return "more ranks than a chunk has bytes (coll_strata_segment_size)";
     }
     *d = (mca_coll_strata_decision_t){
         .algorithm = MCA_COLL_STRATA_ALG_LEADER,
-        .inter = (module->topo.nnodes > 1) ? MCA_COLL_STRATA_INTER_RING
-                                           : MCA_COLL_STRATA_INTER_NONE,
+        .inter = (module->engine.topo.nnodes > 1) ? MCA_COLL_STRATA_INTER_RING
+                                                  : MCA_COLL_STRATA_INTER_NONE,
         .nslices = 1,
         .reason = (MCA_COLL_STRATA_COPY_AUTO == setting) ? "auto" : "forced",
     };
     chunks = (total + chunk - 1) / chunk;
-    *sched = bcast ? mca_coll_strata_decide_bcast_sched(setting, module->topo.nnodes, chunks)
+    *sched = bcast ? mca_coll_strata_decide_bcast_sched(setting, module->engine.topo.nnodes, chunks)
                    : MCA_COLL_STRATA_SCHED_RING_AG;
     return NULL;
 }
@@ -153,9 +153,9 @@ static int mca_coll_strata_copy_run(mca_coll_strata_module_t *module,
     MCA_COLL_STRATA_VERBOSE(20, "%s %s %zu bytes%s %s: pipeline, inter-node %s, %d node(s)%s (%s)",
                             a->coll, comm->c_name, a->count,
                             (MCA_COLL_STRATA_PIPE_ALLGATHER == a->kind) ? " per rank" : "", kinds,
-                            mca_coll_strata_copy_sched_name(a->sched_alg, d), module->topo.nnodes,
-                            packed ? ", packed" : "", d->reason);
-    return mca_coll_strata_pipeline_run(module, a, d, &module->node_host);
+                            mca_coll_strata_copy_sched_name(a->sched_alg, d),
+                            module->engine.topo.nnodes, packed ? ", packed" : "", d->reason);
+    return mca_coll_strata_pipeline_run(&module->engine, a, d, &module->engine.node_host);
 }
 
 /* A packed image's memory (coll_strata_test_fail=pack: none), or NULL
@@ -362,14 +362,17 @@ int mca_coll_strata_allgather_host(mca_coll_strata_module_t *module, const void 
 /* ---- the native path ---------------------------------------------------- */
 
 /* Is count x dtype at buf device memory this rank can hand the GPUs whole:
- * contiguous (the device path does not pack)?  *data: where it starts. */
-static bool mca_coll_strata_copy_device(void *buf, size_t count, struct ompi_datatype_t *dtype,
-                                        char **data, int *ordinal)
+ * contiguous (the device path does not pack), and where the device node
+ * area runs?  `k`: buf's classification at the call's entry (a datatype's
+ * lower bound moves the start within the same allocation).  *data: where
+ * it starts. */
+static bool mca_coll_strata_copy_device(const mca_coll_strata_buf_kind_t *k, void *buf,
+                                        size_t count, struct ompi_datatype_t *dtype, char **data)
 {
     size_t bytes;
 
     *data = mca_coll_strata_copy_bytes(buf, count, dtype, &bytes);
-    return NULL != *data && STRATA_MEM_DEVICE == mca_coll_strata_kind(*data, ordinal);
+    return NULL != *data && STRATA_MEM_DEVICE == k->kind;
 }
 
 /* The rank-independent half of the native choice: *d and *sched, or false. */
@@ -391,8 +394,9 @@ static bool mca_coll_strata_copy_native_applies(mca_coll_strata_module_t *module
         return false;
     }
     return NULL == mca_coll_strata_copy_decide(module, comm, kind, bytes, true, d, sched) &&
-           module->any_driver && MCA_COLL_STRATA_SETUP_FAILED != module->device_setup &&
-           1 < module->topo.ppn_max;
+           module->engine.any_driver &&
+           MCA_COLL_STRATA_SETUP_FAILED != module->engine.device_setup &&
+           1 < module->engine.topo.ppn_max;
 }
 
 static int mca_coll_strata_copy_native_run(mca_coll_strata_module_t *module,
@@ -413,19 +417,21 @@ static int mca_coll_strata_copy_native_run(mca_coll_strata_module_t *module,
                             a->coll, comm->c_name, a->count,
                             (MCA_COLL_STRATA_PIPE_ALLGATHER == a->kind) ? " per rank" : "",
                             mca_coll_strata_copy_sched_name(a->sched_alg, d),
-                            mca_coll_strata_native_network(module, d), module->topo.nnodes,
+                            mca_coll_strata_native_network(module, d), module->engine.topo.nnodes,
                             d->reason);
     *ran = true;
-    return mca_coll_strata_node_device_run(module, a, d);
+    return mca_coll_strata_node_device_run(&module->engine, a, d);
 }
 
-int mca_coll_strata_bcast_native(mca_coll_strata_module_t *module, void *buf, int count,
+int mca_coll_strata_bcast_native(mca_coll_strata_module_t *module,
+                                 const mca_coll_strata_bufs_t *bufs, void *buf, int count,
                                  struct ompi_datatype_t *dtype, int root,
                                  struct ompi_communicator_t *comm, bool *ran)
 {
     mca_coll_strata_pipeline_args_t a;
     mca_coll_strata_decision_t d;
     mca_coll_strata_sched_alg_t sched;
+    const mca_coll_strata_buf_kind_t *k;
     int ordinal = -1, mine;
     size_t bytes;
     char *data;
@@ -437,21 +443,27 @@ int mca_coll_strata_bcast_native(mca_coll_strata_module_t *module, void *buf, in
                                              &sched)) {
         return OMPI_SUCCESS;
     }
-    mine = mca_coll_strata_copy_device(buf, (size_t)count, dtype, &data, &ordinal) &&
-           mca_coll_strata_node_device_reaches(module, comm, data, data, ordinal);
+    k = &bufs->buf[MCA_COLL_STRATA_STAGE_RECV];
+    ordinal = k->ordinal;
+    mine = mca_coll_strata_copy_device(k, buf, (size_t)count, dtype, &data) &&
+           mca_coll_strata_node_device_reaches(&module->engine, comm, ordinal,
+                                               mca_coll_strata_native_primary(k, ordinal));
     mca_coll_strata_bcast_args(&a, data, bytes, root, comm, sched);
     return mca_coll_strata_copy_native_run(module, comm, &a, &d, mine, ordinal, ran);
 }
 
-int mca_coll_strata_allgather_native(mca_coll_strata_module_t *module, const void *sbuf, int scount,
-                                     struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                     struct ompi_datatype_t *rdtype,
+int mca_coll_strata_allgather_native(mca_coll_strata_module_t *module,
+                                     const mca_coll_strata_bufs_t *bufs, const void *sbuf,
+                                     int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                     int rcount, struct ompi_datatype_t *rdtype,
                                      struct ompi_communicator_t *comm, bool *ran)
 {
     mca_coll_strata_pipeline_args_t a;
     mca_coll_strata_decision_t d;
     mca_coll_strata_sched_alg_t sched;
-    int ordinal = -1, in_ordinal = -1, mine, me = ompi_comm_rank(comm);
+    const mca_coll_strata_buf_kind_t *ik = mca_coll_strata_bufs_input(bufs);
+    const mca_coll_strata_buf_kind_t *ok = &bufs->buf[MCA_COLL_STRATA_STAGE_RECV];
+    int ordinal = ok->ordinal, mine, me = ompi_comm_rank(comm);
     ptrdiff_t lb, rextent;
     size_t bytes;
     char *in, *out;
@@ -469,11 +481,14 @@ int mca_coll_strata_allgather_native(mca_coll_strata_module_t *module, const voi
         scount = rcount;
         sdtype = rdtype;
     }
-    mine = mca_coll_strata_copy_device(rbuf, (size_t)rcount * (size_t)ompi_comm_size(comm), rdtype,
-                                       &out, &ordinal) &&
-           mca_coll_strata_copy_device((void *)sbuf, (size_t)scount, sdtype, &in, &in_ordinal) &&
-           in_ordinal == ordinal &&
-           mca_coll_strata_node_device_reaches(module, comm, in, out, ordinal);
+    /* in place: the input is the rank's block of rbuf */
+    mine = mca_coll_strata_copy_device(ok, rbuf, (size_t)rcount * (size_t)ompi_comm_size(comm),
+                                       rdtype, &out) &&
+           mca_coll_strata_copy_device(ik, (void *)sbuf, (size_t)scount, sdtype, &in) &&
+           ik->ordinal == ordinal &&
+           mca_coll_strata_node_device_reaches(&module->engine, comm, ordinal,
+                                               mca_coll_strata_native_primary(ik, ordinal) &&
+                                                   mca_coll_strata_native_primary(ok, ordinal));
     mca_coll_strata_allgather_args(&a, mine ? in : NULL, mine ? out : NULL, bytes, comm);
     return mca_coll_strata_copy_native_run(module, comm, &a, &d, mine, ordinal, ran);
 }

@@ -11,7 +11,7 @@
  * host buffers cannot deadlock with device buffers.  Nonblocking calls are
  * staged whole: they are not cut into pieces.
  */
-#include "../coll_strata.h"
+#include "../comm/coll_strata_module.h"
 #include "coll_strata_colls.h"
 #include "../staging/coll_strata_stage.h"
 
@@ -26,14 +26,13 @@ int mca_coll_strata_iallgather(const void *sbuf, int scount, struct ompi_datatyp
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Iallgather", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Iallgather", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, iallgather, comm, request, sbuf, scount,
                                                        sdtype, rbuf, rcount, rdtype));
-    mca_coll_strata_stage_init(&st, m, "MPI_Iallgather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     true);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, iallgather, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
                                   sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype));
 }
@@ -47,13 +46,12 @@ int mca_coll_strata_iallgatherv(const void *sbuf, int scount, struct ompi_dataty
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Iallgatherv", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Iallgatherv", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, iallgatherv, comm, request, sbuf, scount,
                                                        sdtype, rbuf, rcounts, displs, rdtype));
-    mca_coll_strata_stage_init(&st, m, "MPI_Iallgatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
                                     true);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+    MCA_COLL_STRATA_ISTAGED(&st, comm, request,
                             MCA_COLL_STRATA_IFALLBACK(
                                 m, iallgatherv, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
                                 sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcounts, displs, rdtype));
@@ -69,13 +67,12 @@ int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count,
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED(
-        "MPI_Iallreduce", comm, sbuf, rbuf,
+        &st, m, "MPI_Iallreduce", comm, sbuf, rbuf,
         MCA_COLL_STRATA_IFALLBACK(m, iallreduce, comm, request, sbuf, rbuf, count, dtype, op));
-    mca_coll_strata_stage_init(&st, m, "MPI_Iallreduce");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, iallreduce, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
                                   MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op));
 }
@@ -89,14 +86,13 @@ int mca_coll_strata_ialltoall(const void *sbuf, int scount, struct ompi_datatype
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Ialltoall", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Ialltoall", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, ialltoall, comm, request, sbuf, scount,
                                                        sdtype, rbuf, rcount, rdtype));
-    mca_coll_strata_stage_init(&st, m, "MPI_Ialltoall");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, NULL, NULL,
                                       rcount, rdtype);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, ialltoall, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
                                   sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype));
 }
@@ -111,14 +107,13 @@ int mca_coll_strata_ialltoallv(const void *sbuf, const int *scounts, const int *
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Ialltoallv", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Ialltoallv", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, ialltoallv, comm, request, sbuf, scounts,
                                                        sdispls, sdtype, rbuf, rcounts, rdispls,
                                                        rdtype));
-    mca_coll_strata_stage_init(&st, m, "MPI_Ialltoallv");
     mca_coll_strata_describe_alltoall(&st, &c, sbuf, scounts, sdispls, 0, sdtype, rbuf, rcounts,
                                       rdispls, 0, rdtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+    MCA_COLL_STRATA_ISTAGED(&st, comm, request,
                             MCA_COLL_STRATA_IFALLBACK(m, ialltoallv, comm, &inner,
                                                       MCA_COLL_STRATA_S(&st, sbuf), scounts,
                                                       sdispls, sdtype, MCA_COLL_STRATA_R(&st, rbuf),
@@ -136,15 +131,14 @@ int mca_coll_strata_ialltoallw(const void *sbuf, const int *scounts, const int *
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Ialltoallw", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Ialltoallw", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, ialltoallw, comm, request, sbuf, scounts,
                                                        sdispls, sdtypes, rbuf, rcounts, rdispls,
                                                        rdtypes));
-    mca_coll_strata_stage_init(&st, m, "MPI_Ialltoallw");
     mca_coll_strata_describe_alltoallw(&st, &c, sbuf, scounts, sdispls, sdtypes, rbuf, rcounts,
                                        rdispls, rdtypes);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, ialltoallw, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
                                   scounts, sdispls, sdtypes, MCA_COLL_STRATA_R(&st, rbuf), rcounts,
                                   rdispls, rdtypes));
@@ -159,12 +153,11 @@ int mca_coll_strata_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, 
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED(
-        "MPI_Ibcast", comm, buf, NULL,
+        &st, m, "MPI_Ibcast", comm, buf, buf,
         MCA_COLL_STRATA_IFALLBACK(m, ibcast, comm, request, buf, count, dtype, root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Ibcast");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_BCAST, buf, buf, count,
                                          dtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, buf, NULL, request,
+    MCA_COLL_STRATA_ISTAGED(&st, comm, request,
                             MCA_COLL_STRATA_IFALLBACK(m, ibcast, comm, &inner,
                                                       MCA_COLL_STRATA_R(&st, buf), count, dtype,
                                                       root));
@@ -179,13 +172,12 @@ int mca_coll_strata_iexscan(const void *sbuf, void *rbuf, int count, struct ompi
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED(
-        "MPI_Iexscan", comm, sbuf, rbuf,
+        &st, m, "MPI_Iexscan", comm, sbuf, rbuf,
         MCA_COLL_STRATA_IFALLBACK(m, iexscan, comm, request, sbuf, rbuf, count, dtype, op));
-    mca_coll_strata_stage_init(&st, m, "MPI_Iexscan");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_EXSCAN, sbuf, rbuf, count,
                                          dtype);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, iexscan, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
                                   MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op));
 }
@@ -199,14 +191,13 @@ int mca_coll_strata_igather(const void *sbuf, int scount, struct ompi_datatype_t
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Igather", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Igather", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, igather, comm, request, sbuf, scount,
                                                        sdtype, rbuf, rcount, rdtype, root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Igather");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     false);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, igather, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
                                   sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype, root));
 }
@@ -221,14 +212,13 @@ int mca_coll_strata_igatherv(const void *sbuf, int scount, struct ompi_datatype_
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Igatherv", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Igatherv", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, igatherv, comm, request, sbuf, scount,
                                                        sdtype, rbuf, rcounts, displs, rdtype,
                                                        root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Igatherv");
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, rcounts, displs, 0, rdtype,
                                     false);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+    MCA_COLL_STRATA_ISTAGED(&st, comm, request,
                             MCA_COLL_STRATA_IFALLBACK(m, igatherv, comm, &inner,
                                                       MCA_COLL_STRATA_S(&st, sbuf), scount, sdtype,
                                                       MCA_COLL_STRATA_R(&st, rbuf), rcounts, displs,
@@ -244,13 +234,12 @@ int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED(
-        "MPI_Ireduce", comm, sbuf, rbuf,
+        &st, m, "MPI_Ireduce", comm, sbuf, rbuf,
         MCA_COLL_STRATA_IFALLBACK(m, ireduce, comm, request, sbuf, rbuf, count, dtype, op, root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Ireduce");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, ireduce, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
                                   MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op, root));
 }
@@ -264,13 +253,12 @@ int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rco
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Ireduce_scatter", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Ireduce_scatter", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter, comm, request, sbuf,
                                                        rbuf, rcounts, dtype, op));
-    mca_coll_strata_stage_init(&st, m, "MPI_Ireduce_scatter");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, rcounts, 0, dtype);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
                                   MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype, op));
 }
@@ -284,12 +272,11 @@ int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcou
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Ireduce_scatter_block", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Ireduce_scatter_block", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter_block, comm, request,
                                                        sbuf, rbuf, rcount, dtype, op));
-    mca_coll_strata_stage_init(&st, m, "MPI_Ireduce_scatter_block");
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, NULL, rcount, dtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+    MCA_COLL_STRATA_ISTAGED(&st, comm, request,
                             MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter_block, comm, &inner,
                                                       MCA_COLL_STRATA_S(&st, sbuf),
                                                       MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype,
@@ -305,13 +292,12 @@ int mca_coll_strata_iscan(const void *sbuf, void *rbuf, int count, struct ompi_d
     mca_coll_strata_stage_t st;
 
     MCA_COLL_STRATA_UNSTAGED(
-        "MPI_Iscan", comm, sbuf, rbuf,
+        &st, m, "MPI_Iscan", comm, sbuf, rbuf,
         MCA_COLL_STRATA_IFALLBACK(m, iscan, comm, request, sbuf, rbuf, count, dtype, op));
-    mca_coll_strata_stage_init(&st, m, "MPI_Iscan");
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, iscan, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
                                   MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op));
 }
@@ -325,14 +311,13 @@ int mca_coll_strata_iscatter(const void *sbuf, int scount, struct ompi_datatype_
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Iscatter", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Iscatter", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, iscatter, comm, request, sbuf, scount,
                                                        sdtype, rbuf, rcount, rdtype, root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Iscatter");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, NULL, NULL, scount, sdtype, rbuf, rcount,
                                      rdtype);
     MCA_COLL_STRATA_ISTAGED(
-        &st, comm, sbuf, rbuf, request,
+        &st, comm, request,
         MCA_COLL_STRATA_IFALLBACK(m, iscatter, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
                                   sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype, root));
 }
@@ -347,13 +332,12 @@ int mca_coll_strata_iscatterv(const void *sbuf, const int *scounts, const int *d
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
 
-    MCA_COLL_STRATA_UNSTAGED("MPI_Iscatterv", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Iscatterv", comm, sbuf, rbuf,
                              MCA_COLL_STRATA_IFALLBACK(m, iscatterv, comm, request, sbuf, scounts,
                                                        displs, sdtype, rbuf, rcount, rdtype, root));
-    mca_coll_strata_stage_init(&st, m, "MPI_Iscatterv");
     mca_coll_strata_describe_scatter(&st, &c, sbuf, scounts, displs, 0, sdtype, rbuf, rcount,
                                      rdtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, sbuf, rbuf, request,
+    MCA_COLL_STRATA_ISTAGED(&st, comm, request,
                             MCA_COLL_STRATA_IFALLBACK(m, iscatterv, comm, &inner,
                                                       MCA_COLL_STRATA_S(&st, sbuf), scounts, displs,
                                                       sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount,

@@ -1,13 +1,13 @@
 /*
  * coll/strata MPI_Reduce, MPI_Reduce_scatter_block and MPI_Reduce_scatter:
- * the allreduce's pipeline (engine/coll_strata_pipeline.c), each rank copying out
+ * the allreduce's pipeline (engine/coll_strata_pipeline*.c), each rank copying out
  * only its part of the result: the root the whole vector, or every rank its
  * block (docs/design.md, "The other reductions").  The phases are the
  * allreduce's: the node's reduce-scatter into the shared segment (or the
  * GPUs' scratch), one exchange per rail between nodes, the copy out.
  *
  * Two paths, as for the allreduce: native (device buffers on every rank,
- * the pipeline on the GPUs; the ranks agree first, coll_strata_allreduce.c)
+ * the pipeline on the GPUs; the ranks agree first, coll_strata_reduction.c)
  * and host (host buffers, or the host copies of staged device buffers).
  * The host path's decision is the allreduce's for the whole vector (count,
  * datatype, op and topology: the same on every rank, so every rank takes the
@@ -19,57 +19,13 @@
  * rank, set-up failures, coll_strata_allreduce_algorithm fallback, and
  * vectors of more than INT_MAX elements.  Verbosity 20 names what ran.
  */
-#include "../coll_strata.h"
+#include "../comm/coll_strata_module.h"
 #include "coll_strata_colls_internal.h"
+#include "../staging/coll_strata_stage.h"
 
 #include <limits.h>
 
 #include "ompi/constants.h"
-
-/* For the verbose line: the exchange between nodes, naming the ring's
- * reduce-scatter half where the pipeline runs it (see the args' parts). */
-const char *mca_coll_strata_reduction_inter_name(const mca_coll_strata_module_t *module,
-                                                 const mca_coll_strata_pipeline_args_t *a,
-                                                 const mca_coll_strata_decision_t *d)
-{
-    return mca_coll_strata_pipeline_scatters(module, a, d) ? "ring_rs"
-                                                           : mca_coll_strata_inter_name(d->inter);
-}
-
-int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
-                                   struct ompi_communicator_t *comm,
-                                   const mca_coll_strata_pipeline_args_t *a, bool *ran)
-{
-    mca_coll_strata_decision_t scratch, d;
-    const mca_coll_strata_decision_t *decision = NULL;
-    const char *why = "more than INT_MAX elements";
-
-    *ran = false;
-    if (a->count <= (size_t)INT_MAX) {
-        decision = mca_coll_strata_allreduce_host_decision(module, (int)a->count, a->dtype, a->op,
-                                                           comm, &scratch, &why);
-    }
-    if (NULL == decision || MCA_COLL_STRATA_ALG_FALLBACK == decision->algorithm) {
-        MCA_COLL_STRATA_VERBOSE(20, "%s %s count=%zu %s %s: fallback (%s)", a->coll, comm->c_name,
-                                a->count, a->dtype->name, mca_coll_strata_op_name(a->op),
-                                (NULL == decision) ? why : decision->reason);
-        return OMPI_SUCCESS;
-    }
-    d = *decision;
-    if (MCA_COLL_STRATA_ALG_REPLICATED == d.algorithm && a->partial) {
-        d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
-        d.nslices = 1;
-    }
-    MCA_COLL_STRATA_VERBOSE(20,
-                            "%s %s count=%zu %s %s: %s, %d slice(s), inter-node %s, %d node(s), "
-                            "this rank's part %zu element(s) (%s)",
-                            a->coll, comm->c_name, a->count, a->dtype->name,
-                            mca_coll_strata_op_name(a->op), mca_coll_strata_alg_name(d.algorithm),
-                            d.nslices, mca_coll_strata_reduction_inter_name(module, a, &d),
-                            module->topo.nnodes, a->out_hi - a->out_lo, d.reason);
-    *ran = true;
-    return mca_coll_strata_pipeline_run(module, a, &d, &module->node_host);
-}
 
 /* ---- each collective's part: where this rank's result goes ------------- */
 
@@ -222,6 +178,7 @@ int mca_coll_strata_reduce_scatter_host(mca_coll_strata_module_t *module, const 
 
 static int mca_coll_strata_reduction_try_native(mca_coll_strata_module_t *module,
                                                 struct ompi_communicator_t *comm,
+                                                const mca_coll_strata_bufs_t *bufs,
                                                 const mca_coll_strata_pipeline_args_t *a, bool *ran)
 {
     *ran = false;
@@ -229,34 +186,37 @@ static int mca_coll_strata_reduction_try_native(mca_coll_strata_module_t *module
         return OMPI_SUCCESS;
     }
     mca_coll_strata_setup_early(module, comm, a->dtype, a->op);
-    if (OPAL_LIKELY(!module->any_driver)) {
+    if (OPAL_LIKELY(!module->engine.any_driver)) {
         return OMPI_SUCCESS;
     }
-    return mca_coll_strata_reduction_native(module, comm, a, a->coll, ran);
+    return mca_coll_strata_reduction_native(module, comm, bufs, a, a->coll, ran);
 }
 
-int mca_coll_strata_reduce_native(mca_coll_strata_module_t *module, const void *sbuf, void *rbuf,
+int mca_coll_strata_reduce_native(mca_coll_strata_module_t *module,
+                                  const mca_coll_strata_bufs_t *bufs, const void *sbuf, void *rbuf,
                                   int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                   int root, struct ompi_communicator_t *comm, bool *ran)
 {
     mca_coll_strata_pipeline_args_t a;
 
     mca_coll_strata_reduce_args(&a, sbuf, rbuf, count, dtype, op, root, comm);
-    return mca_coll_strata_reduction_try_native(module, comm, &a, ran);
+    return mca_coll_strata_reduction_try_native(module, comm, bufs, &a, ran);
 }
 
-int mca_coll_strata_reduce_scatter_block_native(mca_coll_strata_module_t *module, const void *sbuf,
-                                                void *rbuf, int rcount,
+int mca_coll_strata_reduce_scatter_block_native(mca_coll_strata_module_t *module,
+                                                const mca_coll_strata_bufs_t *bufs,
+                                                const void *sbuf, void *rbuf, int rcount,
                                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                                 struct ompi_communicator_t *comm, bool *ran)
 {
     mca_coll_strata_pipeline_args_t a;
 
     mca_coll_strata_rsb_args(&a, sbuf, rbuf, rcount, dtype, op, comm);
-    return mca_coll_strata_reduction_try_native(module, comm, &a, ran);
+    return mca_coll_strata_reduction_try_native(module, comm, bufs, &a, ran);
 }
 
-int mca_coll_strata_reduce_scatter_native(mca_coll_strata_module_t *module, const void *sbuf,
+int mca_coll_strata_reduce_scatter_native(mca_coll_strata_module_t *module,
+                                          const mca_coll_strata_bufs_t *bufs, const void *sbuf,
                                           void *rbuf, const int *rcounts,
                                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                           struct ompi_communicator_t *comm, bool *ran)
@@ -264,5 +224,5 @@ int mca_coll_strata_reduce_scatter_native(mca_coll_strata_module_t *module, cons
     mca_coll_strata_pipeline_args_t a;
 
     mca_coll_strata_rs_args(&a, sbuf, rbuf, rcounts, dtype, op, comm);
-    return mca_coll_strata_reduction_try_native(module, comm, &a, ran);
+    return mca_coll_strata_reduction_try_native(module, comm, bufs, &a, ran);
 }

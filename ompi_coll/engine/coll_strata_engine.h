@@ -7,16 +7,17 @@
  * rails, sub-communicators) the pipeline runs over (docs/design.md, "The
  * allreduce").
  *
- * This header is the room's interface: what the module holds of it (the
- * topology, the segment, the host node area) and what the other rooms call
- * (set-up and release from the module, a pipeline run from colls/).  The
- * node areas' table, the segment's flags and the exchange are the room's
- * own: coll_strata_engine_internal.h.
+ * This header is the room's interface: the engine's state, one
+ * mca_coll_strata_engine_t per communicator (the module embeds it), and
+ * what the other rooms call (set-up and release from the module, a
+ * pipeline run from colls/).  Every function takes the engine and, where
+ * it needs them, the communicator's agreed settings: never the module.
+ * The node areas' table, the segment's flags and the exchange are the
+ * room's own: coll_strata_engine_internal.h.
  *
- * May include: logic/'s interface and the C library; nothing of Open MPI
- * (its types are named here as incomplete structs, the sources include
- * Open MPI).  Not coll_strata.h, which includes this header: the module is
- * struct mca_coll_strata_module_t.
+ * May include: base/ and logic/'s interfaces and the C library; nothing of
+ * Open MPI (its types are named here as incomplete structs, the sources
+ * include Open MPI).  Not coll_strata.h, which includes this header.
  */
 #ifndef MCA_COLL_STRATA_ENGINE_H
 #define MCA_COLL_STRATA_ENGINE_H
@@ -26,12 +27,13 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "../base/coll_strata_settings.h"
 #include "../logic/coll_strata_logic.h"
 
 struct ompi_communicator_t;
 struct ompi_datatype_t;
 struct ompi_op_t;
-struct mca_coll_strata_module_t;
+struct mca_coll_strata_xchg_t;
 struct mca_coll_strata_node_ops_t;
 struct mca_coll_strata_node_queue_ops_t;
 struct mca_coll_strata_shm_flags_t;
@@ -80,7 +82,7 @@ typedef struct mca_coll_strata_topo_t {
  * for host data, the slots) live in. */
 typedef struct mca_coll_strata_node_t {
     const struct mca_coll_strata_node_ops_t *ops;
-    /* NULL: the host drives every chunk (coll_strata_pipeline.c); else the
+    /* NULL: the host drives every chunk (coll_strata_pipeline_host.c); else the
      * area queues a whole call (coll_strata_pipeline_queued.c) */
     const struct mca_coll_strata_node_queue_ops_t *queue;
     mca_coll_strata_shm_t *shm;
@@ -98,6 +100,75 @@ typedef struct mca_coll_strata_node_t {
 
 typedef struct mca_coll_strata_node_device_t mca_coll_strata_node_device_t;
 
+typedef enum {
+    MCA_COLL_STRATA_SETUP_NONE, /* not tried yet */
+    MCA_COLL_STRATA_SETUP_BUSY, /* inside setup: calls go to the fallback */
+    MCA_COLL_STRATA_SETUP_READY,
+    MCA_COLL_STRATA_SETUP_FAILED /* agreed across the communicator */
+} mca_coll_strata_setup_state_t;
+
+/*
+ * What the engine asks of the communicator it runs on: the collectives of
+ * the module below strata (the set-up's agreements over the whole
+ * communicator, which must not run strata's own algorithms: they are
+ * being set up), and the op functions for host data (the host node area's
+ * reductions).  Filled by the module (coll_strata_module.c); `ctx` is
+ * handed back to every call.
+ */
+typedef struct mca_coll_strata_engine_below_t {
+    int (*allreduce)(void *ctx, struct ompi_communicator_t *comm, const void *sbuf, void *rbuf,
+                     int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+    int (*allgather)(void *ctx, struct ompi_communicator_t *comm, const void *sbuf, int scount,
+                     struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                     struct ompi_datatype_t *rdtype);
+    /* dst = src op dst, n elements */
+    int (*reduce_local)(void *ctx, struct ompi_op_t *op, const void *src, void *dst, int n,
+                        struct ompi_datatype_t *dtype);
+} mca_coll_strata_engine_below_t;
+
+/*
+ * The engine of one communicator: everything the pipeline, its node areas
+ * and the exchanges between nodes keep from one call to the next.
+ */
+typedef struct mca_coll_strata_engine_t {
+    const mca_coll_strata_engine_below_t *below;
+    void *below_ctx;
+    /* this process's: the segment files' directory (coll_strata_shm_dir),
+     * the device path between nodes (coll_strata_allreduce_device_network,
+     * MCA_COLL_STRATA_DEVICE_NET_*; rank-local, not agreed) */
+    const char *shm_dir;
+    int device_network;
+    mca_coll_strata_topo_t topo;
+    mca_coll_strata_shm_t shm;
+    mca_coll_strata_node_t node_host; /* host data in `shm` */
+    /* device data in the local ranks' device scratch (coll_strata_node_device_setup.c) */
+    mca_coll_strata_node_device_t *node_device;
+    mca_coll_strata_setup_state_t device_setup;
+    bool any_driver;    /* some rank had a CUDA driver at set-up (agreed) */
+    int device_ordinal; /* the GPU of this rank's device scratch */
+    /* chunks this communicator has pushed through the segment, all calls;
+     * identical on every local rank since collectives are ordered */
+    uint64_t chunk_serial;
+    /* per slot: the inter-node phase of the chunk in it (nxchgs of them) */
+    struct mca_coll_strata_xchg_t *xchgs;
+    int nxchgs;
+    /* the nodes' regions of a call's result (nnodes + 1 entries; see
+     * mca_coll_strata_pipeline_args_t.parts), made with the exchanges */
+    size_t *node_parts;
+    /* idle polls of the host driver before it yields the core (adapts) */
+    unsigned spin_budget;
+} mca_coll_strata_engine_t;
+
+/* coll_strata_engine.c: a new communicator's engine (nothing set up yet);
+ * its release (whatever was set up: device area, pipeline, topology); and
+ * the process's last word at the component's close (device scratch that
+ * peers kept mapped, waited for a few seconds). */
+void mca_coll_strata_engine_init(mca_coll_strata_engine_t *e,
+                                 const mca_coll_strata_engine_below_t *below, void *below_ctx,
+                                 const char *shm_dir, int device_network);
+void mca_coll_strata_engine_release(mca_coll_strata_engine_t *e);
+void mca_coll_strata_engine_finalize(void);
+
 /* Seconds on the monotonic clock (the network measurement, the exchange's
  * patience with a refusing pml). */
 static inline double mca_coll_strata_now(void)
@@ -112,21 +183,16 @@ static inline double mca_coll_strata_now(void)
  * message in `why`; release undoes a partial set-up too.  topo.node_comm is
  * set afterwards, failed or not, exactly when the node split was agreed
  * across comm (then every rank of the node has it). */
-int mca_coll_strata_topo_setup(struct mca_coll_strata_module_t *module,
-                               struct ompi_communicator_t *comm, char *why, size_t why_len);
+int mca_coll_strata_topo_setup(mca_coll_strata_engine_t *e, struct ompi_communicator_t *comm,
+                               char *why, size_t why_len);
 void mca_coll_strata_topo_release(mca_coll_strata_topo_t *topo);
-
-/* coll_strata_node_host.c: a printable name for an op (predefined or "user op") */
-const char *mca_coll_strata_op_name(struct ompi_op_t *op);
-/* MPI_SUM ... MPI_NO_OP: a static object, the same for the whole run */
-bool mca_coll_strata_op_is_predefined(struct ompi_op_t *op);
 
 /* coll_strata_pipeline.c: the pipeline's resources (shared-memory slots,
  * one exchange and its scratch per slot), made once per communicator;
  * collective over the node (see mca_coll_strata_shm_attach for `willing`) */
-int mca_coll_strata_pipeline_setup(struct mca_coll_strata_module_t *module, bool willing, char *why,
-                                   size_t why_len);
-void mca_coll_strata_pipeline_release(struct mca_coll_strata_module_t *module);
+int mca_coll_strata_pipeline_setup(mca_coll_strata_engine_t *e, const mca_coll_strata_settings_t *s,
+                                   bool willing, char *why, size_t why_len);
+void mca_coll_strata_pipeline_release(mca_coll_strata_engine_t *e);
 
 /*
  * One run of the pipeline (coll_strata_pipeline.c): the reduction over
@@ -190,47 +256,50 @@ typedef struct mca_coll_strata_pipeline_args_t {
     bool partial;
 } mca_coll_strata_pipeline_args_t;
 
-int mca_coll_strata_pipeline_run(struct mca_coll_strata_module_t *module,
+int mca_coll_strata_pipeline_run(mca_coll_strata_engine_t *e,
                                  const mca_coll_strata_pipeline_args_t *a,
                                  const mca_coll_strata_decision_t *decision,
                                  mca_coll_strata_node_t *node);
 /* Whether the run's exchange between nodes is the ring's reduce-scatter
  * half (see the args' parts): the one rule for the pipeline and for the
  * verbose lines that name it. */
-bool mca_coll_strata_pipeline_scatters(const struct mca_coll_strata_module_t *module,
+bool mca_coll_strata_pipeline_scatters(const mca_coll_strata_engine_t *e,
                                        const mca_coll_strata_pipeline_args_t *a,
                                        const mca_coll_strata_decision_t *decision);
 /* The run for MPI_Allreduce (sbuf may be MPI_IN_PLACE). */
-int mca_coll_strata_pipeline_allreduce(struct mca_coll_strata_module_t *module, const void *sbuf,
-                                       void *rbuf, size_t count, struct ompi_datatype_t *dtype,
+int mca_coll_strata_pipeline_allreduce(mca_coll_strata_engine_t *e, const void *sbuf, void *rbuf,
+                                       size_t count, struct ompi_datatype_t *dtype,
                                        struct ompi_op_t *op,
                                        const mca_coll_strata_decision_t *decision,
                                        mca_coll_strata_node_t *node);
 
-/* coll_strata_node_device.c: the node area of device data.  reduces: a
- * kernel exists for the op and type; setup: collective over comm (agreed,
- * warns once); node_device: the area, NULL before a successful set-up. */
+/* The node area of device data (coll_strata_node_device*.c).  reduces: a
+ * kernel exists for the op and type (coll_strata_node_device_kernels.c);
+ * setup: collective over comm (agreed, warns once); node_device: the area,
+ * NULL before a successful set-up. */
 bool mca_coll_strata_node_device_reduces(struct ompi_op_t *op, struct ompi_datatype_t *dtype);
-int mca_coll_strata_node_device_setup(struct mca_coll_strata_module_t *module,
+int mca_coll_strata_node_device_setup(mca_coll_strata_engine_t *e,
+                                      const mca_coll_strata_settings_t *s,
                                       struct ompi_communicator_t *comm, int ordinal);
-mca_coll_strata_node_t *mca_coll_strata_node_device(struct mca_coll_strata_module_t *module);
-/* Whether this call's device buffers (on device `ordinal`) are where this
- * rank's native path runs its kernels: its scratch's device (the first
- * native call's, before the set-up) and that device's primary context. */
-bool mca_coll_strata_node_device_reaches(const struct mca_coll_strata_module_t *module,
-                                         struct ompi_communicator_t *comm, const void *sbuf,
-                                         const void *rbuf, int ordinal);
+mca_coll_strata_node_t *mca_coll_strata_node_device(mca_coll_strata_engine_t *e);
+/* Whether this call's device buffers (on device `ordinal`; `primary`:
+ * every one of them in that device's primary context, as the caller
+ * classified them) are where this rank's native path runs its kernels: its
+ * scratch's device (the first native call's, before the set-up). */
+bool mca_coll_strata_node_device_reaches(const mca_coll_strata_engine_t *e,
+                                         struct ompi_communicator_t *comm, int ordinal,
+                                         bool primary);
 /* release: the communicator goes; its device scratch is freed once every
  * local rank has closed its mapping of it, until then kept on a retired
  * list; reap frees what may be freed from that list, first waiting up to
  * wait_s seconds for the peers (0 at every communicator's creation and
  * release, a few seconds at the component's close). */
-void mca_coll_strata_node_device_release(struct mca_coll_strata_module_t *module);
+void mca_coll_strata_node_device_release(mca_coll_strata_engine_t *e);
 void mca_coll_strata_node_device_reap(double wait_s);
 /* The pipeline on device buffers through the node area, in the primary
  * context of the device the area was set up on (after a successful set-up);
  * `a` as for mca_coll_strata_pipeline_run. */
-int mca_coll_strata_node_device_run(struct mca_coll_strata_module_t *module,
+int mca_coll_strata_node_device_run(mca_coll_strata_engine_t *e,
                                     const mca_coll_strata_pipeline_args_t *a,
                                     const mca_coll_strata_decision_t *decision);
 

@@ -2,16 +2,25 @@
  * coll/strata engine, the room's own declarations (see coll_strata_engine.h):
  * the node areas' table of primitives, the node's shared-memory segment and
  * its progress flags, and the exchange between nodes.  Included by the
- * engine's sources only.  May include: the engine's interface, Open MPI's
- * request.  Not coll_strata.h.
+ * engine's sources only.  May include: the engine's interface, base/'s
+ * verbose messages and fault injection, Open MPI's communicator, datatype,
+ * coll framework and request.  Not
+ * coll_strata.h.
  */
 #ifndef MCA_COLL_STRATA_ENGINE_INTERNAL_H
 #define MCA_COLL_STRATA_ENGINE_INTERNAL_H
 
 #include "ompi_config.h"
 
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
 
+#include "../coll_strata_ompi.h"
+#include "../base/coll_strata_log.h"
+#include "../base/coll_strata_op.h"
 #include "coll_strata_engine.h"
 
 /*
@@ -80,7 +89,7 @@ typedef struct mca_coll_strata_shm_flags_t {
     uint64_t copied_out; /* chunks this rank copied out of the result area */
     char pad3[56];
     /* 1 once this rank has closed its mappings of its peers' device scratch
-     * (coll_strata_node_device.c: a rank frees its own only then) */
+     * (coll_strata_node_device_setup.c: a rank frees its own only then) */
     uint64_t device_closed;
     char pad4[56];
     /* (the queued driver) the chunk serial at which this rank's last call
@@ -95,7 +104,7 @@ typedef struct mca_coll_strata_shm_flags_t {
      * (before published).  Two words, each keyed by the chunk, each
      * rewritten only once the slot's area is free again, so no mark is
      * lost before every rank that depends on it has read it; a rank's own
-     * copy-out failing marks nothing (coll_strata_pipeline.c) */
+     * copy-out failing marks nothing (coll_strata_pipeline_steps.c) */
     uint64_t input_failed[MCA_COLL_STRATA_SLOTS_MAX];
     uint64_t result_failed[MCA_COLL_STRATA_SLOTS_MAX];
 } mca_coll_strata_shm_flags_t;

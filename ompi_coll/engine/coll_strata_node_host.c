@@ -6,14 +6,13 @@
  * nothing to wait for.
  *
  * The op functions are reached through the coll framework's reduce_local
- * (or PMPI_Reduce_local) rather than ompi/op/op.h: Debian's Open MPI
- * development headers omit a Fortran header op.h includes, and the coll
- * framework reaches the same functions (never through the MPI profiling
- * layer, so tools do not see strata's internal reductions).
+ * of the module below strata (the engine's `below`, filled by the module)
+ * rather than ompi/op/op.h: Debian's Open MPI development headers omit a
+ * Fortran header op.h includes, and the coll framework reaches the same
+ * functions (never through the MPI profiling layer, so tools do not see
+ * strata's internal reductions).
  */
-#include "../coll_strata.h"
 #include "coll_strata_engine_internal.h"
-#include "../colls/coll_strata_colls.h"
 
 #include <limits.h>
 #include <string.h>
@@ -37,38 +36,26 @@ static int mca_coll_strata_node_host_copy(mca_coll_strata_node_t *node, void *ds
     return OMPI_SUCCESS;
 }
 
-/*
- * dst = src op dst for n elements.  PMPI_Reduce_local checks its arguments,
- * retains the op and the datatype, and reaches the op through
- * MPI_COMM_SELF's reduce_local, which is strata's own (it stages device
- * buffers): for host data strata calls the function below its own
- * directly, the same op function without the detour.
- */
-static int mca_coll_strata_node_host_reduce_local(struct ompi_op_t *op, const void *src, void *dst,
-                                                  int n, struct ompi_datatype_t *dtype)
+/* The engine whose host node area `node` is (it holds the op functions:
+ * the module below strata's reduce_local). */
+static mca_coll_strata_engine_t *mca_coll_strata_node_host_engine(mca_coll_strata_node_t *node)
 {
-    mca_coll_base_comm_coll_t *self = ompi_mpi_comm_self.comm.c_coll;
-
-    if (OPAL_LIKELY(mca_coll_strata_reduce_local == self->coll_reduce_local)) {
-        mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)self->coll_reduce_local_module;
-
-        return m->fallback.reduce_local(src, dst, n, dtype, op, m->fallback.reduce_local_module);
-    }
-    return PMPI_Reduce_local(src, dst, n, dtype, op);
+    return (mca_coll_strata_engine_t *)((char *)node -
+                                        offsetof(mca_coll_strata_engine_t, node_host));
 }
 
 /* dst = src op dst, in pieces MPI's int count can express */
-static int mca_coll_strata_node_host_reduce_into(struct ompi_op_t *op, const void *src, void *dst,
-                                                 size_t count, struct ompi_datatype_t *dtype,
-                                                 ptrdiff_t extent)
+static int mca_coll_strata_node_host_reduce_into(mca_coll_strata_engine_t *e, struct ompi_op_t *op,
+                                                 const void *src, void *dst, size_t count,
+                                                 struct ompi_datatype_t *dtype, ptrdiff_t extent)
 {
     size_t done = 0;
 
     while (done < count) {
         size_t n = (count - done > INT_MAX) ? INT_MAX : count - done;
         size_t off = done * (size_t)extent;
-        int rc = mca_coll_strata_node_host_reduce_local(op, (const char *)src + off,
-                                                        (char *)dst + off, (int)n, dtype);
+        int rc = e->below->reduce_local(e->below_ctx, op, (const char *)src + off,
+                                        (char *)dst + off, (int)n, dtype);
 
         if (MPI_SUCCESS != rc) {
             return rc;
@@ -84,6 +71,7 @@ static int mca_coll_strata_node_host_reduce(mca_coll_strata_node_t *node, struct
                                             struct ompi_datatype_t *dtype, const void *const *srcs,
                                             int k, void *dst, size_t count)
 {
+    mca_coll_strata_engine_t *e = mca_coll_strata_node_host_engine(node);
     ptrdiff_t extent;
     int rc = OMPI_SUCCESS;
 
@@ -92,7 +80,7 @@ static int mca_coll_strata_node_host_reduce(mca_coll_strata_node_t *node, struct
         memcpy(dst, srcs[k - 1], count * (size_t)extent);
     }
     for (int i = k - 2; i >= 0 && OMPI_SUCCESS == rc; --i) {
-        rc = mca_coll_strata_node_host_reduce_into(op, srcs[i], dst, count, dtype, extent);
+        rc = mca_coll_strata_node_host_reduce_into(e, op, srcs[i], dst, count, dtype, extent);
     }
     return rc;
 }
@@ -117,37 +105,3 @@ const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops = {
     .complete = mca_coll_strata_node_host_complete,
     .completed = mca_coll_strata_node_host_completed,
 };
-
-/* The predefined op's name, or NULL for a user op. */
-static const char *mca_coll_strata_op_predefined_name(struct ompi_op_t *op)
-{
-    static const struct {
-        MPI_Op op;
-        const char *name;
-    } names[] = {
-        {MPI_SUM, "MPI_SUM"},         {MPI_PROD, "MPI_PROD"},     {MPI_MIN, "MPI_MIN"},
-        {MPI_MAX, "MPI_MAX"},         {MPI_LAND, "MPI_LAND"},     {MPI_LOR, "MPI_LOR"},
-        {MPI_LXOR, "MPI_LXOR"},       {MPI_BAND, "MPI_BAND"},     {MPI_BOR, "MPI_BOR"},
-        {MPI_BXOR, "MPI_BXOR"},       {MPI_MAXLOC, "MPI_MAXLOC"}, {MPI_MINLOC, "MPI_MINLOC"},
-        {MPI_REPLACE, "MPI_REPLACE"}, {MPI_NO_OP, "MPI_NO_OP"},
-    };
-
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
-        if (names[i].op == op) {
-            return names[i].name;
-        }
-    }
-    return NULL;
-}
-
-const char *mca_coll_strata_op_name(struct ompi_op_t *op)
-{
-    const char *name = mca_coll_strata_op_predefined_name(op);
-
-    return (NULL != name) ? name : "user op";
-}
-
-bool mca_coll_strata_op_is_predefined(struct ompi_op_t *op)
-{
-    return NULL != mca_coll_strata_op_predefined_name(op);
-}

@@ -1,29 +1,30 @@
 /*
- * coll/strata engine: the pipeline's own declarations, shared by its two
- * drivers (see coll_strata_pipeline.c for the algorithm):
- *   coll_strata_pipeline.c         the host drives every chunk: it checks
+ * coll/strata engine: the pipeline's own declarations (see
+ * coll_strata_pipeline.c for the algorithm).  One call is one
+ * mca_coll_strata_pipeline_t, made by coll_strata_pipeline.c; its stages
+ * are the steps (coll_strata_pipeline_steps.c), which a driver runs:
+ *   coll_strata_pipeline_host.c    the host drives every chunk: it checks
  *                                  the node's progress flags, issues a
- *                                  stage, waits for it (complete()), and
+ *                                  step, waits for it (complete()), and
  *                                  stores the flag that announces it; the
  *                                  node area of host data, and device data
  *                                  where the GPU cannot wait on the flags
- *   coll_strata_pipeline_queued.c  the host queues every chunk's stages at
+ *   coll_strata_pipeline_queued.c  the host queues every chunk's steps at
  *                                  once, each behind device-side waits on
  *                                  the same flags, and waits once per call:
  *                                  node areas with a queue (device data)
- * Both run the same stages on the same flags with the same slots, so the
- * chunk counters stay shared by every call of the communicator, whichever
- * driver runs it.  Included by the engine's sources only.
+ * Drivers call steps; steps never call a driver.  Every driver runs the
+ * same steps on the same flags with the same slots, so the chunk counters
+ * stay shared by every call of the communicator, whichever driver runs
+ * it.  Included by the engine's sources only.
  */
 #ifndef MCA_COLL_STRATA_PIPELINE_H
 #define MCA_COLL_STRATA_PIPELINE_H
 
 #include "coll_strata_engine_internal.h"
 
-struct mca_coll_strata_module_t;
-
 typedef struct mca_coll_strata_pipeline_t {
-    struct mca_coll_strata_module_t *module;
+    mca_coll_strata_engine_t *e; /* the communicator's */
     mca_coll_strata_shm_t *shm;
     mca_coll_strata_node_t *node; /* where the slots live, how data moves */
     const mca_coll_strata_decision_t *decision;
@@ -64,7 +65,7 @@ typedef struct mca_coll_strata_pipeline_t {
     uint64_t next_in, next_reduce, next_publish, next_out;
 } mca_coll_strata_pipeline_t;
 
-/* Which part of a chunk failed on this rank (coll_strata_pipeline.c) */
+/* Which part of a chunk failed on this rank (coll_strata_pipeline_steps.c) */
 typedef enum {
     MCA_COLL_STRATA_PART_INPUT,
     MCA_COLL_STRATA_PART_RESULT,
@@ -73,6 +74,24 @@ typedef enum {
 
 /* The progress counters, as offsets into mca_coll_strata_shm_flags_t */
 #define MCA_COLL_STRATA_FLAG(_name) offsetof(mca_coll_strata_shm_flags_t, _name)
+
+/* The progress flags' loads and stores: a store publishes what was
+ * written before it (release), a load sees it (acquire). */
+static inline uint64_t mca_coll_strata_flag_load(const uint64_t *flag)
+{
+    return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
+
+static inline void mca_coll_strata_flag_store(uint64_t *flag, uint64_t value)
+{
+    __atomic_store_n(flag, value, __ATOMIC_RELEASE);
+}
+
+/* ---- coll_strata_pipeline_steps.c ---- */
+
+/* Have local ranks [0, nranks) all advanced counter `field` to >= value? */
+bool mca_coll_strata_pipeline_reached(const mca_coll_strata_shm_t *shm, size_t field, int nranks,
+                                      uint64_t value);
 
 /* Chunk c: its first element and its length; its slot; the counter value
  * that says the slot's previous chunk is done (0: there is none). */
@@ -96,9 +115,11 @@ void mca_coll_strata_pipeline_reduce_target(const mca_coll_strata_pipeline_t *p,
 int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_t c, char **dst,
                                           size_t *len);
 int mca_coll_strata_pipeline_issue_out(mca_coll_strata_pipeline_t *p, uint64_t c);
-/* the part of chunk c this rank copies out: [*lo, *hi) of the vector */
+/* the part of chunk c this rank copies out: [*lo, *hi) of the vector;
+ * whether it has anything to copy out of a chunk whose window that is */
 void mca_coll_strata_pipeline_window(const mca_coll_strata_pipeline_t *p, uint64_t c, size_t *lo,
                                      size_t *hi);
+bool mca_coll_strata_pipeline_has_out(const mca_coll_strata_pipeline_t *p, size_t lo, size_t hi);
 
 /* Start chunk c's exchange between nodes on its slice (done at once
  * without one); advance it (whether it is done); a done one's failure
@@ -119,12 +140,24 @@ static inline bool mca_coll_strata_pipeline_exchanges(const mca_coll_strata_pipe
     return p->owner && MCA_COLL_STRATA_INTER_NONE != p->decision->inter;
 }
 
-/* A failure of this rank's `part` of chunk c: kept for the end of the call */
+/* A failure of this rank's `part` of chunk c: kept for the end of the
+ * call (note: the same for a status, nothing on success); whether any of
+ * local ranks [0, nranks) marked `part` of chunk c failed (read after the
+ * counter that announced their part of it) */
 void mca_coll_strata_pipeline_fail(mca_coll_strata_pipeline_t *p, uint64_t c,
                                    mca_coll_strata_part_t part, int rc);
+void mca_coll_strata_pipeline_note(mca_coll_strata_pipeline_t *p, uint64_t c,
+                                   mca_coll_strata_part_t part, int rc);
+bool mca_coll_strata_pipeline_peer_failed(mca_coll_strata_pipeline_t *p, int nranks,
+                                          mca_coll_strata_part_t part, uint64_t c);
 
+/* ---- the drivers: each runs a whole call (p made by
+ * mca_coll_strata_pipeline_run) and leaves its outcome in p->node_error ---- */
+
+/* coll_strata_pipeline_host.c: the host drives every chunk */
+void mca_coll_strata_pipeline_driver_host(mca_coll_strata_pipeline_t *p);
 /* coll_strata_pipeline_queued.c: the whole call queued on the node area
  * (node->queue), one host wait */
-void mca_coll_strata_pipeline_run_queued(mca_coll_strata_pipeline_t *p);
+void mca_coll_strata_pipeline_driver_queued(mca_coll_strata_pipeline_t *p);
 
 #endif /* MCA_COLL_STRATA_PIPELINE_H */

@@ -2,8 +2,9 @@
  * coll/strata pipeline, queued whole on the node area (device data): the
  * GPUs coordinate the chunks, the host waits once per call.
  *
- * The stages, slots and progress counters are the host driver's
- * (coll_strata_pipeline.c); what changes is who waits.  For each chunk the
+ * The steps (coll_strata_pipeline_steps.c), slots and progress counters
+ * are the host driver's (coll_strata_pipeline_host.c); what changes is
+ * who waits.  For each chunk the
  * host queues, on its stream:
  *   in      wait until the slot is free (every rank's `copied_out` of the
  *           chunk nslots before, for the copy-only collectives; a
@@ -41,7 +42,6 @@
  * when a part it read failed, and the next call starts with every stream
  * idle.
  */
-#include "../coll_strata.h"
 #include "coll_strata_pipeline.h"
 
 #include <sched.h>
@@ -303,7 +303,7 @@ static void mca_coll_strata_queued_end(mca_coll_strata_queued_t *s)
     }
 }
 
-void mca_coll_strata_pipeline_run_queued(mca_coll_strata_pipeline_t *p)
+void mca_coll_strata_pipeline_driver_queued(mca_coll_strata_pipeline_t *p)
 {
     mca_coll_strata_queued_t s = {
         .p = p,

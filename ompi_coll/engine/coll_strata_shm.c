@@ -19,7 +19,6 @@
  * carries host, pid and pid namespace, and the next job on that host and in
  * that pid namespace removes such files of its user whose creator is dead.
  */
-#include "../coll_strata.h"
 #include "coll_strata_engine_internal.h"
 
 #include <ctype.h>

@@ -14,8 +14,7 @@
  *              every rail spans all nodes even when nodes hold different
  *              numbers of ranks
  */
-#include "../coll_strata.h"
-#include "coll_strata_engine.h"
+#include "coll_strata_engine_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,10 +92,10 @@ static void mca_coll_strata_topo_order(mca_coll_strata_topo_t *topo, const int *
  * what the rank contributes (no rail), and the set-up's closing agreement
  * (coll_strata_module.c) turns it into a fallback on every rank.
  */
-int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
+int mca_coll_strata_topo_setup(mca_coll_strata_engine_t *e, struct ompi_communicator_t *comm,
                                char *why, size_t why_len)
 {
-    mca_coll_strata_topo_t *topo = &module->topo;
+    mca_coll_strata_topo_t *topo = &e->topo;
     int size = ompi_comm_size(comm), leader = ompi_comm_rank(comm);
     int *leaders = NULL, ok, all_ok = 0, rc, rc2;
     opal_info_t info;
@@ -123,7 +122,7 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module, struct ompi_com
         snprintf(why, why_len, "cannot allocate %d node leaders", size);
     }
     ok = (OMPI_SUCCESS == rc) && (NULL != leaders);
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
+    rc = e->below->allreduce(e->below_ctx, comm, &ok, &all_ok, 1, MPI_INT, MPI_MIN);
     if (OMPI_SUCCESS != rc || !all_ok) {
         if ('\0' == why[0]) {
             snprintf(why, why_len, "another rank could not split by node or allocate");
@@ -141,8 +140,7 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module, struct ompi_com
     /* leader: rank 0 of node_comm, the node's lowest rank in comm */
     rc = topo->node_comm->c_coll->coll_bcast(&leader, 1, MPI_INT, 0, topo->node_comm,
                                              topo->node_comm->c_coll->coll_bcast_module);
-    rc2 = MCA_COLL_STRATA_FALLBACK(module, allgather, comm, &leader, 1, MPI_INT, leaders, 1,
-                                   MPI_INT);
+    rc2 = e->below->allgather(e->below_ctx, comm, &leader, 1, MPI_INT, leaders, 1, MPI_INT);
     if (OMPI_SUCCESS == rc && OMPI_SUCCESS != rc2) {
         rc = rc2;
     }
@@ -162,8 +160,7 @@ int mca_coll_strata_topo_setup(mca_coll_strata_module_t *module, struct ompi_com
     {
         int nnodes = topo->nnodes, max_nnodes = 0;
 
-        rc2 = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, &nnodes, &max_nnodes, 1, MPI_INT,
-                                       MPI_MAX);
+        rc2 = e->below->allreduce(e->below_ctx, comm, &nnodes, &max_nnodes, 1, MPI_INT, MPI_MAX);
         if (OMPI_SUCCESS == rc2 && max_nnodes > 1) {
             int color = (OMPI_SUCCESS == rc && topo->local_rank < topo->ppn_min) ? topo->local_rank
                                                                                  : MPI_UNDEFINED;

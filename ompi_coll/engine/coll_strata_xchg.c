@@ -35,7 +35,6 @@
  * MCA_COLL_STRATA_XCHG_REFUSED_S seconds is given up on, with an error
  * naming the peer, which may then wait forever: nothing is left to tell it.
  */
-#include "../coll_strata.h"
 #include "coll_strata_engine_internal.h"
 
 #include <string.h>

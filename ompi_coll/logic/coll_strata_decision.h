@@ -160,7 +160,7 @@ double mca_coll_strata_rail_share(const mca_coll_strata_decision_params_t *param
 /*
  * The network between nodes, for the cost model: configured
  * (coll_strata_allreduce_inter_latency_us, _bandwidth_gbs; 0: measured at
- * communicator set-up) or measured (coll_strata_network.c).  The fallback
+ * communicator set-up) or measured (comm/coll_strata_network.c).  The fallback
  * figures stand in where a figure is to be measured but cannot be (one
  * node, a failed measurement).  They err towards the bandwidth-optimal
  * schedules: a bandwidth set too high makes doubling (which sends log2 N

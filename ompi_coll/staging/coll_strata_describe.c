@@ -9,7 +9,7 @@
  *   - arguments that are not significant on this rank (a non-root's receive
  *     buffer of a gather, ...) are not touched at all.
  */
-#include "../coll_strata.h"
+#include "../comm/coll_strata_module.h"
 #include "coll_strata_stage_internal.h"
 
 /* bytes that count elements of each given type write (their sizes) */

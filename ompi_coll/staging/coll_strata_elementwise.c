@@ -7,7 +7,7 @@
  * the pieces are agreed (mca_coll_strata_stage_pieces) by every rank above
  * the bound.
  */
-#include "../coll_strata.h"
+#include "../comm/coll_strata_module.h"
 #include "coll_strata_stage_internal.h"
 
 #include "ompi/constants.h"
@@ -23,12 +23,12 @@ bool mca_coll_strata_elem_big(const mca_coll_strata_module_t *module, int count,
 
 int mca_coll_strata_elementwise(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
                                 mca_coll_strata_elem_t kind, int root, const char *coll,
-                                const void *sbuf, void *rbuf, int count,
-                                struct ompi_datatype_t *dtype, bool can_split,
+                                const mca_coll_strata_bufs_t *bufs, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype, bool can_split,
                                 mca_coll_strata_elem_fn_t run, void *arg)
 {
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
-    bool stages = mca_coll_strata_any_device(sbuf, rbuf);
+    bool stages = mca_coll_strata_bufs_device(bufs);
     int piece, first = 0, rc, result = MPI_SUCCESS;
     ptrdiff_t extent;
 
@@ -48,7 +48,7 @@ int mca_coll_strata_elementwise(mca_coll_strata_module_t *module, struct ompi_co
         char *r = (NULL == rbuf) ? NULL : (char *)rbuf + off;
         mca_coll_strata_stage_t st;
 
-        mca_coll_strata_stage_init(&st, module, coll);
+        mca_coll_strata_stage_init(&st, module, coll, bufs);
         if (stages) {
             mca_coll_strata_describe_elementwise(&st, &c, kind, s, r, n, dtype);
             rc = mca_coll_strata_stage_in(&st);
@@ -56,7 +56,7 @@ int mca_coll_strata_elementwise(mca_coll_strata_module_t *module, struct ompi_co
                 return rc;
             }
         }
-        MCA_COLL_STRATA_TRACE(coll, comm, s, r, stages ? "staged" : "module below strata");
+        MCA_COLL_STRATA_TRACE(coll, comm, bufs, stages ? "staged" : "module below strata");
         rc = run(module, comm, MCA_COLL_STRATA_S(&st, s), MCA_COLL_STRATA_R(&st, r), n, arg);
         rc = mca_coll_strata_stage_out(&st, rc);
         if (MPI_SUCCESS != rc && MPI_SUCCESS == result) {

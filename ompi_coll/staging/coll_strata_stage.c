@@ -10,7 +10,7 @@
  * nonblocking call in flight, or a layout too large that cannot be cut into
  * pieces.
  */
-#include "../coll_strata.h"
+#include "../comm/coll_strata_module.h"
 #include "coll_strata_stage_internal.h"
 
 #ifndef STRATA_MEM_NO_CUDA
@@ -49,20 +49,46 @@ const char *mca_coll_strata_kinds_name(strata_mem_kind_t send, strata_mem_kind_t
     return names[send][recv];
 }
 
-const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf)
+/* One buffer argument: MPI_IN_PLACE and NULL are host, asked of nobody. */
+static void mca_coll_strata_bufs_one(mca_coll_strata_buf_kind_t *k, const void *buf)
 {
-    strata_mem_kind_t s = mca_coll_strata_kind(sbuf, NULL);
-    strata_mem_kind_t r = (NULL == rbuf) ? s : mca_coll_strata_kind(rbuf, NULL);
-
-    /* one buffer (bcast: rbuf NULL) or in place: it is both ends */
-    return mca_coll_strata_kinds_name((MPI_IN_PLACE == sbuf) ? r : s, r);
+    k->ordinal = -1;
+    k->context = NULL;
+    k->kind = (MPI_IN_PLACE == buf || NULL == buf)
+                  ? STRATA_MEM_HOST
+                  : strata_mem_kind_ctx(buf, &k->ordinal, &k->context);
 }
 
-void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm, const void *sbuf,
-                           const void *rbuf, const char *path)
+void mca_coll_strata_bufs_classify(mca_coll_strata_bufs_t *b, const void *sbuf, const void *rbuf)
+{
+    b->in_place = MPI_IN_PLACE == sbuf;
+    b->one = NULL == rbuf;
+    if (OPAL_LIKELY(!strata_mem_driver_present())) {
+        /* no driver, no device memory: a load and a compare */
+        b->buf[0] = b->buf[1] = (mca_coll_strata_buf_kind_t){STRATA_MEM_HOST, -1, NULL};
+        return;
+    }
+    mca_coll_strata_bufs_one(&b->buf[0], sbuf);
+    if (rbuf == sbuf) {
+        b->buf[1] = b->buf[0];
+    } else {
+        mca_coll_strata_bufs_one(&b->buf[1], rbuf);
+    }
+}
+
+const char *mca_coll_strata_bufs_kinds(const mca_coll_strata_bufs_t *b)
+{
+    strata_mem_kind_t s = b->buf[0].kind, r = b->one ? s : b->buf[1].kind;
+
+    /* one buffer (bcast: rbuf NULL) or in place: it is both ends */
+    return mca_coll_strata_kinds_name(b->in_place ? r : s, r);
+}
+
+void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm,
+                           const mca_coll_strata_bufs_t *bufs, const char *path)
 {
     MCA_COLL_STRATA_VERBOSE(20, "%s %s %s: %s", coll, comm->c_name,
-                            mca_coll_strata_kinds_of(sbuf, rbuf), path);
+                            mca_coll_strata_bufs_kinds(bufs), path);
 }
 
 /* ---- regions ------------------------------------------------------------ */
@@ -504,11 +530,12 @@ static void mca_coll_strata_stage_order_release(mca_coll_strata_stage_t *st)
 /* ---- a staged call ------------------------------------------------------ */
 
 void mca_coll_strata_stage_init(mca_coll_strata_stage_t *st, mca_coll_strata_module_t *module,
-                                const char *coll)
+                                const char *coll, const mca_coll_strata_bufs_t *bufs)
 {
     memset(st, 0, sizeof(*st));
     st->coll = coll;
     st->module = module;
+    st->bufs = *bufs;
     st->rc = MPI_SUCCESS;
     st->buf[0].kind = st->buf[1].kind = STRATA_MEM_HOST;
 }
@@ -522,7 +549,9 @@ void mca_coll_strata_stage_add(mca_coll_strata_stage_t *st, int which, const voi
     b->lo = lo;
     b->hi = hi;
     b->dir = dir;
-    b->kind = mca_coll_strata_kind(user, &b->ordinal);
+    /* what the call's entry found for this buffer (MPI_IN_PLACE: host) */
+    b->kind = (MPI_IN_PLACE == user) ? STRATA_MEM_HOST : st->bufs.buf[which].kind;
+    b->ordinal = (MPI_IN_PLACE == user) ? -1 : st->bufs.buf[which].ordinal;
 }
 
 int mca_coll_strata_stage_in(mca_coll_strata_stage_t *st)

@@ -29,10 +29,9 @@
  * returns an error before the collective: the peers then wait, as they do
  * when any MPI implementation fails an allocation inside a collective.
  *
- * May include: common/strata_mem.h and Open MPI's request.  Not
- * coll_strata.h (the module is struct mca_coll_strata_module_t); the macros
- * below expand in sources that include it (MCA_COLL_STRATA_TRACE reads the
- * component's verbosity).
+ * May include: common/strata_mem.h, Open MPI's request and base/'s
+ * verbosity (MCA_COLL_STRATA_TRACE reads it).  Not coll_strata.h (the
+ * module is struct mca_coll_strata_module_t).
  */
 #ifndef MCA_COLL_STRATA_STAGE_H
 #define MCA_COLL_STRATA_STAGE_H
@@ -47,6 +46,8 @@
 #include "mpi.h"
 #include "ompi/request/request.h"
 
+#include "../base/coll_strata_log.h"
+
 struct ompi_communicator_t;
 struct ompi_datatype_t;
 struct mca_coll_strata_module_t;
@@ -57,6 +58,49 @@ struct mca_coll_strata_module_t;
 
 #define MCA_COLL_STRATA_STAGE_IN  0x1
 #define MCA_COLL_STRATA_STAGE_OUT 0x2
+
+/*
+ * A call's buffer arguments, classified once at its entry point: the kind,
+ * device and owning context of each, one driver query per distinct buffer
+ * (none for MPI_IN_PLACE or NULL, none at all in a process without a CUDA
+ * driver).  Every layer below reads them from here (the native path's
+ * choice, the staging, the verbose lines) instead of asking the driver
+ * again.  A pointer inside a classified buffer (a piece of it, a
+ * datatype's lower bound) is taken to be of the same allocation.
+ */
+typedef struct mca_coll_strata_buf_kind_t {
+    strata_mem_kind_t kind;
+    int ordinal;   /* device of device or managed memory, else -1 */
+    void *context; /* the CUcontext owning it (NULL: none, or host) */
+} mca_coll_strata_buf_kind_t;
+
+typedef struct mca_coll_strata_bufs_t {
+    mca_coll_strata_buf_kind_t buf[2]; /* MCA_COLL_STRATA_STAGE_SEND, _RECV */
+    bool in_place;                     /* the send buffer is MPI_IN_PLACE */
+    bool one;                          /* no receive buffer: a one-buffer call */
+} mca_coll_strata_bufs_t;
+
+/* coll_strata_stage.c: classify sbuf and rbuf (rbuf NULL: none; rbuf ==
+ * sbuf: asked once) */
+void mca_coll_strata_bufs_classify(mca_coll_strata_bufs_t *b, const void *sbuf, const void *rbuf);
+
+/* Whether either buffer is device memory: then the call cannot go to code
+ * that reads memory with the CPU as it is. */
+static inline bool mca_coll_strata_bufs_device(const mca_coll_strata_bufs_t *b)
+{
+    return STRATA_MEM_DEVICE == b->buf[0].kind || STRATA_MEM_DEVICE == b->buf[1].kind;
+}
+
+/* The buffer the call reads its input from: the receive buffer in place. */
+static inline const mca_coll_strata_buf_kind_t *
+mca_coll_strata_bufs_input(const mca_coll_strata_bufs_t *b)
+{
+    return b->in_place ? &b->buf[1] : &b->buf[0];
+}
+
+/* "device->host" ... for the verbose lines (in place: the receive buffer's
+ * kind both ways; one buffer: its kind both ways) */
+const char *mca_coll_strata_bufs_kinds(const mca_coll_strata_bufs_t *b);
 
 typedef struct mca_coll_strata_stage_buf_t {
     const char *user; /* the caller's pointer */
@@ -76,6 +120,7 @@ typedef struct mca_coll_strata_stage_buf_t {
 typedef struct mca_coll_strata_stage_t {
     const char *coll; /* "MPI_Allgather", for messages */
     struct mca_coll_strata_module_t *module;
+    mca_coll_strata_bufs_t bufs; /* the call's, classified at its entry */
     mca_coll_strata_stage_buf_t buf[2];
     char *bounce;
     size_t bounce_size;
@@ -86,33 +131,23 @@ typedef struct mca_coll_strata_stage_t {
     int rc;             /* first staging error (MPI_ERR_OTHER) */
 } mca_coll_strata_stage_t;
 
-/* The memory kind of a buffer argument: MPI_IN_PLACE and NULL are host. */
+/* The memory kind of one buffer argument: MPI_IN_PLACE and NULL are
+ * host (for a pointer a call computes that no classification covers). */
 strata_mem_kind_t mca_coll_strata_kind(const void *buf, int *ordinal);
-
-/* Whether any of these two buffers must be staged: the per-call test every
- * entry makes; in a process without a CUDA driver, a load and a compare. */
-static inline bool mca_coll_strata_any_device(const void *a, const void *b)
-{
-    if (OPAL_LIKELY(!strata_mem_driver_present())) {
-        return false;
-    }
-    return (STRATA_MEM_DEVICE == mca_coll_strata_kind(a, NULL)) ||
-           (STRATA_MEM_DEVICE == mca_coll_strata_kind(b, NULL));
-}
-
-/* The same for a call's send and receive buffer arguments (in place: the
- * receive buffer's kind both ways; rbuf NULL: a one-buffer call). */
-const char *mca_coll_strata_kinds_of(const void *sbuf, const void *rbuf);
 
 /* Byte regions a call touches, relative to the buffer pointer. */
 void mca_coll_strata_region(size_t count, struct ompi_datatype_t *dtype, ptrdiff_t *lo,
                             ptrdiff_t *hi);
+/* A staging of the call whose buffers `bufs` classified (its entry's). */
 void mca_coll_strata_stage_init(mca_coll_strata_stage_t *st,
-                                struct mca_coll_strata_module_t *module, const char *coll);
+                                struct mca_coll_strata_module_t *module, const char *coll,
+                                const mca_coll_strata_bufs_t *bufs);
 /*
- * Describe buffer `which` (SEND or RECV).  An `out` region that the call
- * may not write completely should also be `in`, so the bytes in its gaps
- * come back unchanged.  Host buffers and empty regions are ignored.
+ * Describe buffer `which` (SEND or RECV): `user` points into the call's
+ * buffer of that name (its kind is the classification's).  An `out` region
+ * that the call may not write completely should also be `in`, so the bytes
+ * in its gaps come back unchanged.  Host buffers and empty regions are
+ * ignored.
  */
 void mca_coll_strata_stage_add(mca_coll_strata_stage_t *st, int which, const void *user,
                                ptrdiff_t lo, ptrdiff_t hi, int dir);
@@ -221,7 +256,8 @@ typedef int (*mca_coll_strata_elem_fn_t)(struct mca_coll_strata_module_t *module
                                          void *rbuf, int count, void *arg);
 int mca_coll_strata_elementwise(struct mca_coll_strata_module_t *module,
                                 struct ompi_communicator_t *comm, mca_coll_strata_elem_t kind,
-                                int root, const char *coll, const void *sbuf, void *rbuf, int count,
+                                int root, const char *coll, const mca_coll_strata_bufs_t *bufs,
+                                const void *sbuf, void *rbuf, int count,
                                 struct ompi_datatype_t *dtype, bool can_split,
                                 mca_coll_strata_elem_fn_t run, void *arg);
 /* Whether `count` x `dtype` is above the size from which pieces may be cut
@@ -231,33 +267,37 @@ bool mca_coll_strata_elem_big(const struct mca_coll_strata_module_t *module, int
 
 /*
  * The two halves of every entry point (colls/coll_strata_colls.c,
- * colls/coll_strata_icolls.c).  MCA_COLL_STRATA_UNSTAGED returns `_call` (the
- * saved module on the caller's buffers) when neither buffer is device
- * memory.  MCA_COLL_STRATA_STAGED copies in, returns `_call` (the saved
+ * colls/coll_strata_icolls.c).  MCA_COLL_STRATA_UNSTAGED classifies the
+ * call's buffers and returns `_call` (the saved module on the caller's
+ * buffers) when neither is device memory, else starts the staging `_st`
+ * with the classification.  MCA_COLL_STRATA_STAGED copies in, returns `_call` (the saved
  * module on the host copies) after copying out.  MCA_COLL_STRATA_ISTAGED
  * copies in, starts `_call` (a nonblocking collective on the host copies
  * whose request it gives as &inner) and returns a staged request in
  * *_request that copies out when `inner` completes.
  */
-#define MCA_COLL_STRATA_UNSTAGED(_coll, _comm, _s, _r, _call) \
+#define MCA_COLL_STRATA_UNSTAGED(_st, _mod, _coll, _comm, _s, _r, _call) \
     do { \
-        if (OPAL_LIKELY(!mca_coll_strata_any_device((_s), (_r)))) { \
-            MCA_COLL_STRATA_TRACE((_coll), (_comm), (_s), (_r), "module below strata"); \
+        mca_coll_strata_bufs_t _bufs; \
+        mca_coll_strata_bufs_classify(&_bufs, (_s), (_r)); \
+        if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&_bufs))) { \
+            MCA_COLL_STRATA_TRACE((_coll), (_comm), &_bufs, "module below strata"); \
             return (_call); \
         } \
+        mca_coll_strata_stage_init((_st), (_mod), (_coll), &_bufs); \
     } while (0)
 
-#define MCA_COLL_STRATA_STAGED(_st, _comm, _s, _r, _call) \
+#define MCA_COLL_STRATA_STAGED(_st, _comm, _call) \
     do { \
         int _rc = mca_coll_strata_stage_in(_st); \
         if (OMPI_SUCCESS != _rc) { \
             return _rc; \
         } \
-        MCA_COLL_STRATA_TRACE((_st)->coll, (_comm), (_s), (_r), "staged"); \
+        MCA_COLL_STRATA_TRACE((_st)->coll, (_comm), &(_st)->bufs, "staged"); \
         return mca_coll_strata_stage_out((_st), (_call)); \
     } while (0)
 
-#define MCA_COLL_STRATA_ISTAGED(_st, _comm, _s, _r, _request, _call) \
+#define MCA_COLL_STRATA_ISTAGED(_st, _comm, _request, _call) \
     do { \
         ompi_request_t *inner = NULL; \
         mca_coll_strata_stage_req_t *_req; \
@@ -269,7 +309,7 @@ bool mca_coll_strata_elem_big(const struct mca_coll_strata_module_t *module, int
         if (NULL == _req) { \
             return mca_coll_strata_stage_out((_st), OMPI_ERR_OUT_OF_RESOURCE); \
         } \
-        MCA_COLL_STRATA_TRACE((_st)->coll, (_comm), (_s), (_r), "staged"); \
+        MCA_COLL_STRATA_TRACE((_st)->coll, (_comm), &(_st)->bufs, "staged"); \
         _rc = (_call); \
         if (OMPI_SUCCESS != _rc) { \
             mca_coll_strata_stage_req_discard(_req); \
@@ -290,12 +330,12 @@ bool mca_coll_strata_elem_big(const struct mca_coll_strata_module_t *module, int
     }
 
 /* Verbosity 20: one line per call naming the kinds and the path. */
-void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm, const void *sbuf,
-                           const void *rbuf, const char *path);
-#define MCA_COLL_STRATA_TRACE(_coll, _comm, _s, _r, _path) \
+void mca_coll_strata_trace(const char *coll, struct ompi_communicator_t *comm,
+                           const mca_coll_strata_bufs_t *bufs, const char *path);
+#define MCA_COLL_STRATA_TRACE(_coll, _comm, _bufs, _path) \
     do { \
-        if (OPAL_UNLIKELY(mca_coll_strata_component.verbose >= 20)) { \
-            mca_coll_strata_trace((_coll), (_comm), (_s), (_r), (_path)); \
+        if (OPAL_UNLIKELY(mca_coll_strata_log.verbose >= 20)) { \
+            mca_coll_strata_trace((_coll), (_comm), (_bufs), (_path)); \
         } \
     } while (0)
 

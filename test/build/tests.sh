@@ -252,7 +252,16 @@ build_format() {
     "$STRATA_SRCDIR/config/check-format.sh"
 }
 
+# The tree's structure rules (docs/design.md, "Where things are"): ompi_coll's
+# rooms include only rooms below them, engine/ never names the module, no
+# source over 700 lines; hook and accel include nothing of ompi_coll;
+# gpu_copy and gpu_ipc include and call nothing of each other.
+build_structure() {
+    python3 "$STRATA_SRCDIR/config/check-structure.py" "$STRATA_SRCDIR"
+}
+
 strata_test build_setup_deps_distros 60 build_setup_deps_distros
+strata_test build_structure 60 build_structure
 
 if ! command -v "${CLANG_FORMAT:-clang-format}" >/dev/null 2>&1; then
     strata_skip build_format "clang-format is not installed (config/setup-deps.sh installs it)"

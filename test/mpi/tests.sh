@@ -398,7 +398,7 @@ mpi_strata_verbose_says_why() {
         grep -q "allreduce MPI_COMM_WORLD count=300000 MPI_DOUBLE MPI_SUM host->host: rail, 4 slice(s), inter-node none" "$STRATA_TEST_LOG.out"
 }
 
-# The per-communicator decision cache (colls/coll_strata_allreduce.c): calls that
+# The per-communicator decision cache (colls/coll_strata_reduction.c): calls that
 # share a cache slot but not a decision each get theirs (the small-message
 # path just below coll_strata_allreduce_node_small_max, the large one just above,
 # three times each), and a non-commutative user op goes to the fallback,

@@ -3,7 +3,7 @@
  * model for one communicator, configured (coll_strata_allreduce_inter_*),
  * measured at set-up over the pml, or taken from an earlier measurement.
  */
-#include "coll_strata.h"
+#include "coll_strata_module.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,8 +268,8 @@ static int mca_coll_strata_network_agree(struct ompi_communicator_t *rail, bool 
  */
 static void mca_coll_strata_network_measure(mca_coll_strata_module_t *module, double *figures)
 {
-    struct ompi_communicator_t *rail = module->topo.rail_comm;
-    bool timer = (0 == module->topo.node_index);
+    struct ompi_communicator_t *rail = module->engine.topo.rail_comm;
+    bool timer = (0 == module->engine.topo.node_index);
     char small[MCA_COLL_STRATA_NET_SMALL] = {0};
     char *large = calloc(1, MCA_COLL_STRATA_NET_LARGE);
     double start = mca_coll_strata_now(), small_rtt = 0.0, mid_rtt = 0.0, large_rtt = 0.0;
@@ -347,9 +347,11 @@ static int mca_coll_strata_network_exchange(struct ompi_communicator_t *rail, in
 static int mca_coll_strata_network_rails(mca_coll_strata_module_t *module,
                                          struct ompi_communicator_t *comm, double *figures)
 {
-    struct ompi_communicator_t *rail = module->topo.rail_comm;
-    int ppn = module->topo.ppn_min, timer = (0 == module->topo.node_index), theirs = 0;
-    bool member = module->topo.node_index < 2 && module->topo.local_rank < ppn && NULL != rail;
+    struct ompi_communicator_t *rail = module->engine.topo.rail_comm;
+    int ppn = module->engine.topo.ppn_min, timer = (0 == module->engine.topo.node_index),
+        theirs = 0;
+    bool member = module->engine.topo.node_index < 2 && module->engine.topo.local_rank < ppn &&
+                  NULL != rail;
     bool root = (0 == ompi_comm_rank(comm));
     char *bufs = member ? calloc(2, MCA_COLL_STRATA_NET_LARGE) : NULL;
     double start = mca_coll_strata_now(), timed_from = 0.0, alpha, beta = 0.0;
@@ -505,7 +507,7 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
     module->decision = c->decision;
     module->decision.eager_max = mca_coll_strata_network_eager_max(c, eager_source,
                                                                    sizeof(eager_source));
-    if (module->topo.nnodes >= 2 && mca_coll_strata_network_needed(&c->decision)) {
+    if (module->engine.topo.nnodes >= 2 && mca_coll_strata_network_needed(&c->decision)) {
         /* every rank decides alike only with the same limit: the smallest
          * (0, none known, if any rank knows none) */
         uint64_t eager = module->decision.eager_max;
@@ -519,7 +521,7 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
     }
     if (c->inter_latency_us > 0.0 && c->inter_bandwidth_gbs > 0.0) {
         source = "configured";
-    } else if (module->topo.nnodes < 2) {
+    } else if (module->engine.topo.nnodes < 2) {
         source = "fallback: one node";
     } else if (!mca_coll_strata_network_needed(&c->decision)) {
         /* the same on every rank: agreed settings (coll_strata_settings.c) */
@@ -539,10 +541,11 @@ int mca_coll_strata_network_setup(mca_coll_strata_module_t *module,
          * the rest, or later if the figures came from a communicator with
          * one rank on some node (no rails to time then). */
         measure_all = (0.0 == figures[MCA_COLL_STRATA_NET_VALID]);
-        measure_rails = module->topo.ppn_min > 1 && 0 == c->decision.nics &&
+        measure_rails = module->engine.topo.ppn_min > 1 && 0 == c->decision.nics &&
                         (measure_all || figures[MCA_COLL_STRATA_NET_RAILS] < 2.0);
         if (measure_all || measure_rails) {
-            if (measure_all && 0 == module->topo.local_rank && module->topo.node_index < 2) {
+            if (measure_all && 0 == module->engine.topo.local_rank &&
+                module->engine.topo.node_index < 2) {
                 mca_coll_strata_network_measure(module, figures);
             }
             if (measure_rails) {

@@ -19,7 +19,7 @@
  * and every rank runs with rank 0's values, so the job goes on, as fast as
  * rank 0's settings make it.
  */
-#include "coll_strata.h"
+#include "coll_strata_module.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -208,7 +208,8 @@ int mca_coll_strata_settings_agree(mca_coll_strata_module_t *module,
     bool root = (0 == ompi_comm_rank(comm));
     int rc, ndiffer = 0, at = 0;
 
-    module->settings = mca_coll_strata_component.settings;
+    /* module->settings: this process's values, copied when the module was
+     * made (coll_strata_module.c) */
     module->settings_agreed = true;
     if (ompi_comm_size(comm) < 2) {
         return OMPI_SUCCESS;
