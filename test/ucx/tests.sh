@@ -165,6 +165,25 @@ ucx_gpu_ipc_uct_inflight_mapping() {
          END { if (!bad) print "trace: no mapping closed between a copy issue and its completion"; exit bad }' "$trace"
 }
 
+# A reset of the device's primary context takes the peers' allocations
+# gpu_ipc mapped there: the driver hook that sees it (installed by the
+# gpu_copy domain) tells base/'s reset listeners, and gpu_ipc's cache unmaps
+# what it holds before the driver runs.  On the stand-in the trace must show
+# the cached mapping closed between the test's mark and the reset itself.
+ucx_gpu_ipc_uct_device_reset() {
+    local out="$STRATA_TEST_TMP/out" trace="$STRATA_TEST_TMP/trace"
+    CUDA_STANDIN_TRACE=1 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --only reset \
+        >"$out" 2>"$trace" || { cat "$out"; grep -v "^cuda_standin\[" "$trace"; return 1; }
+    cat "$out"
+    [ -n "$STRATA_CUDA_LIBDIR" ] || return 0
+    awk '/reset: resetting device 0/ { open = 1; next }
+         open && /cuIpcCloseMemHandle/ { closed = 1; next }
+         open && /cuDevicePrimaryCtxReset/ { done = 1; exit }
+         END { if (!done) { print "FAIL: no cuDevicePrimaryCtxReset after the mark"; exit 1 }
+               if (!closed) { print "FAIL: the cached mapping was not closed before the reset"; exit 1 }
+               print "trace: the cached mapping closed before the reset ran" }' "$trace"
+}
+
 # GPUDirect RDMA through dma-buf (UCX >= 1.14): gpu_copy exports device
 # memory as dma-buf fds, the provider side of UCP's NIC registration.  No
 # RDMA device here: that a NIC's domain registers the fd is not tested.
@@ -834,6 +853,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_gpu_ipc_uct_open_refused 120 ucx_gpu_ipc_uct_open_refused
     strata_test ucx_gpu_ipc_uct_owner_restarted 120 ucx_gpu_ipc_uct_owner_restarted
     strata_test ucx_gpu_ipc_uct_inflight_mapping 120 ucx_gpu_ipc_uct_inflight_mapping
+    strata_test ucx_gpu_ipc_uct_device_reset 120 ucx_gpu_ipc_uct_device_reset
     if strata_ucx_at_least 1 22; then
         strata_test ucx_plugin_scan 120 ucx_plugin_scan
     else
