@@ -3,8 +3,8 @@
  * (4.1.x and 5.0.x): what only coll/strata needs of Open MPI that the
  * installed headers cannot give.  What every Strata plugin shares (the
  * series switch MCA_STRATA_OMPI_5, the component export, the version check
- * at registration, the table of every difference) is
- * ompi_common/strata_ompi.h, included here.
+ * at registration, and where each difference between the series is met)
+ * is ompi_common/strata_ompi.h, included here.
  *
  *                          Open MPI 4.1              Open MPI 5.0
  *   coll component         2.0.0 (module 2.3.0)      2.4.0 (module 2.4.0)
