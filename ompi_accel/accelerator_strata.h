@@ -13,9 +13,11 @@
  * set by cuda-aware.conf) on a node whose driver has a device.  Where Open
  * MPI was built with CUDA itself it steps aside: that Open MPI has its own.
  *
- * Files: _component.c (selection, parameters), _memory.c (pointer kinds,
- * copies, allocation, registration), _stream.c (streams, events), _device.c
- * (device ids, PCI attributes, peer access).
+ * Files: _component.c (selection, parameters), _context.c (the output
+ * stream, error lines, a device's context made current: what the entry
+ * points share), _memory.c (pointer kinds, copies, allocation,
+ * registration), _stream.c (streams, events), _device.c (device ids, PCI
+ * attributes, peer access).
  */
 #ifndef ACCELERATOR_STRATA_H
 #define ACCELERATOR_STRATA_H
@@ -38,7 +40,10 @@ OPAL_DECLSPEC extern const char mca_accelerator_cuda_strata_marker[];
 /* The operations table handed to the framework. */
 extern opal_accelerator_base_module_t accelerator_strata_module;
 
-/* Output stream and verbosity (accelerator_cuda_strata_verbose). */
+/* What the entry points share (accelerator_strata_context.c). */
+
+/* Output stream, opened by the component with its verbosity
+ * (accelerator_cuda_strata_verbose). */
 extern int accelerator_strata_output;
 
 /* An error line naming the call, the driver's result and what it was for. */

@@ -14,8 +14,6 @@
 #include "ompi_accel/accelerator_strata.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
-#include <stdio.h>
 
 #include "opal/mca/accelerator/base/base.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -23,7 +21,7 @@
 #include "opal/util/output.h"
 
 #include "common/strata_cuda.h"
-#include "ompi_coll/coll_strata_ompi.h"
+#include "ompi_common/strata_ompi.h"
 
 /* What tells this component's file from an Open MPI's own
  * mca_accelerator_cuda.so: `make install` looks for the string
@@ -33,7 +31,6 @@ OPAL_DECLSPEC const char mca_accelerator_cuda_strata_marker[] = "STRATA_ACCELERA
 
 static bool accelerator_strata_enable;
 static int accelerator_strata_verbose;
-int accelerator_strata_output = -1;
 
 static int accelerator_strata_register(void);
 static int accelerator_strata_open(void);
@@ -176,33 +173,4 @@ static void accelerator_strata_finalize(opal_accelerator_base_module_t *module)
 {
     (void)module;
     accelerator_strata_streams_fini();
-}
-
-void accelerator_strata_report(const char *call, CUresult res, const char *what, ...)
-{
-    char result[160], line[512];
-    va_list ap;
-
-    va_start(ap, what);
-    vsnprintf(line, sizeof(line), what, ap);
-    va_end(ap);
-    opal_output(0, "accelerator:cuda (Strata): %s failed: %s (%s)", call,
-                strata_cuda_result_str(res, result, sizeof(result)), line);
-}
-
-int accelerator_strata_ctx_push(int dev_id, CUcontext *saved, const char *what)
-{
-    if (strata_cuda_ctx_push(dev_id, saved) != 0) {
-        opal_output(0,
-                    "accelerator:cuda (Strata): no CUDA context for device %d could be made "
-                    "current (%s)",
-                    dev_id, what);
-        return OPAL_ERROR;
-    }
-    return OPAL_SUCCESS;
-}
-
-void accelerator_strata_ctx_pop(CUcontext saved)
-{
-    strata_cuda_ctx_pop(saved);
 }

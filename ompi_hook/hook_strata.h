@@ -15,10 +15,19 @@
 #include "ompi_config.h"
 
 #include "ompi/mca/hook/hook.h"
-#include "ompi_coll/coll_strata_ompi.h"
+#include "ompi_common/strata_ompi.h"
 #include "opal/util/output.h"
 
 BEGIN_C_DECLS
+
+/*
+ * hook/strata must load libuct_strata into UCX before pml/ucx calls
+ * ucp_init.  Open MPI 4.1 calls a DSO hook's mpi_init_top_post_opal before
+ * pml selection; 5.0 calls it only after the pml is selected (instance
+ * init), but opens the hook framework before the pml's, so there the load
+ * happens in the component's open callback.
+ */
+#define MCA_HOOK_STRATA_LOAD_AT_OPEN MCA_STRATA_OMPI_5
 
 typedef struct mca_hook_strata_component_t {
     ompi_hook_base_component_1_0_0_t super;

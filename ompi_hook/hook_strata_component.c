@@ -1,7 +1,7 @@
 /*
  * hook/strata component: parameters, and loading libuct_strata.so early in
  * MPI_Init when asked to (Open MPI 4.1: the post-opal hook; 5.0: the
- * component's open, coll_strata_ompi.h).
+ * component's open, hook_strata.h).
  */
 #include "hook_strata.h"
 #ifdef MCA_HOOK_STRATA_HAVE_DT
@@ -41,7 +41,7 @@ mca_hook_strata_component_t mca_hook_strata_component = {
          * post-opal hook is the first one a dynamic component receives, and
          * in Open MPI 4.1 it still precedes pml selection (and so ucp_init).
          * In 5.0 it follows pml selection: there the component's open does
-         * the loading (coll_strata_ompi.h). */
+         * the loading (hook_strata.h). */
         .hookm_mpi_init_top_post_opal = MCA_HOOK_STRATA_LOAD_AT_OPEN
                                         ? NULL : mca_hook_strata_mpi_init_top_post_opal,
         /* The pml is chosen by then: what MPIX_Query_cuda_support answers. */
@@ -161,7 +161,7 @@ static void mca_hook_strata_mpi_init_bottom(int argc, char **argv, int requested
     const char *pml = mca_pml_base_selected_component.pmlm_version.mca_component_name;
     int ucx_ready   = mca_hook_strata_component.gpu && NULL != mca_hook_strata_component.uct_handle;
 
-#if MCA_COLL_STRATA_OMPI_5
+#if MCA_STRATA_OMPI_5
     mca_hook_strata_cuda_aware_answer_accel(mca_hook_strata_component.output, pml, ucx_ready);
 #else
     if (ucx_ready) {

@@ -17,9 +17,9 @@
 
 #include "mpi.h"
 #include "ompi/mca/pml/base/base.h"
-#include "ompi_coll/coll_strata_ompi.h"
+#include "ompi_common/strata_ompi.h"
 #include "opal/util/output.h"
-#if MCA_COLL_STRATA_OMPI_5
+#if MCA_STRATA_OMPI_5
 #include "opal/mca/accelerator/accelerator.h"
 #include "opal/mca/accelerator/base/base.h"
 #include "opal/runtime/opal_params_core.h"
@@ -63,7 +63,7 @@ static int hook_strata_ca_tls_ok(const char *tls)
     return mca_hook_strata_cuda_aware_tls_names(tls, "gpu_copy");
 }
 
-#if MCA_COLL_STRATA_OMPI_5
+#if MCA_STRATA_OMPI_5
 /* Whether the selected accelerator module is Strata's: the object holding
  * its functions exports Strata's mark (an Open MPI built with CUDA has a
  * "cuda" component of its own, which is never touched). */

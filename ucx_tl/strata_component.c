@@ -18,7 +18,7 @@
 #define _GNU_SOURCE /* dladdr, RTLD_DEFAULT */
 #endif
 #include "strata_config.h"
-#include "strata_md.h"
+#include "base/strata_md.h"
 #include "strata_memhooks.h"
 #include "gpu_copy/gpu_copy_iface.h"
 #include "gpu_copy/gpu_copy_md.h"

@@ -2,9 +2,11 @@
  * Memory-type detection for a UCX built without CUDA (see strata_memhooks.h).
  */
 #include "strata_memhooks.h"
-#include "strata_md.h"
-#include "gpu_ipc/gpu_ipc_md.h"
+#include "strata_ucx_compat.h"
+#include "base/gpu_base_device_reset.h"
 
+#include <common/strata_cuda.h>
+#include <common/strata_mem.h>
 #include <ucm/api/ucm.h>
 #include <ucm/bistro/bistro.h>
 #include <ucm/event/event.h>
@@ -247,14 +249,15 @@ typedef struct uct_strata_memhook {
 
 /*
  * cuDevicePrimaryCtxReset destroys everything of the primary context, the
- * peers' allocations gpu_ipc mapped and caches there included: the cache
- * forgets them (unmapping what no copy uses) before the driver runs.
+ * peers' allocations gpu_ipc mapped and caches there included: the
+ * transports that keep such state hear of it (gpu_base_device_reset.h) and
+ * forget it before the driver runs.
  */
 static CUresult (*uct_strata_orig_cuDevicePrimaryCtxReset)(CUdevice);
 
 static CUresult uct_strata_hook_cuDevicePrimaryCtxReset(CUdevice dev)
 {
-    uct_gpu_ipc_device_reset((int)dev);
+    uct_gpu_base_device_reset_notify((int)dev);
     return uct_strata_orig_cuDevicePrimaryCtxReset(dev);
 }
 

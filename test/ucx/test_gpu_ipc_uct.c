@@ -4,7 +4,7 @@
  * with get_zcopy/put_zcopy.  Addresses and packed rkeys go over a
  * socketpair made before fork (CUDA must not be initialized before fork).
  *
- *   test_gpu_ipc_uct [--expect-unreachable] [--max-size BYTES] [--only start|inflight]
+ *   test_gpu_ipc_uct [--expect-unreachable] [--max-size BYTES] [--only start|inflight|reset]
  *
  *   get       get_zcopy of the owner's buffer at several offsets and sizes
  *   put       put_zcopy into the owner's buffer; the owner checks the bytes
@@ -35,6 +35,11 @@
  *   Bytes and statuses are checked here; that no mapping is closed under a
  *   copy is checked on the CUDA stand-in's trace (CUDA_STANDIN_TRACE=1) by
  *   test/ucx/tests.sh, from the lines this check prints on stderr.
+ * --only reset: a get maps the owner's allocation (cached once its rkey is
+ *   released), a gpu_copy domain installs the driver hooks, and once UCX is
+ *   closed the peer resets device 0's primary context: the cache must unmap
+ *   the allocation first (checked on the stand-in's trace by
+ *   test/ucx/tests.sh, from the line this check prints on stderr).
  * --expect-unreachable (run with CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2):
  *   unpacking the owner's key must answer UCS_ERR_UNREACHABLE, so that UCP
  *   falls back to another protocol.
@@ -841,6 +846,35 @@ static uct_ep_h test_peer_connect(test_ctx_t *ctx, const uint8_t *dev_addr,
     return ep;
 }
 
+/* --only reset, before the reset: the owner's allocation mapped and cached
+ * (its rkey released, nothing else holds the mapping), and the driver hooks
+ * installed, which opening a gpu_copy domain does. */
+static void test_peer_reset_prepare(test_ctx_t *ctx, uct_ep_h ep, const test_msg_t *get_msg,
+                                    CUdeviceptr local)
+{
+    test_remote_t remote;
+    stest_uct_t copy = {.component = ctx->uct.component};
+
+    STEST_UCS(stest_uct_md_open(&copy, "gpu_copy", NULL));
+    uct_md_close(copy.md);
+    STEST_UCS(test_unpack(ctx, get_msg, &remote));
+    test_peer_get(ctx, ep, &remote, local, "reset: before it");
+    STEST_UCS(uct_rkey_release(ctx->uct.component, &remote.rkey));
+}
+
+/* The device's primary context reset once UCX is closed (as CUDA asks): the
+ * cache must unmap the peer's allocation first, which test/ucx/tests.sh
+ * reads on the stand-in's trace between this mark on stderr and the reset. */
+static void test_peer_reset(void)
+{
+    CUdevice dev;
+
+    STEST_CU(cuDeviceGet(&dev, 0));
+    fprintf(stderr, "test_gpu_ipc_uct: reset: resetting device 0's primary context\n");
+    STEST_CU(cuDevicePrimaryCtxReset(dev));
+    test_ok("reset: device 0's primary context reset with a peer's allocation still cached");
+}
+
 /* --only CHECK: the peer runs that check alone, then death. */
 static int test_peer_only(test_ctx_t *ctx, uct_ep_h ep, const char *only,
                           const test_msg_t *get_msg, const test_msg_t *put_msg, pid_t owner)
@@ -855,6 +889,8 @@ static int test_peer_only(test_ctx_t *ctx, uct_ep_h ep, const char *only,
         test_peer_get(ctx, ep, &get_remote, local, "start: the owner's real legacy key");
         STEST_UCS(uct_rkey_release(ctx->uct.component, &get_remote.rkey));
         test_peer_vmm(ctx, ep, local);
+    } else if (!strcmp(only, "reset")) {
+        test_peer_reset_prepare(ctx, ep, get_msg, local);
     } else {
         test_peer_inflight(ctx, ep, get_msg, put_msg, local);
     }
@@ -862,6 +898,9 @@ static int test_peer_only(test_ctx_t *ctx, uct_ep_h ep, const char *only,
     uct_ep_destroy(ep);
     test_close(ctx);
     STEST_CU(cuMemFree(local));
+    if (!strcmp(only, "reset")) {
+        test_peer_reset();
+    }
     printf("test_gpu_ipc_uct: all checks passed\n");
     return 0;
 }
@@ -950,11 +989,14 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--max-size") && (i + 1 < argc)) {
             test_max_size = strtoull(argv[++i], NULL, 0);
         } else if (!strcmp(argv[i], "--only") && (i + 1 < argc) &&
-                   (!strcmp(argv[i + 1], "start") || !strcmp(argv[i + 1], "inflight"))) {
+                   (!strcmp(argv[i + 1], "start") || !strcmp(argv[i + 1], "inflight") ||
+                    !strcmp(argv[i + 1], "reset"))) {
             only = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--expect-unreachable] [--max-size BYTES] "
-                    "[--only start|inflight]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--expect-unreachable] [--max-size BYTES] "
+                    "[--only start|inflight|reset]\n",
+                    argv[0]);
             return 2;
         }
     }

@@ -144,6 +144,15 @@ ucx_gpu_ipc_uct_open_refused() {
 ucx_gpu_ipc_uct_owner_restarted() {
     strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --only start
 }
+# ucx_gpu_ipc_uct_traced CHECK TRACE: test_gpu_ipc_uct --only CHECK, its
+# stderr (the check's marks among the stand-in's trace, where the stand-in
+# is the driver) in TRACE; on a failure prints both, less the trace.
+ucx_gpu_ipc_uct_traced() {
+    local out="$STRATA_TEST_TMP/out"
+    CUDA_STANDIN_TRACE=1 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --only "$1" \
+        >"$out" 2>"$2" || { cat "$out"; grep -v "^cuda_standin\[" "$2"; return 1; }
+    cat "$out"
+}
 # Copies in flight hold their peer mapping: with a cache of one mapping, a
 # get and a put through two allocations in flight while the first mapping
 # is evicted or its rkey released.  On the stand-in, whose
@@ -151,10 +160,8 @@ ucx_gpu_ipc_uct_owner_restarted() {
 # either way), its trace must show no mapping closed between the first
 # copy's issue and the first completion.
 ucx_gpu_ipc_uct_inflight_mapping() {
-    local out="$STRATA_TEST_TMP/out" trace="$STRATA_TEST_TMP/trace"
-    CUDA_STANDIN_TRACE=1 strata_ucx_run "$STRATA_BUILDDIR/test/ucx/test_gpu_ipc_uct" --only inflight \
-        >"$out" 2>"$trace" || { cat "$out"; grep -v "^cuda_standin\[" "$trace"; return 1; }
-    cat "$out"
+    local trace="$STRATA_TEST_TMP/trace"
+    ucx_gpu_ipc_uct_traced inflight "$trace" || return 1
     [ -n "$STRATA_CUDA_LIBDIR" ] || return 0
     grep -c "inflight round .: copies queued" "$trace" | grep -qx 2 || { echo "no round marks in the trace"; return 1; }
     grep -q "cuIpcCloseMemHandle" "$trace" || { echo "no mapping closed: the cache size was not 1?"; return 1; }
@@ -163,6 +170,23 @@ ucx_gpu_ipc_uct_inflight_mapping() {
          open && /cuIpcCloseMemHandle/ {
              print "FAIL: a mapping was closed under a copy in flight, after \"" mark "\": " $0; bad = 1 }
          END { if (!bad) print "trace: no mapping closed between a copy issue and its completion"; exit bad }' "$trace"
+}
+
+# A reset of the device's primary context takes the peers' allocations
+# gpu_ipc mapped there: the driver hook that sees it (installed by the
+# gpu_copy domain) tells base/'s reset listeners, and gpu_ipc's cache unmaps
+# what it holds before the driver runs.  On the stand-in the trace must show
+# the cached mapping closed between the test's mark and the reset itself.
+ucx_gpu_ipc_uct_device_reset() {
+    local trace="$STRATA_TEST_TMP/trace"
+    ucx_gpu_ipc_uct_traced reset "$trace" || return 1
+    [ -n "$STRATA_CUDA_LIBDIR" ] || return 0
+    awk '/reset: resetting device 0/ { open = 1; next }
+         open && /cuIpcCloseMemHandle/ { closed = 1; next }
+         open && /cuDevicePrimaryCtxReset/ { done = 1; exit }
+         END { if (!done) { print "FAIL: no cuDevicePrimaryCtxReset after the mark"; exit 1 }
+               if (!closed) { print "FAIL: the cached mapping was not closed before the reset"; exit 1 }
+               print "trace: the cached mapping closed before the reset ran" }' "$trace"
 }
 
 # GPUDirect RDMA through dma-buf (UCX >= 1.14): gpu_copy exports device
@@ -834,6 +858,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_gpu_ipc_uct_open_refused 120 ucx_gpu_ipc_uct_open_refused
     strata_test ucx_gpu_ipc_uct_owner_restarted 120 ucx_gpu_ipc_uct_owner_restarted
     strata_test ucx_gpu_ipc_uct_inflight_mapping 120 ucx_gpu_ipc_uct_inflight_mapping
+    strata_test ucx_gpu_ipc_uct_device_reset 120 ucx_gpu_ipc_uct_device_reset
     if strata_ucx_at_least 1 22; then
         strata_test ucx_plugin_scan 120 ucx_plugin_scan
     else

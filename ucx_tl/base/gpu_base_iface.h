@@ -19,7 +19,7 @@
 #ifndef UCT_GPU_BASE_IFACE_H
 #define UCT_GPU_BASE_IFACE_H
 
-#include "../strata_md.h"
+#include "strata_md.h"
 
 #include <uct/base/uct_iface.h>
 #include <ucs/datastruct/mpool.h>

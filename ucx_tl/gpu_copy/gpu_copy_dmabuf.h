@@ -18,7 +18,7 @@
 #ifndef UCT_GPU_COPY_DMABUF_H
 #define UCT_GPU_COPY_DMABUF_H
 
-#include "../strata_md.h"
+#include "../base/strata_md.h"
 
 #if UCT_STRATA_HAVE_DMABUF
 

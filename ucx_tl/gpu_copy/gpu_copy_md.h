@@ -10,7 +10,7 @@
 #ifndef UCT_GPU_COPY_MD_H
 #define UCT_GPU_COPY_MD_H
 
-#include "../strata_md.h"
+#include "../base/strata_md.h"
 
 /* The whole packed key of the gpu_copy domain (it has nothing to say). */
 #define UCT_GPU_COPY_KEY_MAGIC 0x59504353u /* "SCPY" in memory */

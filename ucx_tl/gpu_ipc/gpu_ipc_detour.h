@@ -17,7 +17,7 @@
 #ifndef UCT_GPU_IPC_DETOUR_H
 #define UCT_GPU_IPC_DETOUR_H
 
-#include "../strata_md.h"
+#include "../base/strata_md.h"
 
 #include <stdint.h>
 

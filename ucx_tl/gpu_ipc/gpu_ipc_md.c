@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* process_vm_readv/writev */
 #endif
 #include "gpu_ipc_md.h"
+#include "../base/gpu_base_device_reset.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
@@ -262,7 +263,7 @@ static ucs_status_t uct_gpu_ipc_mem_dereg(UCT_STRATA_MEM_DEREG_ARGS)
  * Whether the allocation a registration exported is still the one at its
  * address.  UCP keeps gpu_ipc registrations in its registration cache
  * (cache_mem_types, which UCX 1.18's rendezvous needs) until the allocation
- * hooks report the free (strata_memhooks.c).  Without them
+ * hooks report the free (../strata_memhooks.c).  Without them
  * (UCX_STRATA_MEMTYPE_HOOKS=n, hooks that could not be installed, a free
  * they do not see) a cached registration outlives its allocation, and a new
  * allocation at the same address would go out with the old one's handle:
@@ -336,7 +337,7 @@ static ucs_status_t uct_gpu_ipc_md_query(uct_md_h uct_md, uct_strata_md_attr_t *
         .access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA),
         .detect_mem_types = 0,
         /* UCP's cache drops a registration when the allocation hooks
-         * announce the free (strata_memhooks.c), as with UCX's cuda_ipc;
+         * announce the free (../strata_memhooks.c), as with UCX's cuda_ipc;
          * without them mkey_pack finds the allocation replaced. */
         .cache_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_CUDA) | host,
         .rkey_packed_size = UCT_GPU_IPC_KEY_PACKED_SIZE,
@@ -640,26 +641,14 @@ static const uct_gpu_ipc_cache_ops_t uct_gpu_ipc_cache_ops = {
     .check = uct_gpu_ipc_cache_check_cb,
 };
 
-static void uct_gpu_ipc_cache_init_once(void)
-{
-    /* The setting's default until a domain is opened with its value. */
-    uct_gpu_ipc_cache_init(&uct_gpu_ipc_cache, &uct_gpu_ipc_cache_ops, NULL, 1024);
-}
-
-uct_gpu_ipc_cache_t *uct_gpu_ipc_global_cache(void)
-{
-    pthread_once(&uct_gpu_ipc_cache_once, uct_gpu_ipc_cache_init_once);
-    return &uct_gpu_ipc_cache;
-}
-
-void uct_gpu_ipc_device_reset(int ordinal)
+/* Device `ordinal`'s primary context is about to be reset: the peers'
+ * allocations mapped in it go with it, so the cache forgets them first
+ * (unmapping what no copy uses). */
+static void uct_gpu_ipc_device_reset(void *arg, int ordinal)
 {
     CUcontext ctx;
     unsigned count;
 
-    if (uct_gpu_ipc_cache.ops == NULL) {
-        return; /* nothing ever mapped */
-    }
     /* every mapping was made in a primary context Strata retained: none
      * retained for this device, none to drop (and none retained now) */
     ctx   = strata_cuda_primary_ctx_retained(ordinal);
@@ -667,6 +656,24 @@ void uct_gpu_ipc_device_reset(int ordinal)
     ucs_debug("gpu_ipc: device %d's primary context is reset: %u cached mapping(s) of peers' "
               "memory dropped",
               ordinal, count);
+}
+
+static uct_gpu_base_device_reset_listener_t uct_gpu_ipc_device_reset_listener = {
+    .cb = uct_gpu_ipc_device_reset,
+};
+
+static void uct_gpu_ipc_cache_init_once(void)
+{
+    /* The setting's default until a domain is opened with its value. */
+    uct_gpu_ipc_cache_init(&uct_gpu_ipc_cache, &uct_gpu_ipc_cache_ops, NULL, 1024);
+    /* Nothing is mapped before the cache exists: a reset matters from here. */
+    uct_gpu_base_device_reset_listen(&uct_gpu_ipc_device_reset_listener);
+}
+
+uct_gpu_ipc_cache_t *uct_gpu_ipc_global_cache(void)
+{
+    pthread_once(&uct_gpu_ipc_cache_once, uct_gpu_ipc_cache_init_once);
+    return &uct_gpu_ipc_cache;
 }
 
 UCS_STATIC_CLEANUP

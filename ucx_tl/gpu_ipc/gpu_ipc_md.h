@@ -5,7 +5,7 @@
 #ifndef UCT_GPU_IPC_MD_H
 #define UCT_GPU_IPC_MD_H
 
-#include "../strata_md.h"
+#include "../base/strata_md.h"
 #include "gpu_ipc_cache.h"
 
 #include <sys/types.h>
@@ -47,11 +47,6 @@ int uct_gpu_ipc_owner_is_alive(pid_t pid, uint64_t start);
 
 /* The process-wide cache of peer mappings that rkeys and copies reference. */
 uct_gpu_ipc_cache_t *uct_gpu_ipc_global_cache(void);
-
-/* Device `ordinal`'s primary context is about to be reset (the driver
- * hook, strata_memhooks.c): the peers' allocations mapped in it go with it,
- * so the cache forgets them first. */
-void uct_gpu_ipc_device_reset(int ordinal);
 
 /* Component-level key functions (a key is unpacked without a domain). */
 ucs_status_t uct_gpu_ipc_rkey_unpack(UCT_STRATA_RKEY_UNPACK_ARGS);

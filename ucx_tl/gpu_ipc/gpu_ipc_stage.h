@@ -18,7 +18,7 @@
 #ifndef UCT_GPU_IPC_STAGE_H
 #define UCT_GPU_IPC_STAGE_H
 
-#include "../strata_md.h"
+#include "../base/strata_md.h"
 
 #include <sys/types.h>
 

@@ -13,7 +13,8 @@
 #ifndef UCT_STRATA_MD_H
 #define UCT_STRATA_MD_H
 
-#include "strata_ucx_compat.h"
+#include "strata_cuda_call.h"
+#include "../strata_ucx_compat.h"
 
 #include <uct/base/uct_iface.h>
 
@@ -72,26 +73,16 @@ ucs_status_t uct_strata_md_open(const uct_strata_md_desc_t *desc, uct_component_
 /* Frees a domain; its ops' close, after what the domain itself releases. */
 void uct_strata_md_close(uct_md_h uct_md);
 
-/*
- * Runs a driver call, logs a failure with the call's text and the driver's
- * error name and description, and evaluates to a ucs_status_t.  The log
- * level is a parameter because some failures are expected (a pointer that
- * is not CUDA memory) and must stay quiet.
- */
-ucs_status_t uct_strata_cuda_check(CUresult res, const char *call, ucs_log_level_t level);
-#define UCT_STRATA_CUDA_CALL(_level, _call) uct_strata_cuda_check((_call), #_call, (_level))
-#define UCT_STRATA_CUDA(_call)              UCT_STRATA_CUDA_CALL(UCS_LOG_LEVEL_ERROR, _call)
-
 /* What the driver says about a pointer, in the terms UCP needs. */
 typedef struct uct_strata_mem_info {
-    ucs_memory_type_t mem_type; /* CUDA, CUDA_MANAGED, or HOST if unknown */
-    CUdeviceptr base;           /* start of the allocation or VMM mapping */
-    size_t length;              /* its length */
-    unsigned long long buffer_id;
-    int ordinal;                /* device ordinal, -1 if not device memory */
-    int legacy_ipc;             /* cuIpcGetMemHandle can export it */
-    int from_pool;              /* stream-ordered (cudaMallocAsync) memory */
-    int spans;                  /* the range runs past base+length (not exportable) */
+    ucs_memory_type_t mem_type;   /* CUDA, CUDA_MANAGED, or HOST if unknown */
+    CUdeviceptr base;             /* start of the allocation or VMM mapping */
+    size_t length;                /* its length */
+    unsigned long long buffer_id; /* tells a freed and reused address apart */
+    int ordinal;                  /* device ordinal, -1 if not device memory */
+    int legacy_ipc;               /* cuIpcGetMemHandle can export it */
+    int from_pool;                /* stream-ordered (cudaMallocAsync) memory */
+    int spans;                    /* the range runs past base+length (not exportable) */
 } uct_strata_mem_info_t;
 
 /*

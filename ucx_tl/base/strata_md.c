@@ -1,8 +1,8 @@
 /*
  * Memory domains of component "strata": what both share (settings, the
  * pointer questions they ask the driver, opening and closing).  Each
- * domain's own operations are in gpu_copy/gpu_copy_md.c and
- * gpu_ipc/gpu_ipc_md.c.
+ * domain's own operations are in ../gpu_copy/gpu_copy_md.c and
+ * ../gpu_ipc/gpu_ipc_md.c.
  */
 #include "strata_md.h"
 
@@ -70,31 +70,6 @@ ucs_config_field_t uct_strata_md_config_table[] = {
 
     {NULL}};
 
-ucs_status_t uct_strata_cuda_check(CUresult res, const char *call, ucs_log_level_t level)
-{
-    char str[160];
-
-    if (ucs_likely(res == CUDA_SUCCESS)) {
-        return UCS_OK;
-    }
-    if (res == CUDA_ERROR_NOT_READY) {
-        return UCS_INPROGRESS;
-    }
-    ucs_log(level, "%s failed: %s", call, strata_cuda_result_str(res, str, sizeof(str)));
-    switch (res) {
-    case CUDA_ERROR_OUT_OF_MEMORY:
-        return UCS_ERR_NO_MEMORY;
-    case CUDA_ERROR_INVALID_VALUE:
-    case CUDA_ERROR_INVALID_HANDLE:
-        return UCS_ERR_INVALID_PARAM;
-    case CUDA_ERROR_NOT_SUPPORTED:
-    case CUDA_ERROR_NOT_PERMITTED:
-        return UCS_ERR_UNSUPPORTED;
-    default:
-        return UCS_ERR_IO_ERROR;
-    }
-}
-
 ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
                                      uct_strata_mem_info_t *info)
 {
@@ -108,8 +83,8 @@ ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
     if ((strata_mem_query(address, &mem) != 0) || (mem.kind == STRATA_MEM_HOST)) {
         return UCS_OK;
     }
-    info->mem_type   = (mem.kind == STRATA_MEM_MANAGED) ? UCS_MEMORY_TYPE_CUDA_MANAGED
-                                                         : UCS_MEMORY_TYPE_CUDA;
+    info->mem_type   = (mem.kind == STRATA_MEM_MANAGED) ? UCS_MEMORY_TYPE_CUDA_MANAGED :
+                                                          UCS_MEMORY_TYPE_CUDA;
     info->base       = (CUdeviceptr)mem.base;
     info->length     = mem.length;
     info->buffer_id  = mem.buffer_id;
