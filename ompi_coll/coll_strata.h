@@ -1,6 +1,6 @@
 /*
  * coll/strata: topology-aware collectives for Open MPI 4.1 and 5.0 (the
- * differences: coll_strata_ompi.h).
+ * differences: base/coll_strata_ompi.h).
  *
  * Declares the component: its MCA parameters' storage, comm_query and the
  * module's enabling.  The component is off by default (priority 0 makes
@@ -21,8 +21,7 @@
  * down; a room includes only rooms below it:
  *   ./        the component (coll_strata_component.c: MCA parameters) and
  *             the module's life (coll_strata_module.c: comm_query,
- *             module_enable, saving the functions below strata);
- *             coll_strata_ompi.h, the coll-only adapter to Open MPI 4.1/5.0
+ *             module_enable, saving the functions below strata)
  *   colls/    the collectives' entry points and each call's decision:
  *             coll_strata_colls.h
  *   staging/  the call's buffers classified, any collective on device
@@ -35,7 +34,9 @@
  *             between nodes, the shared-memory segment, the topology:
  *             coll_strata_engine.h
  *   base/     what every room may use: verbose messages, fault injection,
- *             op names, the settings' type
+ *             op names, the settings' type, and coll/strata's part of the
+ *             adapter to Open MPI 4.1 and 5.0 (coll_strata_ompi.h; the
+ *             part every plugin shares: ompi_common/strata_ompi.h)
  *   logic/    pure logic, no Open MPI: schedules, decision, cost model:
  *             coll_strata_logic.h
  */
@@ -51,7 +52,7 @@
 #include "ompi/request/request.h"
 #include "opal/util/output.h"
 
-#include "coll_strata_ompi.h"
+#include "base/coll_strata_ompi.h"
 #include "comm/coll_strata_module.h"
 
 BEGIN_C_DECLS

@@ -12,7 +12,7 @@
  *     5.0 (here);
  *   - coll/strata's: the coll component and module versions, the layout of a
  *     nonblocking collective's request, where OPAL's mutexes are declared
- *     (ompi_coll/coll_strata_ompi.h); coll/han on by default in 5.0, which
+ *     (ompi_coll/base/coll_strata_ompi.h); coll/han on by default in 5.0, which
  *     coll/strata stacks itself above (coll_strata_component.c);
  *   - hook/strata's: 5.0 calls a DSO hook's post-opal hook only after pml
  *     selection, so there the UCT module is loaded at open

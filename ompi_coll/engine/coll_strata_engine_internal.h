@@ -18,7 +18,7 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
 
-#include "../coll_strata_ompi.h"
+#include "../base/coll_strata_ompi.h"
 #include "../base/coll_strata_log.h"
 #include "../base/coll_strata_op.h"
 #include "coll_strata_engine.h"

@@ -11,7 +11,7 @@
  * copies out, frees the inner request and completes the outer one, which
  * the application's MPI_Wait/MPI_Test then sees.
  */
-#include "../coll_strata_ompi.h"
+#include "../base/coll_strata_ompi.h"
 #include "../comm/coll_strata_module.h"
 #include "coll_strata_stage.h"
 

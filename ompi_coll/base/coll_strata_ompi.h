@@ -16,6 +16,10 @@
  * coll_module_enable before copying a module's functions in, and
  * coll_module_disable once per slot the module holds when a communicator
  * goes (mca_coll_base_comm_unselect).
+ *
+ * In base/: every room may include it (engine/'s and staging/'s locks,
+ * staging/'s nonblocking request).  May include: ompi_common/ and Open
+ * MPI.  Nothing else of ompi_coll.
  */
 #ifndef MCA_COLL_STRATA_OMPI_H
 #define MCA_COLL_STRATA_OMPI_H
