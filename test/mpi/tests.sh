@@ -1084,12 +1084,14 @@ coll_device_budget() {
 # count lines of runs with N and 2N calls (files: output, counts, output,
 # counts), each rank's difference against WAITS per call (and, unless
 # BUDGET_WAITS_ONLY=1, no compute-engine work and one copy each way).
+# BUDGET_PTRQ=MAX checks the pointer queries instead, and only them: at
+# most MAX per call.
 # coll_device_budget_check NP N WAITS WHAT FILES...
 coll_device_budget_check() {
     local np=$1 n=$2 waits=$3 what=$4
     shift 4
     awk -v np="$np" -v n="$n" -v waits="$waits" -v what="$what" \
-        -v waits_only="${BUDGET_WAITS_ONLY:-0}" '
+        -v waits_only="${BUDGET_WAITS_ONLY:-0}" -v ptrq="${BUDGET_PTRQ:-}" '
         FNR == 1 { file++ }
         /^rank [0-9]+ pid [0-9]+$/ { rank[int((file + 1) / 2), $4] = $2; next }
         /^pid=/ {
@@ -1101,9 +1103,15 @@ coll_device_budget_check() {
         END {
             for (r = 0; r < np; r++) {
                 if (!((1, r) in seen) || !((2, r) in seen)) { printf "rank %d: no count line\n", r; bad = 1; continue }
-                split("waits launches dtod htod dtoh memset", k, " ")
+                nk = split("waits launches dtod htod dtoh memset ptrq calls", k, " ")
                 line = sprintf("rank %d: %d more calls (%s):", r, n, what)
-                for (i = 1; i <= 6; i++) { d[k[i]] = v[2, r, k[i]] - v[1, r, k[i]]; line = line sprintf(" %s %+d", k[i], d[k[i]]) }
+                for (i = 1; i <= nk; i++) { d[k[i]] = v[2, r, k[i]] - v[1, r, k[i]]; line = line sprintf(" %s %+d", k[i], d[k[i]]) }
+                if (ptrq != "") {
+                    print line sprintf(" (%.2f pointer queries, %.2f driver calls per call)", d["ptrq"] / n, d["calls"] / n)
+                    if (d["ptrq"] > ptrq * n)
+                        { printf "FAIL rank %d: %.2f pointer queries per call, expected at most %d\n", r, d["ptrq"] / n, ptrq; bad = 1 }
+                    continue
+                }
                 print line sprintf(" (%.2f waits per call)", d["waits"] / n)
                 if (!waits_only && (d["launches"] || d["dtod"] || d["memset"]))
                     { printf "FAIL rank %d: compute-engine work per call (launches %+d, dtod %+d, memset %+d): expected none\n", r, d["launches"], d["dtod"], d["memset"]; bad = 1 }
