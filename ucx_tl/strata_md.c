@@ -116,6 +116,7 @@ ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
     info->ordinal    = mem.ordinal;
     info->legacy_ipc = mem.legacy_ipc;
     info->from_pool  = mem.from_pool;
+    info->mem        = mem;
     /* Still device memory for every purpose but export: a buffer may cross
      * adjacent mappings of one reservation (growing allocators do that). */
     if ((mem.length != 0) && ((uintptr_t)address + length > mem.base + mem.length)) {

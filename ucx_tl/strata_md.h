@@ -92,6 +92,7 @@ typedef struct uct_strata_mem_info {
     int legacy_ipc;             /* cuIpcGetMemHandle can export it */
     int from_pool;              /* stream-ordered (cudaMallocAsync) memory */
     int spans;                  /* the range runs past base+length (not exportable) */
+    strata_mem_info_t mem;      /* the answer all this was read from */
 } uct_strata_mem_info_t;
 
 /*

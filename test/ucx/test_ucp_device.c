@@ -16,6 +16,8 @@
  * socketpair.  Tests (--test, a comma list, default all but kill):
  *   tag      ucp_tag_send_nbx/recv_nbx, every size, device->device,
  *            host->device, device->host, both ranks sending in turn
+ *            (--dirs chooses; h->h, host->host in a process with a CUDA
+ *            context, only when named)
  *   rma      put and get between a local buffer (device, then host) and a
  *            ucp_mem_map'ed device buffer of the peer, at two offsets
  *   stale    the peer frees a registered buffer and allocates again (same
@@ -158,7 +160,7 @@ static struct {
     size_t sizes[MAX_SIZES];
     int num_sizes, iters, timeout, print_info, memtype_hint, mem_map_detect, early_alloc, late_cuda;
     int stale_rounds, stale_tag_only, kill_by_parent, badrkey_header, err_mode_none, same_device;
-    unsigned dirs; /* --dirs: bit d of tag_dirs[] (tag test) */
+    unsigned dirs; /* --dirs: bit d of tag_dirs[] (tag test); default the first three */
     int host_mem;  /* --host-mem: 0 pageable, 1 pinned (cuMemHostAlloc), 2 registered */
     size_t stale_size, kill_size;
     const char *expect_tls;
@@ -999,11 +1001,16 @@ static void ucp_teardown(void)
 
 /* ---- tests ------------------------------------------------------------------------ */
 
-static const struct { mem_kind_t src, dst; const char *name; } tag_dirs[] = {
+static const struct {
+    mem_kind_t src, dst;
+    const char *name;
+} tag_dirs[] = {
     {MEM_DEVICE, MEM_DEVICE, "d->d"},
     {MEM_HOST, MEM_DEVICE, "h->d"},
     {MEM_DEVICE, MEM_HOST, "d->h"},
+    {MEM_HOST, MEM_HOST, "h->h"}, /* only when asked: host traffic of a process with a context */
 };
+#define TAG_DIRS ((int)(sizeof(tag_dirs) / sizeof(tag_dirs[0])))
 
 /* Both ranks own a source of kind dir.src and a destination of kind dir.dst;
  * rank 0 sends to rank 1, then rank 1 to rank 0, --iters times. */
@@ -1043,7 +1050,7 @@ static void test_tag_case(int d, size_t size, ucp_tag_t *tag)
 static void test_tag(void)
 {
     ucp_tag_t tag = 1000;
-    for (int d = 0; d < 3; d++) {
+    for (int d = 0; d < TAG_DIRS; d++) {
         if (!(opt.dirs & (1u << d))) continue;
         for (int s = 0; s < opt.num_sizes; s++) test_tag_case(d, opt.sizes[s], &tag);
     }
@@ -1779,7 +1786,7 @@ static void usage(void)
         "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--late-cuda] [--stale-size N]\n"
         "       [--stale-rounds N] [--stale-tag-only]\n"
         "       [--kill-size N] [--kill-by self|parent] [--badrkey-header] [--err-mode peer|none]\n"
-        "       [--same-device] [--dirs d->d,h->d,d->h] [--host-mem pageable|pinned|registered]\n");
+        "       [--same-device] [--dirs d->d,h->d,d->h,h->h] [--host-mem pageable|pinned|registered]\n");
     exit(2);
 }
 
@@ -1805,7 +1812,7 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(a, "--err-mode") && v) opt.err_mode_none = !strcmp(v, "none");
         else if (!strcmp(a, "--dirs") && v) {
             opt.dirs = 0;
-            for (int d = 0; d < 3; d++)
+            for (int d = 0; d < TAG_DIRS; d++)
                 if (strstr(v, tag_dirs[d].name)) opt.dirs |= 1u << d;
             if (opt.dirs == 0) usage();
         } else if (!strcmp(a, "--host-mem") && v) {

@@ -256,14 +256,16 @@ ucp_budget() {  # LABEL MAXWAITS [ucp_tag args...]
 # each buffer, two checks) and Strata 1 per message: each short copy one
 # synchronization, through a pinned buffer (from UCP's pageable message
 # buffer the driver would stage it: 8 waits before).
-ucp_small_count() {  # SIZE ITERS: the counts line of rank 0
+ucp_counts() {  # ALLOC DIR SIZE ITERS: the counts line of rank 0
     local counts line
     counts=$(mktemp) || return 1
-    CUDA_STANDIN_COUNTS=$counts ucp_tag cumemalloc --dirs 'd->d' --sizes "$1" --iters "$2" >/dev/null ||
-        { rm -f "$counts"; echo "FAIL: d->d $1 x $2: the transfer failed" >&2; return 1; }
+    CUDA_STANDIN_COUNTS=$counts ucp_tag "$1" --dirs "$2" --sizes "$3" --iters "$4" >/dev/null ||
+        { rm -f "$counts"; echo "FAIL: $1 $2 $3 x $4: the transfer failed" >&2; return 1; }
     line=$(head -n 1 "$counts"); rm -f "$counts"
     echo "$line"
 }
+ucp_small_count() { ucp_counts cumemalloc 'd->d' "$1" "$2"; }  # SIZE ITERS
+count_of() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$2"; }  # KEY LINE
 ucx_ucp_small_budget() {
     local size a b wa wb k v bad=0
     for size in 8 1KiB 8KiB; do
@@ -278,6 +280,42 @@ ucx_ucp_small_budget() {
         wb=$(sed -n 's/.* waits=\([0-9]*\) .*/\1/p' <<<"$b")
         [ -n "$wa" ] && [ -n "$wb" ] && [ $(( (wb - wa) / 10 )) -le 6 ] ||
             { echo "FAIL: d->d $size: $(( (wb - wa) / 10 )) host-side waits per iteration (budget 6)"; bad=1; }
+    done
+    return $bad
+}
+# Issue 42: what buffer detection costs the driver.  With UCX's memory type
+# cache off (UCX_MEMTYPE_CACHE=n) UCP asks the detecting domain (gpu_copy)
+# about the buffer of every send and every receive; with it on (the hooks
+# feed it) about none of these buffers, the messages being the same
+# otherwise.  The difference of the two runs (each the counts of 20
+# iterations less those of 10, so set-up and the test's own fills and checks
+# cancel) is detection's cost per iteration: rank 0 sends one 8-byte message
+# and receives one (eager on every release), two buffers asked about, at most
+# 2 driver calls each (CUDA_STANDIN_COUNTS' calls, ptrq among them).  Host
+# buffers of a process with a context (h->h), and cuMemAlloc, VMM and
+# stream-ordered pool memory (d->d).  Before: 5, 7 and 5 calls (3 pointer
+# queries) per device buffer, 1 per host buffer.  The run with the cache on
+# must ask nothing about pointers per message, else the difference would not
+# isolate detection.
+ucx_ucp_detect_budget() {
+    local c alloc dir cache n line calls ptrq bad=0
+    local -A v
+    for c in "cumemalloc h->h" "cumemalloc d->d" "vmm d->d" "async d->d"; do
+        read -r alloc dir <<<"$c"
+        for cache in n y; do
+            for n in 10 20; do
+                line=$(UCX_MEMTYPE_CACHE=$cache ucp_counts "$alloc" "$dir" 8 "$n") || return 1
+                echo "$alloc $dir, UCX_MEMTYPE_CACHE=$cache, $n iterations: $line"
+                v[$cache$n.calls]=$(count_of calls "$line"); v[$cache$n.ptrq]=$(count_of ptrq "$line")
+            done
+        done
+        calls=$(( (v[n20.calls] - v[n10.calls]) - (v[y20.calls] - v[y10.calls]) ))
+        ptrq=$(( (v[n20.ptrq] - v[n10.ptrq]) - (v[y20.ptrq] - v[y10.ptrq]) ))
+        echo "$alloc $dir: detection per iteration (2 buffers): $(awk -v c=$calls -v q=$ptrq 'BEGIN { printf "%.1f driver calls, %.1f pointer queries", c / 10, q / 10 }')"
+        [ $(( v[y20.ptrq] - v[y10.ptrq] )) -eq 0 ] ||
+            { echo "FAIL: $alloc $dir: with the cache on the messages still ask about pointers ($(( v[y20.ptrq] - v[y10.ptrq] )) per 10 iterations): the difference does not isolate detection"; bad=1; }
+        [ "$calls" -le 40 ] ||
+            { echo "FAIL: $alloc $dir: detection costs $(awk -v c=$calls 'BEGIN { printf "%.1f", c / 20 }') driver calls per buffer, budget 2"; bad=1; }
     done
     return $bad
 }
@@ -858,6 +896,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_h2d_budget 300 ucx_ucp_h2d_budget
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_budget 300 ucx_ucp_small_budget
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_detect_budget 300 ucx_ucp_detect_budget
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_mps 300 ucx_ucp_small_mps
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_host_staged 300 ucx_ucp_ipc_host_staged
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
