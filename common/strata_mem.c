@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 int strata_mem_driver_state; /* STRATA_MEM_DRIVER_* (strata_mem.h) */
@@ -305,6 +306,39 @@ strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal)
 
 /* ---- synchronous memory operations (strata_mem.h) ---- */
 
+static int strata_mem_ctx_flag_wanted = 1; /* strata_mem_ctx_sync_memops_setup() */
+static strata_mem_report_t strata_mem_report;
+static int strata_mem_refusal_reported;
+
+void strata_mem_ctx_sync_memops_setup(int on, strata_mem_report_t report)
+{
+    __atomic_store_n(&strata_mem_report, report, __ATOMIC_RELEASE);
+    __atomic_store_n(&strata_mem_ctx_flag_wanted, !!on, __ATOMIC_RELEASE);
+}
+
+int strata_mem_ctx_sync_memops_on(void)
+{
+    return __atomic_load_n(&strata_mem_ctx_flag_wanted, __ATOMIC_ACQUIRE);
+}
+
+/* The first refusal of the flag, to the plugin's log (once per process). */
+static void strata_mem_ctx_flag_refused(CUcontext ctx, CUresult res)
+{
+    strata_mem_report_t report = __atomic_load_n(&strata_mem_report, __ATOMIC_ACQUIRE);
+    char error[160], msg[512];
+
+    if ((report == NULL) ||
+        __atomic_exchange_n(&strata_mem_refusal_reported, 1, __ATOMIC_ACQ_REL)) {
+        return;
+    }
+    snprintf(msg, sizeof(msg),
+             "cuCtxSetFlags(CU_CTX_SYNC_MEMOPS) refused on context %p: %s; synchronous copies "
+             "and memsets into VMM, stream-ordered and IPC-opened memory may land after the "
+             "MPI call reads them: synchronize before calling MPI (reported once)",
+             (void *)ctx, strata_cuda_result_str(res, error, sizeof(error)));
+    report(msg);
+}
+
 /* Contexts flagged already, and whether settled (synchronized once).  A
  * context destroyed and another created at the same address would be taken
  * for this one: the contexts Strata meets are primary ones (never destroyed
@@ -332,8 +366,11 @@ static int strata_mem_ctx_flag_current(CUcontext ctx)
         return 0;
     }
     res = strata_cuda.cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS);
-    (void)ctx;
-    return (res == CUDA_SUCCESS) ? 0 : -1;
+    if (res != CUDA_SUCCESS) {
+        strata_mem_ctx_flag_refused(ctx, res);
+        return -1;
+    }
+    return 0;
 }
 
 /* The entry of ctx, -1 when it has none (the lock held). */
@@ -399,8 +436,8 @@ int strata_mem_sync_memops_ctx(int settle)
 {
     CUcontext ctx = NULL;
 
-    if ((strata_cuda_load() != 0) || (strata_cuda.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) ||
-        (ctx == NULL)) {
+    if (!strata_mem_ctx_sync_memops_on() || (strata_cuda_load() != 0) ||
+        (strata_cuda.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) || (ctx == NULL)) {
         return -1;
     }
     return strata_mem_sync_memops_in(ctx, settle);
@@ -460,7 +497,8 @@ int strata_mem_sync_memops_info(uintptr_t ptr, const strata_mem_info_t *info, in
         return -1;
     }
     strata_mem_sync_memops_attr(ptr, info);
-    if (strata_cuda.cuCtxGetCurrent(&current) != CUDA_SUCCESS) {
+    if (!strata_mem_ctx_sync_memops_on() ||
+        (strata_cuda.cuCtxGetCurrent(&current) != CUDA_SUCCESS)) {
         return -1;
     }
     ret   = (current != NULL) ? strata_mem_sync_memops_in(current, settle) : -1;

@@ -574,6 +574,11 @@ accel_ob1() {
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np "$np" "${strata_args[@]}" "$@"
 }
 mpi_accel_api() { accel_ob1 sm 2 "$T/mpi/test_accel_api"; }
+# accelerator_cuda_strata_ctx_sync_memops false: the component leaves the
+# application's contexts without CU_CTX_SYNC_MEMOPS (mpi_accel_api: with it).
+mpi_accel_ctx_sync_memops_off() {
+    accel_ob1 sm 2 --mca accelerator_cuda_strata_ctx_sync_memops 0 -- "$T/mpi/test_accel_api" --ctx-flag off
+}
 # mpi_accel_p2p BTL [MPIRUN ARGS] -- [PROGRAM ARGS]
 mpi_accel_p2p() {
     local btl=$1 a=(); shift
@@ -1383,6 +1388,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         # Open MPI 5.0: Strata's accelerator component, ob1 on device memory
         if [ -x "$T/mpi/test_accel_api" ]; then
             strata_test mpi_accel_api 120 mpi_accel_api
+            strata_test mpi_accel_ctx_sync_memops_off 120 mpi_accel_ctx_sync_memops_off
             strata_test mpi_accel_p2p_ob1_sm 300 mpi_accel_p2p sm --
             strata_test mpi_accel_p2p_ob1_sm_nocma 300 mpi_accel_p2p sm "${strata_mca_no_cma[@]}" --
             # over the loopback device: the host's own interfaces come and go
