@@ -1130,6 +1130,50 @@ coll_device_budget_check() {
         }' "${files[@]}"
 }
 
+# Issue 41: buffer detection's cost, counted.  An MPI_Allreduce through
+# coll/strata asks the driver about each of its buffers at most once
+# (CUDA_STANDIN_COUNTS' ptrq: cuPointerGetAttribute(s), cuMemGetAddressRange):
+# per call and rank at most 2 queries, 1 in place, on host buffers of a
+# process with a current context (--cuda: a GPU application's host traffic,
+# where every query reaches the driver) and on device buffers, 8 B (the
+# replicated path) and 1 MiB (sliced).  Whose queries are counted: the jobs
+# run on pml/ob1 with btl self,sm, which never ask the driver (UCX, whose pml
+# and memory type cache would ask about the same buffers, is not loaded, nor
+# Strata's transports in it; Open MPI 4.1 is built without CUDA, 5.0 runs
+# its null accelerator: these jobs do not switch Strata's on), so every query
+# counted is coll/strata's own.  A control in the same test checks that: the
+# same host-buffer calls with coll/strata excluded cost no query at all.  The
+# test's own fills and checks cancel out in the difference of N and 2N calls
+# (coll_device_budget).  Every case runs and prints its numbers; the test
+# fails if any is over.
+# coll_device_ptrq_budget KINDS [MPIRUN_ARGS...]
+coll_device_ptrq_budget() {
+    local kinds=$1 count inplace max bad=0
+    shift
+    for count in 2 262144; do
+        for inplace in "" --inplace; do
+            max=2; [ -n "$inplace" ] && max=1
+            echo "== $kinds count=$count ${inplace:-(two buffers)}: at most $max per call"
+            BUDGET_CALLS=20 BUDGET_PTRQ=$max coll_device_budget 2 ob1 "$kinds" "$count" 0 "$@" -- \
+                --cuda $inplace >"$STRATA_TEST_LOG.case" 2>&1 || bad=1
+            grep "^rank [0-9]*: 20 more\|^FAIL\|^budget\|MPI_ERR\|rror" "$STRATA_TEST_LOG.case"
+        done
+    done
+    return $bad
+}
+coll_device_ptrq_budget_host() {
+    echo "== control: host buffers without coll/strata (tuned): nothing else queries"
+    BUDGET_CALLS=20 BUDGET_PTRQ=0 coll_device_budget 2 ob1 hh 262144 0 --mca coll ^strata -- --cuda \
+        >"$STRATA_TEST_LOG.case" 2>&1 || {
+        cat "$STRATA_TEST_LOG.case"
+        echo "FAIL: the job queries pointers without coll/strata: the budget would not isolate its queries"
+        return 1
+    }
+    grep "^rank [0-9]*: 20 more\|^budget" "$STRATA_TEST_LOG.case"
+    coll_device_ptrq_budget hh
+}
+coll_device_ptrq_budget_device() { coll_device_ptrq_budget dd; }
+
 # The budget's check itself: the allreduce forced onto the GPUs (one device
 # per rank) launches a kernel and copies device to device per call, and
 # coll_device_budget must say so.
@@ -1344,6 +1388,9 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_budget_hd_np3 120 coll_device_budget 3 ob1 hd 2 1
         strata_test mpi_coll_device_budget_dh_np3 120 coll_device_budget 3 ob1 dh 2 1
         strata_test mpi_coll_device_budget_detects 120 coll_device_budget_detects
+        # issue 41: at most one pointer query per distinct buffer and call
+        strata_test mpi_coll_ptrq_budget_host 180 coll_device_ptrq_budget_host
+        strata_test mpi_coll_ptrq_budget_device 180 coll_device_ptrq_budget_device
         # the native path queued on the GPUs: one GPU per rank (auto), and 4
         # ranks sharing one GPU under MPS (auto runs native there too)
         for coll in allreduce bcast allgather; do
