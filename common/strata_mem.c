@@ -28,6 +28,8 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 int strata_mem_driver_state; /* STRATA_MEM_DRIVER_* (strata_mem.h) */
 static unsigned long long strata_mem_seen_adds; /* dlpi_adds when last looked */
@@ -122,6 +124,93 @@ int strata_mem_driver_settle(void)
     return state == STRATA_MEM_DRIVER_PRESENT;
 }
 
+/* ---- what is known of a device buffer, by its buffer id ---- */
+
+/*
+ * UCP asks about the buffer of every message whose type its cache does not
+ * know: what does not change for an allocation is kept here, so that asking
+ * again costs one cuPointerGetAttributes.  A buffer id names one allocation
+ * (or VMM mapping) for the life of the process (a new allocation at the
+ * same address gets a new id), so an entry never goes stale; an entry
+ * evicted by another id (one slot per id, direct-mapped) is learnt again.
+ */
+#define STRATA_MEM_BUFFERS 256 /* a power of 2 */
+typedef struct strata_mem_buffer {
+    unsigned long long id; /* 0: empty */
+    uintptr_t base;        /* cuMemGetAddressRange's answer; length 0: not asked yet */
+    size_t length;
+    int sync_memops_done; /* cuPointerSetAttribute(SYNC_MEMOPS) taken or refused */
+} strata_mem_buffer_t;
+static strata_mem_buffer_t strata_mem_buffers[STRATA_MEM_BUFFERS];
+static pthread_mutex_t strata_mem_buffers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slot of id, emptied for it if another id held it (the lock held). */
+static strata_mem_buffer_t *strata_mem_buffer_slot(unsigned long long id)
+{
+    strata_mem_buffer_t *b = &strata_mem_buffers[(id ^ (id >> 32)) & (STRATA_MEM_BUFFERS - 1)];
+
+    if (b->id != id) {
+        memset(b, 0, sizeof(*b));
+        b->id = id;
+    }
+    return b;
+}
+
+/* The allocation holding ptr as learnt before: 1 and *base, *length. */
+static int strata_mem_buffer_range(unsigned long long id, uintptr_t ptr, uintptr_t *base,
+                                   size_t *length)
+{
+    strata_mem_buffer_t *b;
+    int found;
+
+    if (id == 0) {
+        return 0;
+    }
+    pthread_mutex_lock(&strata_mem_buffers_lock);
+    b     = &strata_mem_buffers[(id ^ (id >> 32)) & (STRATA_MEM_BUFFERS - 1)];
+    found = (b->id == id) && (b->length != 0) && (ptr >= b->base) && (ptr - b->base < b->length);
+    if (found) {
+        *base   = b->base;
+        *length = b->length;
+    }
+    pthread_mutex_unlock(&strata_mem_buffers_lock);
+    return found;
+}
+
+static void strata_mem_buffer_learn_range(unsigned long long id, uintptr_t base, size_t length)
+{
+    strata_mem_buffer_t *b;
+
+    if (id == 0) {
+        return;
+    }
+    pthread_mutex_lock(&strata_mem_buffers_lock);
+    b         = strata_mem_buffer_slot(id);
+    b->base   = base;
+    b->length = length;
+    pthread_mutex_unlock(&strata_mem_buffers_lock);
+}
+
+/* Whether the buffer's SYNC_MEMOPS attribute was set (or refused) before;
+ * marks it so when `mark`. */
+static int strata_mem_buffer_sync_memops(unsigned long long id, int mark)
+{
+    strata_mem_buffer_t *b;
+    int done;
+
+    if (id == 0) {
+        return 0;
+    }
+    pthread_mutex_lock(&strata_mem_buffers_lock);
+    b    = strata_mem_buffer_slot(id);
+    done = b->sync_memops_done;
+    if (mark) {
+        b->sync_memops_done = 1;
+    }
+    pthread_mutex_unlock(&strata_mem_buffers_lock);
+    return done;
+}
+
 int strata_mem_query(const void *ptr, strata_mem_info_t *info)
 {
     CUpointer_attribute attrs[] = {
@@ -133,6 +222,7 @@ int strata_mem_query(const void *ptr, strata_mem_info_t *info)
         CU_POINTER_ATTRIBUTE_RANGE_SIZE,
         CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
         CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+        CU_POINTER_ATTRIBUTE_CONTEXT,
     };
     CUmemorytype mem_type    = 0;
     unsigned is_managed      = 0;
@@ -142,34 +232,38 @@ int strata_mem_query(const void *ptr, strata_mem_info_t *info)
     size_t range             = 0;
     int legacy_ipc           = 0;
     CUmemoryPool pool        = NULL;
-    void *values[]           = {&mem_type, &is_managed, &bufid,  &ordinal,
-                                &start,    &range,      &legacy_ipc, &pool};
+    CUcontext ctx            = NULL;
+    void *values[]           = {&mem_type, &is_managed, &bufid, &ordinal, &start,
+                                &range,    &legacy_ipc, &pool,  &ctx};
+    uintptr_t mbase          = 0;
     CUdeviceptr mstart       = 0;
     size_t mrange            = 0;
 
-    info->kind       = STRATA_MEM_HOST;
-    info->ordinal    = -1;
-    info->buffer_id  = 0;
-    info->base       = 0;
-    info->length     = 0;
-    info->legacy_ipc = 0;
-    info->from_pool  = 0;
-    info->host_pinned = 0;
+    memset(info, 0, sizeof(*info));
+    info->kind    = STRATA_MEM_HOST;
+    info->ordinal = -1;
     if ((strata_cuda_load() != 0) ||
         (strata_cuda.cuPointerGetAttributes(sizeof(attrs) / sizeof(attrs[0]), attrs, values,
                                             (CUdeviceptr)ptr) != CUDA_SUCCESS)) {
         return -1;
     }
+    info->ctx = ctx; /* page-locked host memory has one too */
     if ((mem_type != CU_MEMORYTYPE_DEVICE) && !is_managed) {
         info->host_pinned = (mem_type == CU_MEMORYTYPE_HOST);
         return 0;
     }
     /* RANGE_* describe a VMM buffer's whole address reservation, which may
      * hold several mappings; cuMemGetAddressRange gives the one mapping (or
-     * the allocation) containing the address, the unit that is exported. */
-    if (strata_cuda.cuMemGetAddressRange(&mstart, &mrange, (CUdeviceptr)ptr) == CUDA_SUCCESS) {
+     * the allocation) containing the address, the unit that is exported,
+     * once per buffer. */
+    if (strata_mem_buffer_range(bufid, (uintptr_t)ptr, &mbase, &mrange)) {
+        start = (CUdeviceptr)mbase;
+        range = mrange;
+    } else if (strata_cuda.cuMemGetAddressRange(&mstart, &mrange, (CUdeviceptr)ptr) ==
+               CUDA_SUCCESS) {
         start = mstart;
         range = mrange;
+        strata_mem_buffer_learn_range(bufid, (uintptr_t)mstart, mrange);
     }
     info->kind       = is_managed ? STRATA_MEM_MANAGED : STRATA_MEM_DEVICE;
     info->ordinal    = ordinal;
@@ -229,6 +323,39 @@ strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal)
 
 /* ---- synchronous memory operations (strata_mem.h) ---- */
 
+static int strata_mem_ctx_flag_wanted = 1; /* strata_mem_ctx_sync_memops_setup() */
+static strata_mem_report_t strata_mem_report;
+static int strata_mem_refusal_reported;
+
+void strata_mem_ctx_sync_memops_setup(int on, strata_mem_report_t report)
+{
+    __atomic_store_n(&strata_mem_report, report, __ATOMIC_RELEASE);
+    __atomic_store_n(&strata_mem_ctx_flag_wanted, !!on, __ATOMIC_RELEASE);
+}
+
+int strata_mem_ctx_sync_memops_on(void)
+{
+    return __atomic_load_n(&strata_mem_ctx_flag_wanted, __ATOMIC_ACQUIRE);
+}
+
+/* The first refusal of the flag, to the plugin's log (once per process). */
+static void strata_mem_ctx_flag_refused(CUcontext ctx, CUresult res)
+{
+    strata_mem_report_t report = __atomic_load_n(&strata_mem_report, __ATOMIC_ACQUIRE);
+    char error[160], msg[512];
+
+    if ((report == NULL) ||
+        __atomic_exchange_n(&strata_mem_refusal_reported, 1, __ATOMIC_ACQ_REL)) {
+        return;
+    }
+    snprintf(msg, sizeof(msg),
+             "cuCtxSetFlags(CU_CTX_SYNC_MEMOPS) refused on context %p: %s; synchronous copies "
+             "and memsets into VMM, stream-ordered and IPC-opened memory may land after the "
+             "MPI call reads them: synchronize before calling MPI (reported once)",
+             (void *)ctx, strata_cuda_result_str(res, error, sizeof(error)));
+    report(msg);
+}
+
 /* Contexts flagged already, and whether settled (synchronized once).  A
  * context destroyed and another created at the same address would be taken
  * for this one: the contexts Strata meets are primary ones (never destroyed
@@ -242,10 +369,11 @@ static struct {
 static int strata_mem_nsynced;
 static pthread_mutex_t strata_mem_synced_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The current context gets the flag, keeping its other flags. */
-static int strata_mem_ctx_flag_current(void)
+/* The current context (ctx) gets the flag, keeping its other flags. */
+static int strata_mem_ctx_flag_current(CUcontext ctx)
 {
     unsigned flags = 0;
+    CUresult res;
 
     if ((strata_cuda.cuCtxSetFlags == NULL) || (strata_cuda.cuCtxGetFlags == NULL) ||
         (strata_cuda.cuCtxGetFlags(&flags) != CUDA_SUCCESS)) {
@@ -254,7 +382,12 @@ static int strata_mem_ctx_flag_current(void)
     if (flags & CU_CTX_SYNC_MEMOPS) {
         return 0;
     }
-    return (strata_cuda.cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS) == CUDA_SUCCESS) ? 0 : -1;
+    res = strata_cuda.cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS);
+    if (res != CUDA_SUCCESS) {
+        strata_mem_ctx_flag_refused(ctx, res);
+        return -1;
+    }
+    return 0;
 }
 
 /* The entry of ctx, -1 when it has none (the lock held). */
@@ -279,7 +412,7 @@ static int strata_mem_ctx_entry(CUcontext ctx)
         return i;
     }
     strata_mem_synced[strata_mem_nsynced].ctx      = ctx;
-    strata_mem_synced[strata_mem_nsynced].flag_ret = strata_mem_ctx_flag_current();
+    strata_mem_synced[strata_mem_nsynced].flag_ret = strata_mem_ctx_flag_current(ctx);
     strata_mem_synced[strata_mem_nsynced].settled  = 0;
     return strata_mem_nsynced++;
 }
@@ -296,18 +429,14 @@ static int strata_mem_ctx_done(CUcontext ctx, int settle)
     return done;
 }
 
-int strata_mem_sync_memops_ctx(int settle)
+/* strata_mem_sync_memops_ctx() for ctx, the thread's current context. */
+static int strata_mem_sync_memops_in(CUcontext ctx, int settle)
 {
-    CUcontext ctx = NULL;
     int entry, ret;
 
-    if ((strata_cuda_load() != 0) || (strata_cuda.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) ||
-        (ctx == NULL)) {
-        return -1;
-    }
     pthread_mutex_lock(&strata_mem_synced_lock);
     entry = strata_mem_ctx_entry(ctx);
-    ret   = (entry >= 0) ? strata_mem_synced[entry].flag_ret : strata_mem_ctx_flag_current();
+    ret   = (entry >= 0) ? strata_mem_synced[entry].flag_ret : strata_mem_ctx_flag_current(ctx);
     if (settle && ((entry < 0) || !strata_mem_synced[entry].settled)) {
         /* Once per context: work queued before the flag was set may still
          * be on its way (a pageable cuMemcpyHtoD returns before it lands). */
@@ -320,51 +449,96 @@ int strata_mem_sync_memops_ctx(int settle)
     return ret;
 }
 
-/* The context the memory at ptr belongs to: its own for cuMemAlloc memory,
- * the device's primary context (if active) for memory without one. */
-static CUcontext strata_mem_owner_ctx(uintptr_t ptr)
+int strata_mem_sync_memops_ctx(int settle)
 {
-    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_CONTEXT,
-                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
-    CUcontext ctx               = NULL;
-    int ordinal = -1, active = 0;
-    void *values[] = {&ctx, &ordinal};
+    CUcontext ctx = NULL;
+
+    if (!strata_mem_ctx_sync_memops_on() || (strata_cuda_load() != 0) ||
+        (strata_cuda.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) || (ctx == NULL)) {
+        return -1;
+    }
+    return strata_mem_sync_memops_in(ctx, settle);
+}
+
+/* The context the memory belongs to: its own for cuMemAlloc memory, the
+ * device's primary context (if active) for memory without one.  A primary
+ * context Strata retained and has done with needs nothing, active or not:
+ * the driver is asked about its state only before that. */
+static CUcontext strata_mem_owner_ctx(const strata_mem_info_t *info, int settle)
+{
+    CUcontext ctx = (CUcontext)info->ctx;
+    int active    = 0;
     unsigned flags;
     CUdevice dev;
 
-    if (strata_cuda.cuPointerGetAttributes(2, attrs, values, (CUdeviceptr)ptr) != CUDA_SUCCESS) {
-        return NULL;
-    }
-    if ((ctx != NULL) || (ordinal < 0) || (strata_cuda.cuDevicePrimaryCtxGetState == NULL) ||
-        (strata_cuda.cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS) ||
-        (strata_cuda.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS) || !active) {
+    if ((ctx != NULL) || (info->ordinal < 0)) {
         return ctx;
     }
-    return strata_cuda_primary_ctx(ordinal);
+    ctx = strata_cuda_primary_ctx_retained(info->ordinal);
+    if ((ctx != NULL) && strata_mem_ctx_done(ctx, settle)) {
+        return ctx;
+    }
+    if ((strata_cuda.cuDevicePrimaryCtxGetState == NULL) ||
+        (strata_cuda.cuDeviceGet(&dev, info->ordinal) != CUDA_SUCCESS) ||
+        (strata_cuda.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS) || !active) {
+        return NULL;
+    }
+    return strata_cuda_primary_ctx(info->ordinal);
 }
 
-int strata_mem_set_sync_memops(uintptr_t ptr, int settle)
+/* The pointer attribute, once per buffer: set, it stays; refused
+ * (CUDA_ERROR_NOT_SUPPORTED: VMM, pool and IPC-opened memory, whose
+ * context flag covers them), it is refused for good.  Other failures (no
+ * context yet) are tried again at the next question. */
+static void strata_mem_sync_memops_attr(uintptr_t ptr, const strata_mem_info_t *info)
 {
     unsigned int one = 1;
+    CUresult res;
+
+    if (strata_mem_buffer_sync_memops(info->buffer_id, 0)) {
+        return;
+    }
+    res = strata_cuda.cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                                            (CUdeviceptr)ptr);
+    if ((res == CUDA_SUCCESS) || (res == CUDA_ERROR_NOT_SUPPORTED)) {
+        (void)strata_mem_buffer_sync_memops(info->buffer_id, 1);
+    }
+}
+
+int strata_mem_sync_memops_info(uintptr_t ptr, const strata_mem_info_t *info, int settle)
+{
     CUcontext current = NULL, owner;
     int ret;
 
     if ((ptr == 0) || (strata_cuda_load() != 0)) {
         return -1;
     }
-    /* Refused (CUDA_ERROR_NOT_SUPPORTED) by VMM, pool and IPC-opened
-     * memory: the context flag covers those. */
-    (void)strata_cuda.cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
-                                            (CUdeviceptr)ptr);
-    ret   = strata_mem_sync_memops_ctx(settle);
-    owner = strata_mem_owner_ctx(ptr);
+    strata_mem_sync_memops_attr(ptr, info);
+    if (!strata_mem_ctx_sync_memops_on() ||
+        (strata_cuda.cuCtxGetCurrent(&current) != CUDA_SUCCESS)) {
+        return -1;
+    }
+    ret   = (current != NULL) ? strata_mem_sync_memops_in(current, settle) : -1;
+    owner = strata_mem_owner_ctx(info, settle);
     /* Made current only while it still needs the flag or the settling: this
      * runs for every buffer UCP detects. */
-    if ((owner != NULL) && !strata_mem_ctx_done(owner, settle) &&
-        (strata_cuda.cuCtxGetCurrent(&current) == CUDA_SUCCESS) && (owner != current) &&
+    if ((owner != NULL) && (owner != current) && !strata_mem_ctx_done(owner, settle) &&
         (strata_cuda.cuCtxSetCurrent(owner) == CUDA_SUCCESS)) {
-        (void)strata_mem_sync_memops_ctx(settle);
+        (void)strata_mem_sync_memops_in(owner, settle);
         (void)strata_cuda.cuCtxSetCurrent(current);
     }
     return ret;
+}
+
+int strata_mem_set_sync_memops(uintptr_t ptr, int settle)
+{
+    strata_mem_info_t info;
+
+    if ((ptr == 0) || (strata_cuda_load() != 0)) {
+        return -1;
+    }
+    /* A query that fails leaves info saying host memory without a context:
+     * the attribute and the current context are still tried. */
+    (void)strata_mem_query((const void *)ptr, &info);
+    return strata_mem_sync_memops_info(ptr, &info, settle);
 }

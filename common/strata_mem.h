@@ -35,14 +35,17 @@ typedef struct strata_mem_info {
     int from_pool;              /* from a stream-ordered memory pool */
     int host_pinned;            /* host memory the driver has page-locked
                                  * (cuMemHostAlloc, cuMemHostRegister) */
+    void *ctx;                  /* CUcontext of the memory (pointer attribute
+                                 * CONTEXT): NULL for VMM and pool memory */
 } strata_mem_info_t;
 
 #ifndef STRATA_MEM_NO_CUDA
 /*
  * Every attribute of the memory at `ptr`, in one driver call (plus
- * cuMemGetAddressRange for device memory).  Memory the driver does not know
- * is host memory and no error.  Returns 0, or -1 when the driver cannot be
- * asked (not loaded, or the query failed): info then says host.
+ * cuMemGetAddressRange the first time a device buffer is asked about: its
+ * range is kept by buffer id).  Memory the driver does not know is host
+ * memory and no error.  Returns 0, or -1 when the driver cannot be asked
+ * (not loaded, or the query failed): info then says host.
  */
 int strata_mem_query(const void *ptr, strata_mem_info_t *info);
 
@@ -70,7 +73,8 @@ strata_mem_kind_t strata_mem_kind_ctx(const void *ptr, int *ordinal, void **ctx)
  * context that issues them (cuCtxSetFlags, driver 12.1 or newer), which
  * covers every kind of memory, and CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the
  * allocation, which only cuMemAlloc and managed memory take.  Strata sets
- * both, as UCX's own CUDA support does, on every context it meets.
+ * both, as UCX's own CUDA support does, on every context it meets (the
+ * context flag unless switched off: strata_mem_ctx_sync_memops_setup).
  *
  * strata_mem_sync_memops_ctx() flags the context current on this thread.
  * The first time Strata flags a context it also synchronizes it once, so
@@ -87,8 +91,34 @@ int strata_mem_sync_memops_ctx(int settle);
  * current context and on the context the allocation belongs to (the primary
  * context of its device for memory without one: VMM, pools).  Returns as
  * strata_mem_sync_memops_ctx() for the current context.
+ *
+ * What is done for a buffer or a context is not asked or done again: the
+ * attribute once per buffer id (taken or refused), a context's flag and
+ * settling once per context.  Once both are done, the cost is one
+ * cuCtxGetCurrent (the current context may be another), so UCP's question
+ * about a buffer costs two driver calls with strata_mem_query's.
  */
 int strata_mem_set_sync_memops(uintptr_t ptr, int settle);
+
+/* The same for memory strata_mem_query() described already (info, asked
+ * about an address in the allocation at `ptr`): no query of its own. */
+int strata_mem_sync_memops_info(uintptr_t ptr, const strata_mem_info_t *info, int settle);
+
+/*
+ * CU_CTX_SYNC_MEMOPS changes the application's context for good: from the
+ * moment Strata flags it, every synchronous memset and device-to-device copy
+ * the application issues in it blocks the host until done, after
+ * MPI_Finalize too, and cuCtxGetFlags shows it.  on == 0 (the plugin's
+ * setting: UCX_STRATA_CTX_SYNC_MEMOPS, accelerator_cuda_strata_ctx_sync_memops)
+ * leaves contexts alone: no flag and no settling; cuMemAlloc memory still
+ * gets the pointer attribute.  `report` (may be NULL) takes one line, the
+ * first time the driver refuses the flag, naming its error.  Per plugin
+ * (each has its own copy of this code); the latest call wins.
+ */
+typedef void (*strata_mem_report_t)(const char *msg);
+void strata_mem_ctx_sync_memops_setup(int on, strata_mem_report_t report);
+/* Whether contexts get the flag (the setting; not whether a driver took it). */
+int strata_mem_ctx_sync_memops_on(void);
 
 /* Whether a CUDA driver is loaded and initialised in this process (the
  * condition under which strata_mem_kind() asks the driver at all).  Inline:

@@ -21,6 +21,7 @@
 #include "opal/util/output.h"
 
 #include "common/strata_cuda.h"
+#include "common/strata_mem.h"
 #include "ompi_common/strata_ompi.h"
 
 /* What tells this component's file from an Open MPI's own
@@ -30,6 +31,7 @@
 OPAL_DECLSPEC const char mca_accelerator_cuda_strata_marker[] = "STRATA_ACCELERATOR_CUDA_COMPONENT";
 
 static bool accelerator_strata_enable;
+static bool accelerator_strata_ctx_sync_memops;
 static int accelerator_strata_verbose;
 
 static int accelerator_strata_register(void);
@@ -91,6 +93,19 @@ static int accelerator_strata_register(void)
         "support of its own",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
         &accelerator_strata_enable);
+    accelerator_strata_ctx_sync_memops = true;
+    (void)mca_base_component_var_register(
+        c, "strata_ctx_sync_memops",
+        "Set CU_CTX_SYNC_MEMOPS on the CUDA contexts of the device buffers this component is "
+        "asked about, as Strata's UCX transports do (UCX_STRATA_CTX_SYNC_MEMOPS): synchronous "
+        "memsets and copies issued in them land before they return. It changes the "
+        "application's contexts for good (every synchronous cudaMemset and device-to-device "
+        "cudaMemcpy blocks the host, after MPI_Finalize too). false: contexts are left alone, "
+        "and a synchronous memset or copy into VMM, stream-ordered or IPC-opened memory right "
+        "before an MPI call may be read before it lands; cuMemAlloc memory keeps the "
+        "SYNC_MEMOPS pointer attribute",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &accelerator_strata_ctx_sync_memops);
     accelerator_strata_verbose = 0;
     (void)mca_base_component_var_register(
         c, "strata_verbose",
@@ -128,6 +143,12 @@ static const char *accelerator_strata_path(void)
     return "mca_accelerator_cuda.so";
 }
 
+/* common/strata_mem's line when the driver refuses CU_CTX_SYNC_MEMOPS. */
+static void accelerator_strata_mem_report(const char *msg)
+{
+    opal_output(0, "accelerator:cuda (Strata): %s", msg);
+}
+
 static opal_accelerator_base_module_t *accelerator_strata_init(void)
 {
     int driver = 0, count;
@@ -160,6 +181,8 @@ static opal_accelerator_base_module_t *accelerator_strata_init(void)
                             "device");
         return NULL;
     }
+    strata_mem_ctx_sync_memops_setup(accelerator_strata_ctx_sync_memops,
+                                     accelerator_strata_mem_report);
     (void)strata_cuda.cuDriverGetVersion(&driver);
     opal_output_verbose(10, accelerator_strata_output,
                         "accelerator:cuda (Strata): selected (%s), CUDA driver %d.%d, %d "

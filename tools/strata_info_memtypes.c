@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define STRATA_INFO_MEMTYPE_BYTES (1ul << 20)
 
@@ -80,6 +81,49 @@ static void strata_info_report_hooks(strata_info_t *info, const strata_info_memt
                          "not installed: %s. UCX's memory type cache is off, so every buffer is "
                          "checked with the driver (correct, slower for host memory)",
                          strata_info_memhooks_off_reason());
+    }
+}
+
+/* What the domain left on GPU 0's context (current): in a job it sets
+ * CU_CTX_SYNC_MEMOPS on the contexts it meets, which the application then
+ * sees (its synchronous memsets and device-to-device copies block the host). */
+static void strata_info_report_ctx_flag(strata_info_t *info)
+{
+    const char *setting = getenv("UCX_STRATA_CTX_SYNC_MEMOPS");
+    int off = (setting != NULL) && (!strcasecmp(setting, "n") || !strcasecmp(setting, "no") ||
+                                    !strcasecmp(setting, "off") || !strcmp(setting, "0"));
+    unsigned flags = 0;
+    char error[160];
+    CUresult res;
+
+    if ((strata_cuda.cuCtxGetFlags == NULL) ||
+        (strata_cuda.cuCtxGetFlags(&flags) != CUDA_SUCCESS)) {
+        strata_info_line(info, STRATA_INFO_WARN, "context flag",
+                         "CU_CTX_SYNC_MEMOPS cannot be read (the driver has no cuCtxGetFlags, "
+                         "CUDA 12.1): synchronous copies into VMM, stream-ordered or IPC-opened "
+                         "memory may land after the MPI call reads them");
+    } else if (flags & CU_CTX_SYNC_MEMOPS) {
+        strata_info_line(info, STRATA_INFO_OK, "context flag",
+                         "CU_CTX_SYNC_MEMOPS on: set on the contexts Strata meets, for good "
+                         "(the application's synchronous cudaMemset and device-to-device "
+                         "cudaMemcpy then block the host; UCX_STRATA_CTX_SYNC_MEMOPS=n leaves "
+                         "contexts alone)");
+    } else if (off) {
+        strata_info_line(info, STRATA_INFO_NOTE, "context flag",
+                         "CU_CTX_SYNC_MEMOPS off (UCX_STRATA_CTX_SYNC_MEMOPS=n): synchronous "
+                         "copies and memsets into VMM, stream-ordered or IPC-opened memory may "
+                         "land after the MPI call reads them; synchronize before calling MPI");
+    } else {
+        /* Asked again here, for the driver's answer (UCX's own warning
+         * about it is silenced in strata_info). */
+        res = (strata_cuda.cuCtxSetFlags != NULL)
+                  ? strata_cuda.cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS)
+                  : CUDA_ERROR_NOT_SUPPORTED;
+        strata_info_line(info, STRATA_INFO_WARN, "context flag",
+                         "CU_CTX_SYNC_MEMOPS not set although UCX_STRATA_CTX_SYNC_MEMOPS is on: "
+                         "cuCtxSetFlags: %s; synchronous copies into VMM, stream-ordered or "
+                         "IPC-opened memory may land after the MPI call reads them",
+                         strata_cuda_result_str(res, error, sizeof(error)));
     }
 }
 
@@ -152,6 +196,7 @@ static void strata_info_check_alloc(strata_info_t *info, uct_md_h md)
         strata_info_report_hooks(info, &seen);
     }
     strata_info_line(info, detection, "detection", "%s", detail);
+    strata_info_report_ctx_flag(info);
 out_pop:
     strata_cuda_ctx_pop(saved);
 out_unset:

@@ -468,10 +468,14 @@ typedef enum cuda_standin_count_kind {
     CUDA_STANDIN_COUNT_HTOD,
     CUDA_STANDIN_COUNT_DTOH,
     CUDA_STANDIN_COUNT_MEMSET,
+    CUDA_STANDIN_COUNT_PTRQ,  /* a question about an address (cuda_standin_count.c) */
+    CUDA_STANDIN_COUNT_CALLS, /* any entry point, failed or not */
     CUDA_STANDIN_COUNT_KINDS
 } cuda_standin_count_kind_t;
 
 void cuda_standin_count(cuda_standin_count_kind_t kind);
+/* One entry point called: CALLS, and PTRQ for the pointer queries. */
+void cuda_standin_count_call(cuda_standin_api_id_t id);
 /* One copy, counted by the kinds of memory on each side. */
 void cuda_standin_count_copy(uintptr_t dst, uintptr_t src);
 /* Registers the line written at exit (settings read). */

@@ -250,8 +250,9 @@ static const cuda_standin_setting_t cuda_standin_settings[] = {
      "otherwise the same)",
      cuda_standin_parse_mps},
     {"CUDA_STANDIN_COUNTS", "",
-     "FILE: each process appends 'pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N' "
-     "at exit: host-side waits, kernel launches, copies by direction and memsets it issued",
+     "FILE: each process appends 'pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N "
+     "ptrq=N calls=N' at exit: host-side waits, kernel launches, copies by direction and "
+     "memsets it issued, pointer queries and driver calls it made",
      cuda_standin_parse_counts},
     {"CUDA_STANDIN_FAIL", "",
      "name[=CODE][,name...]: these entry points (e.g. cuIpcOpenMemHandle_v2) return CODE "
@@ -413,6 +414,7 @@ CUresult cuda_standin_call_begin(cuda_standin_call_t *call)
 
     pthread_once(&cuda_standin_setup_once, cuda_standin_setup);
     cuda_standin_note_len = 0;
+    cuda_standin_count_call(call->id);
 
     status = cuda_standin_config.fail[call->id];
     if (status != CUDA_SUCCESS) {

@@ -8,10 +8,17 @@
  * direction and memsets were issued.  On a GPU shared without MPS every
  * compute-engine operation (kernel, device-to-device copy, memset) pays a
  * context switch, and every host-side wait a round trip: these are the
- * numbers a fast path keeps low.
+ * numbers a fast path keeps low.  On the host's side: how often an address
+ * was asked about (ptrq: cuPointerGetAttribute, cuPointerGetAttributes and
+ * cuMemGetAddressRange, the stand-in's queries that take an address and say
+ * what is there) and how many driver calls were made in all (calls: every
+ * entry point, failed and forced-to-fail ones included, as each costs a trip
+ * into the driver; cuPointerSetAttribute and cuMemRetainAllocationHandle are
+ * calls, not queries).  Buffer detection runs for every message UCP sends,
+ * so these are the budget of its path.
  *
  * With CUDA_STANDIN_COUNTS=FILE each process appends one line at exit:
- *   pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N
+ *   pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N ptrq=N calls=N
  * in one write(2) on an O_APPEND descriptor, so lines of processes exiting
  * together do not interleave.  A forked child starts from zero.
  */
@@ -26,9 +33,25 @@
 static unsigned long long cuda_standin_counts[CUDA_STANDIN_COUNT_KINDS];
 static int cuda_standin_count_registered;
 
+/* Atomic: the call counts are taken before the global lock (and by calls
+ * that never take it). */
 void cuda_standin_count(cuda_standin_count_kind_t kind)
 {
-    ++cuda_standin_counts[kind];
+    __atomic_add_fetch(&cuda_standin_counts[kind], 1, __ATOMIC_RELAXED);
+}
+
+/* Through one more macro, so that cuda.h's renaming applies first (the
+ * list's ids are the exported names: cuMemGetAddressRange_v2). */
+#define CUDA_STANDIN_COUNT_ID(_name) CUDA_STANDIN_API_ID(_name)
+
+void cuda_standin_count_call(cuda_standin_api_id_t id)
+{
+    cuda_standin_count(CUDA_STANDIN_COUNT_CALLS);
+    if ((id == CUDA_STANDIN_COUNT_ID(cuPointerGetAttribute)) ||
+        (id == CUDA_STANDIN_COUNT_ID(cuPointerGetAttributes)) ||
+        (id == CUDA_STANDIN_COUNT_ID(cuMemGetAddressRange))) {
+        cuda_standin_count(CUDA_STANDIN_COUNT_PTRQ);
+    }
 }
 
 void cuda_standin_count_copy(uintptr_t dst, uintptr_t src)
@@ -55,13 +78,15 @@ static void cuda_standin_count_write(void)
     }
     n  = snprintf(line, sizeof(line),
                   "pid=%d waits=%llu launches=%llu dtod=%llu htod=%llu "
-                   "dtoh=%llu memset=%llu\n",
+                   "dtoh=%llu memset=%llu ptrq=%llu calls=%llu\n",
                   (int)getpid(), cuda_standin_counts[CUDA_STANDIN_COUNT_WAIT],
                   cuda_standin_counts[CUDA_STANDIN_COUNT_LAUNCH],
                   cuda_standin_counts[CUDA_STANDIN_COUNT_DTOD],
                   cuda_standin_counts[CUDA_STANDIN_COUNT_HTOD],
                   cuda_standin_counts[CUDA_STANDIN_COUNT_DTOH],
-                  cuda_standin_counts[CUDA_STANDIN_COUNT_MEMSET]);
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_MEMSET],
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_PTRQ],
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_CALLS]);
     fd = open(cuda_standin_config.counts_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr, "cuda_standin: CUDA_STANDIN_COUNTS=%s: %s\n",

@@ -15,7 +15,10 @@
  *    allocated again), host registration, device, PCI and peer queries;
  *  - bad input gets an error code, never a crash: NULL and zero sizes, a
  *    freed device buffer, another process's device address, a range
- *    registered twice, an unregistration of what was never registered.
+ *    registered twice, an unregistration of what was never registered;
+ *  - after the buffer ids, the rank's context has CU_CTX_SYNC_MEMOPS
+ *    (cuCtxGetFlags), or has not with --ctx-flag off (run with
+ *    accelerator_cuda_strata_ctx_sync_memops false).
  * Exit 0 when every check passed, 1 otherwise, 77 without a CUDA device.
  */
 #define _GNU_SOURCE
@@ -202,6 +205,17 @@ static void memory(void)
     free(reg);
 }
 
+/* What the buffer ids (strata_mem_set_sync_memops) left on the context. */
+static void ctx_flag(int expected)
+{
+    unsigned flags = 0;
+
+    STEST_CU(cuCtxGetFlags(&flags));
+    check(!!(flags & CU_CTX_SYNC_MEMOPS) == expected,
+          "CU_CTX_SYNC_MEMOPS on the context: %d, expected %d", !!(flags & CU_CTX_SYNC_MEMOPS),
+          expected);
+}
+
 static void devices(void)
 {
     opal_accelerator_pci_attr_t pci;
@@ -271,6 +285,7 @@ int main(int argc, char **argv)
     kinds(a, managed);
     copies(a, b);
     memory();
+    ctx_flag((argc > 2) && !strcmp(argv[1], "--ctx-flag") && !strcmp(argv[2], "off") ? 0 : 1);
     devices();
     if (size >= 2) {
         foreign(far);

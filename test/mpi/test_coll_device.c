@@ -5,7 +5,7 @@
  *   mpirun -np N test_coll_device [--kinds LIST] [--counts LIST] [--max-count N]
  *                                 [--only LIST] [--quiet] [--timeout S]
  *                                 [--mode normal|deadlock|big|fault|repeat] [--count N]
- *                                 [--fresh] [--calls N] [--inplace]
+ *                                 [--fresh] [--calls N] [--inplace] [--cuda]
  *
  * In this tree, e.g. on device buffers through Strata:
  *   source build/test/strata-test-env.sh && source test/lib.sh
@@ -21,6 +21,9 @@
  *                  barrier, ibarrier (names as in MPI, lower case, no MPI_)
  *   --quiet        one line per collective instead of one per check
  *   --timeout S    a check that takes longer prints "hang" and exits 1 (60)
+ *   --cuda         open the device (a current context) even where every kind
+ *                  is h, as a GPU application with host buffers does: the
+ *                  library then asks the driver about every buffer
  *
  * --mode normal (default): for each collective of the table below and its
  * MPI_I* twin, each kind pair and count: MPI_INT (MPI_SUM where a reduction
@@ -152,6 +155,7 @@ static struct {
     int fresh; /* --mode big on a new communicator */
     long calls;  /* --mode repeat */
     int inplace; /* --mode repeat */
+    int cuda;    /* --cuda */
 } opt = {.max_count = LONG_MAX, .timeout = 60, .calls = 100};
 
 static struct {
@@ -1217,7 +1221,7 @@ static void usage(void)
                 "usage: " PROG " [--kinds dd,dh,hd,hh,mm,...] [--counts N,N,...] [--max-count N]\n"
                 "       [--only allreduce,iallreduce,...] [--quiet] [--timeout S]\n"
                 "       [--mode normal|deadlock|big|fault|repeat] [--count N] [--fresh]\n"
-                "       [--calls N] [--inplace]\n");
+                "       [--calls N] [--inplace] [--cuda]\n");
     }
     MPI_Finalize();
     exit(2);
@@ -1284,6 +1288,10 @@ static void parse_options(int argc, char **argv)
             opt.inplace = 1;
             continue;
         }
+        if (!strcmp(a, "--cuda")) {
+            opt.cuda = 1;
+            continue;
+        }
         if (v == NULL) usage();
         i++;
         if (!strcmp(a, "--kinds")) parse_kinds(v), have_kinds = 1;
@@ -1327,7 +1335,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    if (kinds_need_cuda()) skip = cuda_setup();
+    if (opt.cuda || kinds_need_cuda()) skip = cuda_setup();
     MPI_Allreduce(&skip, &any_skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any_skip) {
         MPI_Finalize();

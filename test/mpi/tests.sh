@@ -574,6 +574,11 @@ accel_ob1() {
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" mpirun -np "$np" "${strata_args[@]}" "$@"
 }
 mpi_accel_api() { accel_ob1 sm 2 "$T/mpi/test_accel_api"; }
+# accelerator_cuda_strata_ctx_sync_memops false: the component leaves the
+# application's contexts without CU_CTX_SYNC_MEMOPS (mpi_accel_api: with it).
+mpi_accel_ctx_sync_memops_off() {
+    accel_ob1 sm 2 --mca accelerator_cuda_strata_ctx_sync_memops 0 -- "$T/mpi/test_accel_api" --ctx-flag off
+}
 # mpi_accel_p2p BTL [MPIRUN ARGS] -- [PROGRAM ARGS]
 mpi_accel_p2p() {
     local btl=$1 a=(); shift
@@ -1084,12 +1089,14 @@ coll_device_budget() {
 # count lines of runs with N and 2N calls (files: output, counts, output,
 # counts), each rank's difference against WAITS per call (and, unless
 # BUDGET_WAITS_ONLY=1, no compute-engine work and one copy each way).
+# BUDGET_PTRQ=MAX checks the pointer queries instead, and only them: at
+# most MAX per call.
 # coll_device_budget_check NP N WAITS WHAT FILES...
 coll_device_budget_check() {
     local np=$1 n=$2 waits=$3 what=$4
     shift 4
     awk -v np="$np" -v n="$n" -v waits="$waits" -v what="$what" \
-        -v waits_only="${BUDGET_WAITS_ONLY:-0}" '
+        -v waits_only="${BUDGET_WAITS_ONLY:-0}" -v ptrq="${BUDGET_PTRQ:-}" '
         FNR == 1 { file++ }
         /^rank [0-9]+ pid [0-9]+$/ { rank[int((file + 1) / 2), $4] = $2; next }
         /^pid=/ {
@@ -1101,9 +1108,15 @@ coll_device_budget_check() {
         END {
             for (r = 0; r < np; r++) {
                 if (!((1, r) in seen) || !((2, r) in seen)) { printf "rank %d: no count line\n", r; bad = 1; continue }
-                split("waits launches dtod htod dtoh memset", k, " ")
+                nk = split("waits launches dtod htod dtoh memset ptrq calls", k, " ")
                 line = sprintf("rank %d: %d more calls (%s):", r, n, what)
-                for (i = 1; i <= 6; i++) { d[k[i]] = v[2, r, k[i]] - v[1, r, k[i]]; line = line sprintf(" %s %+d", k[i], d[k[i]]) }
+                for (i = 1; i <= nk; i++) { d[k[i]] = v[2, r, k[i]] - v[1, r, k[i]]; line = line sprintf(" %s %+d", k[i], d[k[i]]) }
+                if (ptrq != "") {
+                    print line sprintf(" (%.2f pointer queries, %.2f driver calls per call)", d["ptrq"] / n, d["calls"] / n)
+                    if (d["ptrq"] > ptrq * n)
+                        { printf "FAIL rank %d: %.2f pointer queries per call, expected at most %d\n", r, d["ptrq"] / n, ptrq; bad = 1 }
+                    continue
+                }
                 print line sprintf(" (%.2f waits per call)", d["waits"] / n)
                 if (!waits_only && (d["launches"] || d["dtod"] || d["memset"]))
                     { printf "FAIL rank %d: compute-engine work per call (launches %+d, dtod %+d, memset %+d): expected none\n", r, d["launches"], d["dtod"], d["memset"]; bad = 1 }
@@ -1116,6 +1129,50 @@ coll_device_budget_check() {
             exit bad
         }' "${files[@]}"
 }
+
+# Issue 41: buffer detection's cost, counted.  An MPI_Allreduce through
+# coll/strata asks the driver about each of its buffers at most once
+# (CUDA_STANDIN_COUNTS' ptrq: cuPointerGetAttribute(s), cuMemGetAddressRange):
+# per call and rank at most 2 queries, 1 in place, on host buffers of a
+# process with a current context (--cuda: a GPU application's host traffic,
+# where every query reaches the driver) and on device buffers, 8 B (the
+# replicated path) and 1 MiB (sliced).  Whose queries are counted: the jobs
+# run on pml/ob1 with btl self,sm, which never ask the driver (UCX, whose pml
+# and memory type cache would ask about the same buffers, is not loaded, nor
+# Strata's transports in it; Open MPI 4.1 is built without CUDA, 5.0 runs
+# its null accelerator: these jobs do not switch Strata's on), so every query
+# counted is coll/strata's own.  A control in the same test checks that: the
+# same host-buffer calls with coll/strata excluded cost no query at all.  The
+# test's own fills and checks cancel out in the difference of N and 2N calls
+# (coll_device_budget).  Every case runs and prints its numbers; the test
+# fails if any is over.
+# coll_device_ptrq_budget KINDS [MPIRUN_ARGS...]
+coll_device_ptrq_budget() {
+    local kinds=$1 count inplace max bad=0
+    shift
+    for count in 2 262144; do
+        for inplace in "" --inplace; do
+            max=2; [ -n "$inplace" ] && max=1
+            echo "== $kinds count=$count ${inplace:-(two buffers)}: at most $max per call"
+            BUDGET_CALLS=20 BUDGET_PTRQ=$max coll_device_budget 2 ob1 "$kinds" "$count" 0 "$@" -- \
+                --cuda $inplace >"$STRATA_TEST_LOG.case" 2>&1 || bad=1
+            grep "^rank [0-9]*: 20 more\|^FAIL\|^budget\|MPI_ERR\|rror" "$STRATA_TEST_LOG.case"
+        done
+    done
+    return $bad
+}
+coll_device_ptrq_budget_host() {
+    echo "== control: host buffers without coll/strata (tuned): nothing else queries"
+    BUDGET_CALLS=20 BUDGET_PTRQ=0 coll_device_budget 2 ob1 hh 262144 0 --mca coll ^strata -- --cuda \
+        >"$STRATA_TEST_LOG.case" 2>&1 || {
+        cat "$STRATA_TEST_LOG.case"
+        echo "FAIL: the job queries pointers without coll/strata: the budget would not isolate its queries"
+        return 1
+    }
+    grep "^rank [0-9]*: 20 more\|^budget" "$STRATA_TEST_LOG.case"
+    coll_device_ptrq_budget hh
+}
+coll_device_ptrq_budget_device() { coll_device_ptrq_budget dd; }
 
 # The budget's check itself: the allreduce forced onto the GPUs (one device
 # per rank) launches a kernel and copies device to device per call, and
@@ -1331,6 +1388,9 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_budget_hd_np3 120 coll_device_budget 3 ob1 hd 2 1
         strata_test mpi_coll_device_budget_dh_np3 120 coll_device_budget 3 ob1 dh 2 1
         strata_test mpi_coll_device_budget_detects 120 coll_device_budget_detects
+        # issue 41: at most one pointer query per distinct buffer and call
+        strata_test mpi_coll_ptrq_budget_host 180 coll_device_ptrq_budget_host
+        strata_test mpi_coll_ptrq_budget_device 180 coll_device_ptrq_budget_device
         # the native path queued on the GPUs: one GPU per rank (auto), and 4
         # ranks sharing one GPU under MPS (auto runs native there too)
         for coll in allreduce bcast allgather; do
@@ -1375,6 +1435,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         # Open MPI 5.0: Strata's accelerator component, ob1 on device memory
         if [ -x "$T/mpi/test_accel_api" ]; then
             strata_test mpi_accel_api 120 mpi_accel_api
+            strata_test mpi_accel_ctx_sync_memops_off 120 mpi_accel_ctx_sync_memops_off
             strata_test mpi_accel_p2p_ob1_sm 300 mpi_accel_p2p sm --
             strata_test mpi_accel_p2p_ob1_sm_nocma 300 mpi_accel_p2p sm "${strata_mca_no_cma[@]}" --
             # over the loopback device: the host's own interfaces come and go

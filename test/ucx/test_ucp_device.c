@@ -16,6 +16,8 @@
  * socketpair.  Tests (--test, a comma list, default all but kill):
  *   tag      ucp_tag_send_nbx/recv_nbx, every size, device->device,
  *            host->device, device->host, both ranks sending in turn
+ *            (--dirs chooses; h->h, host->host in a process with a CUDA
+ *            context, only when named)
  *   rma      put and get between a local buffer (device, then host) and a
  *            ucp_mem_map'ed device buffer of the peer, at two offsets
  *   stale    the peer frees a registered buffer and allocates again (same
@@ -68,6 +70,11 @@
  * over socketpairs) allocates with cuMemAlloc and exports, so the ranks
  * themselves allocate no device memory at all (with --late-cuda, nothing
  * but an IPC mapping can tell UCX that device memory exists).
+ *
+ * --ctx-flag on|off: after ucp_cleanup, the rank's context (its device's
+ * primary context) must have CU_CTX_SYNC_MEMOPS (cuCtxGetFlags), or must
+ * not: Strata sets it on the contexts it meets, for good, unless
+ * UCX_STRATA_CTX_SYNC_MEMOPS=n; each rank prints what it found.
  *
  * --early-alloc allocates the device buffers of the tag test before
  * ucp_init; --late-cuda makes no CUDA context at all until UCP is set up and
@@ -158,8 +165,9 @@ static struct {
     size_t sizes[MAX_SIZES];
     int num_sizes, iters, timeout, print_info, memtype_hint, mem_map_detect, early_alloc, late_cuda;
     int stale_rounds, stale_tag_only, kill_by_parent, badrkey_header, err_mode_none, same_device;
-    unsigned dirs; /* --dirs: bit d of tag_dirs[] (tag test) */
+    unsigned dirs; /* --dirs: bit d of tag_dirs[] (tag test); default the first three */
     int host_mem;  /* --host-mem: 0 pageable, 1 pinned (cuMemHostAlloc), 2 registered */
+    int ctx_flag; /* --ctx-flag: CU_CTX_SYNC_MEMOPS expected after ucp_cleanup (1, 0; -1 unchecked) */
     size_t stale_size, kill_size;
     const char *expect_tls;
 } opt = {.alloc = ALLOC_CUMEMALLOC,
@@ -167,6 +175,7 @@ static struct {
          .iters = 2,
          .timeout = 20,
          .dirs = 7,
+         .ctx_flag = -1,
          .stale_rounds = 3,
          .stale_size = 4u << 20,
          .kill_size = 64u << 20};
@@ -999,11 +1008,16 @@ static void ucp_teardown(void)
 
 /* ---- tests ------------------------------------------------------------------------ */
 
-static const struct { mem_kind_t src, dst; const char *name; } tag_dirs[] = {
+static const struct {
+    mem_kind_t src, dst;
+    const char *name;
+} tag_dirs[] = {
     {MEM_DEVICE, MEM_DEVICE, "d->d"},
     {MEM_HOST, MEM_DEVICE, "h->d"},
     {MEM_DEVICE, MEM_HOST, "d->h"},
+    {MEM_HOST, MEM_HOST, "h->h"}, /* only when asked: host traffic of a process with a context */
 };
+#define TAG_DIRS ((int)(sizeof(tag_dirs) / sizeof(tag_dirs[0])))
 
 /* Both ranks own a source of kind dir.src and a destination of kind dir.dst;
  * rank 0 sends to rank 1, then rank 1 to rank 0, --iters times. */
@@ -1043,7 +1057,7 @@ static void test_tag_case(int d, size_t size, ucp_tag_t *tag)
 static void test_tag(void)
 {
     ucp_tag_t tag = 1000;
-    for (int d = 0; d < 3; d++) {
+    for (int d = 0; d < TAG_DIRS; d++) {
         if (!(opt.dirs & (1u << d))) continue;
         for (int s = 0; s < opt.num_sizes; s++) test_tag_case(d, opt.sizes[s], &tag);
     }
@@ -1779,7 +1793,8 @@ static void usage(void)
         "       [--memtype-hint] [--mem-map-detect] [--early-alloc] [--late-cuda] [--stale-size N]\n"
         "       [--stale-rounds N] [--stale-tag-only]\n"
         "       [--kill-size N] [--kill-by self|parent] [--badrkey-header] [--err-mode peer|none]\n"
-        "       [--same-device] [--dirs d->d,h->d,d->h] [--host-mem pageable|pinned|registered]\n");
+        "       [--same-device] [--dirs d->d,h->d,d->h,h->h] [--host-mem pageable|pinned|registered]\n"
+        "       [--ctx-flag on|off]\n");
     exit(2);
 }
 
@@ -1805,9 +1820,13 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(a, "--err-mode") && v) opt.err_mode_none = !strcmp(v, "none");
         else if (!strcmp(a, "--dirs") && v) {
             opt.dirs = 0;
-            for (int d = 0; d < 3; d++)
+            for (int d = 0; d < TAG_DIRS; d++)
                 if (strstr(v, tag_dirs[d].name)) opt.dirs |= 1u << d;
             if (opt.dirs == 0) usage();
+        } else if (!strcmp(a, "--ctx-flag") && v) {
+            if (!strcmp(v, "on")) opt.ctx_flag = 1;
+            else if (!strcmp(v, "off")) opt.ctx_flag = 0;
+            else usage();
         } else if (!strcmp(a, "--host-mem") && v) {
             if (!strcmp(v, "pageable")) opt.host_mem = 0;
             else if (!strcmp(v, "pinned")) opt.host_mem = 1;
@@ -1832,6 +1851,26 @@ static void parse_options(int argc, char **argv)
     /* The owner serves whole buffers; the other tests reallocate or map in
      * ways an IPC mapping cannot be (re-exported, freed by the rank). */
     if (opt.alloc == ALLOC_IPC && (opt.early_alloc || (opt.tests & ~T_TAG))) usage();
+}
+
+/* --ctx-flag: what Strata left on the rank's context after UCP is gone. */
+static void check_ctx_flag(void)
+{
+    unsigned flags = 0;
+    int set;
+
+    if (!device_allocs()) die("--ctx-flag needs a device --alloc (a context)");
+    CU_CHECK(cuCtxSetCurrent(g.ctx));
+    CU_CHECK(cuCtxGetFlags(&flags));
+    set = !!(flags & CU_CTX_SYNC_MEMOPS);
+    printf("rank %d: CU_CTX_SYNC_MEMOPS on its context after ucp_cleanup: %d (expected %d)\n",
+           g.rank, set, opt.ctx_flag);
+    if (set != opt.ctx_flag) {
+        die("rank %d: the context's CU_CTX_SYNC_MEMOPS is %d after ucp_cleanup, expected %d (%s)",
+            g.rank, set, opt.ctx_flag,
+            opt.ctx_flag ? "Strata sets it on the contexts it meets"
+                         : "UCX_STRATA_CTX_SYNC_MEMOPS=n leaves contexts alone");
+    }
 }
 
 static int run_rank(void)
@@ -1876,6 +1915,7 @@ static int run_rank(void)
         test_kill();
     }
     ucp_teardown();
+    if (opt.ctx_flag >= 0) check_ctx_flag();
     buf_free(&g.pool[0]);
     buf_free(&g.pool[1]);
     if (device_allocs()) CU_CHECK(cuDevicePrimaryCtxRelease(g.dev));

@@ -280,14 +280,16 @@ ucp_budget() {  # LABEL MAXWAITS [ucp_tag args...]
 # each buffer, two checks) and Strata 1 per message: each short copy one
 # synchronization, through a pinned buffer (from UCP's pageable message
 # buffer the driver would stage it: 8 waits before).
-ucp_small_count() {  # SIZE ITERS: the counts line of rank 0
+ucp_counts() {  # ALLOC DIR SIZE ITERS: the counts line of rank 0
     local counts line
     counts=$(mktemp) || return 1
-    CUDA_STANDIN_COUNTS=$counts ucp_tag cumemalloc --dirs 'd->d' --sizes "$1" --iters "$2" >/dev/null ||
-        { rm -f "$counts"; echo "FAIL: d->d $1 x $2: the transfer failed" >&2; return 1; }
+    CUDA_STANDIN_COUNTS=$counts ucp_tag "$1" --dirs "$2" --sizes "$3" --iters "$4" >/dev/null ||
+        { rm -f "$counts"; echo "FAIL: $1 $2 $3 x $4: the transfer failed" >&2; return 1; }
     line=$(head -n 1 "$counts"); rm -f "$counts"
     echo "$line"
 }
+ucp_small_count() { ucp_counts cumemalloc 'd->d' "$1" "$2"; }  # SIZE ITERS
+count_of() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<"$2"; }  # KEY LINE
 ucx_ucp_small_budget() {
     local size a b wa wb k v bad=0
     for size in 8 1KiB 8KiB; do
@@ -302,6 +304,42 @@ ucx_ucp_small_budget() {
         wb=$(sed -n 's/.* waits=\([0-9]*\) .*/\1/p' <<<"$b")
         [ -n "$wa" ] && [ -n "$wb" ] && [ $(( (wb - wa) / 10 )) -le 6 ] ||
             { echo "FAIL: d->d $size: $(( (wb - wa) / 10 )) host-side waits per iteration (budget 6)"; bad=1; }
+    done
+    return $bad
+}
+# Issue 42: what buffer detection costs the driver.  With UCX's memory type
+# cache off (UCX_MEMTYPE_CACHE=n) UCP asks the detecting domain (gpu_copy)
+# about the buffer of every send and every receive; with it on (the hooks
+# feed it) about none of these buffers, the messages being the same
+# otherwise.  The difference of the two runs (each the counts of 20
+# iterations less those of 10, so set-up and the test's own fills and checks
+# cancel) is detection's cost per iteration: rank 0 sends one 8-byte message
+# and receives one (eager on every release), two buffers asked about, at most
+# 2 driver calls each (CUDA_STANDIN_COUNTS' calls, ptrq among them).  Host
+# buffers of a process with a context (h->h), and cuMemAlloc, VMM and
+# stream-ordered pool memory (d->d).  Before: 5, 7 and 5 calls (3 pointer
+# queries) per device buffer, 1 per host buffer.  The run with the cache on
+# must ask nothing about pointers per message, else the difference would not
+# isolate detection.
+ucx_ucp_detect_budget() {
+    local c alloc dir cache n line calls ptrq bad=0
+    local -A v
+    for c in "cumemalloc h->h" "cumemalloc d->d" "vmm d->d" "async d->d"; do
+        read -r alloc dir <<<"$c"
+        for cache in n y; do
+            for n in 10 20; do
+                line=$(UCX_MEMTYPE_CACHE=$cache ucp_counts "$alloc" "$dir" 8 "$n") || return 1
+                echo "$alloc $dir, UCX_MEMTYPE_CACHE=$cache, $n iterations: $line"
+                v[$cache$n.calls]=$(count_of calls "$line"); v[$cache$n.ptrq]=$(count_of ptrq "$line")
+            done
+        done
+        calls=$(( (v[n20.calls] - v[n10.calls]) - (v[y20.calls] - v[y10.calls]) ))
+        ptrq=$(( (v[n20.ptrq] - v[n10.ptrq]) - (v[y20.ptrq] - v[y10.ptrq]) ))
+        echo "$alloc $dir: detection per iteration (2 buffers): $(awk -v c=$calls -v q=$ptrq 'BEGIN { printf "%.1f driver calls, %.1f pointer queries", c / 10, q / 10 }')"
+        [ $(( v[y20.ptrq] - v[y10.ptrq] )) -eq 0 ] ||
+            { echo "FAIL: $alloc $dir: with the cache on the messages still ask about pointers ($(( v[y20.ptrq] - v[y10.ptrq] )) per 10 iterations): the difference does not isolate detection"; bad=1; }
+        [ "$calls" -le 40 ] ||
+            { echo "FAIL: $alloc $dir: detection costs $(awk -v c=$calls 'BEGIN { printf "%.1f", c / 20 }') driver calls per buffer, budget 2"; bad=1; }
     done
     return $bad
 }
@@ -527,6 +565,50 @@ ucx_ucp_memset_sync() {
     ucp_device cumemalloc memset --sizes 1,4096,65537,4194304
 }
 
+# Issue 42 item 3: CU_CTX_SYNC_MEMOPS changes the application's context for
+# good.  By default Strata sets it on the contexts it meets, and it is still
+# there after ucp_cleanup (cuCtxGetFlags); VMM memory (which refuses the
+# pointer attribute, so only the flag covers it) arrives right.
+ucx_ctx_sync_memops_default() {
+    ucp_tag cumemalloc --sizes 1,65537 --iters 1 --ctx-flag on &&
+        ucp_tag vmm --sizes 1,65537 --iters 1 --ctx-flag on
+}
+# UCX_STRATA_CTX_SYNC_MEMOPS=n: ucx_info -c lists it, contexts are left
+# alone, cuMemAlloc memory (the pointer attribute) still arrives right, and
+# what the setting documents as broken is: the test's synchronous fill of a
+# VMM buffer (a pageable cuMemcpyHtoD) lands after the message read it, the
+# H200's stale first bytes.  Before the setting existed the flag was set.
+ucx_ctx_sync_memops_off() {
+    local out
+    export UCX_STRATA_CTX_SYNC_MEMOPS=n
+    out=$(strata_ucx_run ucx_info -c -f 2>/dev/null) || return 1
+    grep -B3 "^UCX_STRATA_CTX_SYNC_MEMOPS=n$" <<<"$out" ||
+        { echo "FAIL: ucx_info -c does not list UCX_STRATA_CTX_SYNC_MEMOPS=n"; return 1; }
+    ucp_tag cumemalloc --sizes 1,65537,1MiB+3 --iters 2 --ctx-flag off || return 1
+    out="$STRATA_TEST_TMP/vmm.out"
+    if ucp_tag vmm --sizes 1 --iters 1 >"$out" 2>&1; then
+        cat "$out"; echo "FAIL: VMM traffic without the flag arrived right: the setting did not turn it off"; return 1
+    fi
+    grep "FAIL" "$out"
+    grep -q "FAIL: tag d->d size 1 iter 0, rank 0 -> rank 1: byte 0 of the buffer .*expected" "$out" ||
+        { cat "$out"; echo "FAIL: not the stale first byte the setting's description names"; return 1; }
+    echo "as documented: without the flag a synchronous fill of VMM memory lands after the message read it"
+}
+# The driver refuses the flag (CUDA_STANDIN_FAIL=cuCtxSetFlags=...): each
+# process says so once, naming the driver's error, and cuMemAlloc traffic is
+# still right.  Before: nothing was said.
+ucx_ctx_sync_memops_refused() {
+    local out="$STRATA_TEST_TMP/out" pids n
+    CUDA_STANDIN_FAIL=cuCtxSetFlags=CUDA_ERROR_NOT_PERMITTED \
+        ucp_tag cumemalloc --sizes 1,65537,1MiB+3 --iters 2 --ctx-flag off >"$out" 2>&1
+    local rc=$?; cat "$out"
+    [ $rc -eq 0 ] || return 1
+    n=$(grep -c "WARN *strata: cuCtxSetFlags(CU_CTX_SYNC_MEMOPS) refused on context .*: CUDA_ERROR_NOT_PERMITTED" "$out")
+    pids=$(grep "cuCtxSetFlags(CU_CTX_SYNC_MEMOPS) refused" "$out" | sed -n 's/^\[[^]]*\] \[[^:]*:\([0-9]*\) *:.*/\1/p' | sort -u | wc -l)
+    [ "$n" -eq 2 ] && [ "$pids" -eq 2 ] ||
+        { echo "FAIL: expected one warning naming CUDA_ERROR_NOT_PERMITTED in each of the 2 processes, got $n lines from $pids processes"; return 1; }
+}
+
 mpi_device() {
     local np=$1; shift
     strata_mpirun_gpu "$np" "$STRATA_BUILDDIR/test/mpi/test_p2p_device" "$@"
@@ -725,6 +807,7 @@ ucx_strata_info_2gpus() {
         "OK  *devices  *2 GPU(s)" "OK  *GPU 0  *.*, sm_[0-9]*, .*, PCI " "OK  *GPU 1  " \
         "OK  *allocation hooks  *installed: a cuMemAlloc of .* was announced" \
         "OK  *detection  *uct_md_detect_memory_type: cuMemAlloc memory is CUDA" \
+        "OK  *context flag  *CU_CTX_SYNC_MEMOPS on: set on the contexts Strata meets, for good" \
         "OK  *GPU 0 <-> GPU 0  *IPC works between two processes on one GPU" \
         "OK  *GPU 0 <-> GPU 1  *IPC works both ways" \
         "OK  *GPU 1 <-> GPU 1  *IPC works" \
@@ -733,6 +816,24 @@ ucx_strata_info_2gpus() {
         "^  mpirun --tune $srcdir/config/cuda-aware.conf --mca opal_mca_base_component_path SYS_DEFAULT:$b/components/ompi --mca hook_strata_uct_module $b/components/ucx/libuct_strata.so -x UCX_TLS=self,sm,[a-z]*,gpu_copy,gpu_ipc -np <ranks> ./app" \
         "^Result: ready for CUDA-aware MPI with Strata" || return 1
     ! grep -n "^  MISSING" "$out"
+}
+
+# Whether Strata's CU_CTX_SYNC_MEMOPS is on (as its domain left GPU 0's
+# context): off by the setting is a fact, refused by the driver a warning
+# naming the driver's error; both still exit 0 (CUDA-aware MPI works).
+ucx_strata_info_ctx_flag() {
+    local out="$STRATA_TEST_TMP/out" rc
+    UCX_STRATA_CTX_SYNC_MEMOPS=n strata_info_run >"$out" 2>&1; rc=$?
+    grep "context flag\|^Result" "$out"
+    [ $rc -eq 0 ] || { cat "$out"; echo "FAIL: exit status $rc, expected 0"; return 1; }
+    strata_info_expect "$out" \
+        "INFO  *context flag  *CU_CTX_SYNC_MEMOPS off (UCX_STRATA_CTX_SYNC_MEMOPS=n): synchronous" || return 1
+    CUDA_STANDIN_FAIL=cuCtxSetFlags=CUDA_ERROR_NOT_PERMITTED strata_info_run >"$out" 2>&1; rc=$?
+    grep "context flag\|^Result" "$out"
+    [ $rc -eq 0 ] || { cat "$out"; echo "FAIL: exit status $rc, expected 0"; return 1; }
+    strata_info_expect "$out" \
+        "WARN  *context flag  *CU_CTX_SYNC_MEMOPS not set although UCX_STRATA_CTX_SYNC_MEMOPS is on: cuCtxSetFlags: CUDA_ERROR_NOT_PERMITTED" \
+        "^Result: ready for CUDA-aware MPI with Strata (1 warning)"
 }
 
 # No device: said where it is found, the checks that need one say so, exit 1.
@@ -883,6 +984,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_without_ipc 300 ucx_ucp_without_ipc
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_h2d_budget 300 ucx_ucp_h2d_budget
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_budget 300 ucx_ucp_small_budget
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_detect_budget 300 ucx_ucp_detect_budget
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_small_mps 300 ucx_ucp_small_mps
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_host_staged 300 ucx_ucp_ipc_host_staged
     [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ucp_ipc_open_refused 300 ucx_ucp_ipc_open_refused
@@ -895,6 +997,9 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
     strata_test ucx_ucp_stale_hooks_off 180 ucx_ucp_stale_hooks_off
     strata_test ucx_ucp_memset_sync 120 ucx_ucp_memset_sync
+    strata_test ucx_ctx_sync_memops_default 120 ucx_ctx_sync_memops_default
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ctx_sync_memops_off 120 ucx_ctx_sync_memops_off
+    [ -n "$STRATA_CUDA_LIBDIR" ] && strata_test ucx_ctx_sync_memops_refused 120 ucx_ctx_sync_memops_refused
     strata_ompi_ucx=$(strata_ompi_ucx_series)
     if [ "$STRATA_HAVE_OMPI" = yes ] && [ -n "$strata_ompi_ucx" ] &&
        ! strata_ucx_at_least ${strata_ompi_ucx/./ }; then
@@ -912,6 +1017,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
         strata_test ucx_mpi_cuda_query 180 ucx_mpi_cuda_query
         if [ -n "$STRATA_CUDA_LIBDIR" ]; then
             strata_test ucx_strata_info_2gpus 120 ucx_strata_info_2gpus
+            strata_test ucx_strata_info_ctx_flag 120 ucx_strata_info_ctx_flag
             strata_test ucx_strata_info_no_device 60 ucx_strata_info_no_device
             strata_test ucx_strata_info_bad_plugins 60 ucx_strata_info_bad_plugins
             strata_test ucx_strata_info_degraded 120 ucx_strata_info_degraded

@@ -68,7 +68,26 @@ ucs_config_field_t uct_strata_md_config_table[] = {
      "without pinning (less locked memory, host<->device copies at pageable speed).",
      ucs_offsetof(uct_strata_md_config_t, copy_pin_host), UCS_CONFIG_TYPE_BOOL},
 
+    {"CTX_SYNC_MEMOPS", "y",
+     "Set CU_CTX_SYNC_MEMOPS on the CUDA contexts Strata meets (the application's\n"
+     "current one at ucp_init, those that allocate or open device memory, those a\n"
+     "buffer UCP asks about belongs to), so that synchronous memsets and copies\n"
+     "issued in them land before they return. This changes the application's\n"
+     "contexts for good: from then on every synchronous cudaMemset and device-to-\n"
+     "device cudaMemcpy blocks the host, also after ucp_cleanup/MPI_Finalize. 'n':\n"
+     "leave contexts alone; then a synchronous memset or copy into VMM, stream-\n"
+     "ordered or IPC-opened memory right before a send may be read before it lands\n"
+     "(the first bytes of a message stale, as seen on an H200): synchronize first.\n"
+     "cuMemAlloc memory keeps the SYNC_MEMOPS pointer attribute either way.",
+     ucs_offsetof(uct_strata_md_config_t, ctx_sync_memops), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}};
+
+/* strata_mem's one line when the driver refuses CU_CTX_SYNC_MEMOPS. */
+static void uct_strata_md_report(const char *msg)
+{
+    ucs_warn("strata: %s", msg);
+}
 
 ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
                                      uct_strata_mem_info_t *info)
@@ -91,6 +110,7 @@ ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
     info->ordinal    = mem.ordinal;
     info->legacy_ipc = mem.legacy_ipc;
     info->from_pool  = mem.from_pool;
+    info->mem        = mem;
     /* Still device memory for every purpose but export: a buffer may cross
      * adjacent mappings of one reservation (growing allocators do that). */
     if ((mem.length != 0) && ((uintptr_t)address + length > mem.base + mem.length)) {
@@ -176,7 +196,13 @@ ucs_status_t uct_strata_md_open(const uct_strata_md_desc_t *desc, uct_component_
      * queued before has landed (strata_mem.h).  A driver without
      * cuCtxSetFlags (before 12.1) leaves VMM, stream-ordered and IPC-opened
      * memory without that guarantee. */
-    if ((strata_mem_sync_memops_ctx(1) != 0) && (strata_cuda.cuCtxSetFlags == NULL)) {
+    strata_mem_ctx_sync_memops_setup(config->ctx_sync_memops, uct_strata_md_report);
+    if (!config->ctx_sync_memops) {
+        ucs_diag("%s: UCX_STRATA_CTX_SYNC_MEMOPS=n: contexts are left without "
+                 "CU_CTX_SYNC_MEMOPS; synchronous copies into VMM, stream-ordered or "
+                 "IPC-opened memory may land after the MPI call reads them",
+                 desc->name);
+    } else if ((strata_mem_sync_memops_ctx(1) != 0) && (strata_cuda.cuCtxSetFlags == NULL)) {
         ucs_diag("%s: the CUDA driver has no cuCtxSetFlags (CUDA 12.1): synchronous copies "
                  "into VMM, stream-ordered or IPC-opened memory may land after the MPI call "
                  "reads them; synchronize before calling MPI",

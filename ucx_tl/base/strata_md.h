@@ -41,6 +41,7 @@ typedef struct uct_strata_md_config {
     int ipc_vmm;                            /* UCX_STRATA_IPC_VMM */
     ucs_on_off_auto_value_t ipc_host;       /* UCX_STRATA_IPC_HOST */
     int copy_pin_host;                      /* UCX_STRATA_COPY_PIN_HOST */
+    int ctx_sync_memops;                    /* UCX_STRATA_CTX_SYNC_MEMOPS */
 } uct_strata_md_config_t;
 
 typedef struct uct_strata_md {
@@ -83,6 +84,7 @@ typedef struct uct_strata_mem_info {
     int legacy_ipc;               /* cuIpcGetMemHandle can export it */
     int from_pool;                /* stream-ordered (cudaMallocAsync) memory */
     int spans;                    /* the range runs past base+length (not exportable) */
+    strata_mem_info_t mem;        /* the answer all this was read from */
 } uct_strata_mem_info_t;
 
 /*

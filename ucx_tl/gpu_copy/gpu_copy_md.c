@@ -162,7 +162,7 @@ static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *addre
      * memory operations when UCP first asks about it, and its context is
      * settled once (strata_mem.h). */
     if (info.mem_type == UCS_MEMORY_TYPE_CUDA) {
-        (void)strata_mem_set_sync_memops(info.base, 1);
+        (void)strata_mem_sync_memops_info(info.base, &info.mem, 1);
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
         mem_attr->mem_type = info.mem_type;
