@@ -24,12 +24,14 @@
 #                    budgets, what each step did, the driver gate, the MPS
 #                    daemon stopped when a run is killed, the $OUT limits and
 #                    the carried size (test/gpu/rehearse.sh)
-#   anywhere:        test/gpu/device-run.sh plan [--check [README] | --steps PASS]
+#   anywhere:        test/gpu/device-run.sh plan [--check [README] | --steps PASS
+#                                         | --stages PASS | --budget PASS]
 #                    the plan as test/gpu/README shows it; --check: each
 #                    pass's stage budgets add up to less than its budget, the
 #                    first pass keeps to 300 s, each step fits its stage,
 #                    README's table is this one; --steps: "STAGE STEP" lines
-#                    in the order they run
+#                    in the order they run; --stages: "STAGE BUDGET_S";
+#                    --budget: the pass's
 #
 # Every step runs on the driver the run found, never on the stand-in: the
 # carried build holds none, each step exports STRATA_TEST_DRIVER=real and
@@ -125,7 +127,9 @@ TESTS_LONG=(gpu_allreduce_ops_native gpu_allreduce_ops_native_np8 gpu_reductions
 # budgets add up to less than its budget: the last report and the steps' kill
 # grace come on top.  The first pass ends within FIRST_PASS_MAX_S: a start
 # takes a minute or more of the 15 minutes of device time, and the second pass
-# must follow at once on the still warm machine.
+# must follow at once on the still warm machine.  Within a stage, what
+# matters more comes first, and a long step that keeps what it measured as
+# it goes (p2p_suite.py writes its tables after every variant) last.
 FIRST_PASS_MAX_S=300
 plan_table() {
     cat <<'PLAN'
@@ -134,7 +138,7 @@ stage | setup               |  10 |                                  | the carri
 step  | install             |   5 | :install                         | Open MPI and UCX into /opt/strata-runtime
 step  | driver              |   0 | :driver                          | found as a job finds it; not the stand-in
 step  | mps_left            |   0 | :mps_left                        | an MPS daemon a killed run left, stopped
-stage | probe               |  30 |                                  | the driver's answers: context flag, ordering
+stage | probe               |  40 |                                  | the driver's answers: context flag, ordering
 step  | conformance         |  25 | conformance                      | cuda_conformance: order.ctx.*, order.*
 step  | driver_gate         |   2 | driver                           | which libcuda.so.1 the steps' programs load
 stage | h200_failed         |  55 |                                  | the 9 tests that failed on the H200, no MPS
@@ -168,21 +172,21 @@ step  | sanitizer           |  15 | sanitizer                        | 8 runs, e
 stage | ubuntu              |  20 |                                  | the machine's own Open MPI 4.1, UCX 1.16
 step  | ubuntu_stack        |  10 | ubuntu_stack                     | p2p, query, allreduce, mpi4py + CuPy
 stage | measure             |  45 |                                  | without MPS
-step  | share_probe         |  12 | share_probe dtod,memset 300      | one synchronized operation, 1, 2, 4 processes
-step  | share_probe_small   |   8 | share_probe htod,htod_pageable,dtoh,dtoh_pageable 300 8 | 8-byte copies
 step  | native_np2          |  10 | native 2 64K 64M 5               | 2 ranks, 64 KiB - 64 MiB: native, staged
 step  | staging_np2         |   8 | staging 2                        | device against host buffers
+step  | share_probe         |  12 | share_probe dtod,memset 300      | one synchronized operation, 1, 2, 4 processes
+step  | share_probe_small   |   8 | share_probe htod,htod_pageable,dtoh,dtoh_pageable 300 8 | 8-byte copies
 stage | mps                 |  58 |                                  | MPS
 step  | mps_start           |   5 | mps_start                        | daemon, pipe and log folders of the run's own
-step  | share_probe_mps     |  12 | mps share_probe dtod,memset 300  | one synchronized operation, 1, 2, 4 processes
-step  | p2p_suite_mps       |  15 | mps p2p_suite                    | p2p through pml/ucx: the device paths
 step  | native_np2_mps      |   8 | mps native 2 64K 64M 5           | 2 ranks: native, staged, HBM limit
 step  | copies_np4_mps      |  12 | mps copies 4 64M 16M             | bcast, allgather, reduce_scatter_block
+step  | share_probe_mps     |  12 | mps share_probe dtod,memset 300  | one synchronized operation, 1, 2, 4 processes
+step  | p2p_suite_mps       |  15 | mps p2p_suite                    | p2p through pml/ucx: the device paths
 step  | mps_stop            |   0 | mps_stop                         | the daemon stopped, its servers gone
-stage | extra               |  45 |                                  | without MPS
-step  | p2p_suite           |  25 | p2p_suite                        | p2p through pml/ucx against the copy limits
+stage | extra               |  35 |                                  | without MPS
 step  | mpi4py              |   8 | mpi4py                           | mpi4py + CuPy on the carried Open MPI
 step  | native_np8_big      |  10 | native_big 8                     | 8 ranks, 1 MiB up to STRATA_DEVICE_BIG
+step  | p2p_suite           |  25 | p2p_suite                        | p2p through pml/ucx against the copy limits
 PLAN
 }
 
@@ -1413,8 +1417,9 @@ plan)
     "") plan_readme ;;
     --check) plan_check "${2:-}" ;;
     --steps) plan_steps "${2:?plan --steps PASS}" ;;
+    --stages) plan_rows "${2:?plan --stages PASS}" | awk -F'|' '$1 == "stage" { print $2, $3 }' ;;
     --budget) plan_pass_budget "${2:?plan --budget PASS}" ;;
-    *) die "plan: unknown option '$1' (--check [README], --steps PASS, --budget PASS)" ;;
+    *) die "plan: unknown option '$1' (--check [README], --steps PASS, --stages PASS, --budget PASS)" ;;
     esac
     ;;
 *) sed -n '2,/^set -uo pipefail/p' "$SELF" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;

@@ -303,7 +303,7 @@ def conformance_facts(work):
 def step_facts(work, steps):
     """One line per smoke and client step worth quoting from its log."""
     facts = []
-    done = {s[1] for s in steps}
+    done = {s[1] for s in steps if s[2] not in ("no-time", "not-chosen")}
     if "strata_info" in done:
         m = re.findall(r"^Result: .*$", read_log(work, "strata_info"), re.M)
         if m:
@@ -311,6 +311,13 @@ def step_facts(work, steps):
     if "ucx_info" in done:
         tls = re.findall(r"Transport: (gpu_\w+)", read_log(work, "ucx_info"))
         facts.append("- ucx_info -d: %s" % (", ".join(sorted(set(tls))) or "no Strata transport"))
+    if "conformance" in done:
+        log = read_log(work, "conformance")
+        m = re.findall(r"^conformance: .*$", log, re.M)
+        status = [st for st in steps if st[1] == "conformance"][-1]
+        facts.append("- conformance probe: %s" % (m[-1][len("conformance: "):] if m else
+                                                   "%s (%s)" % (status[2], status[4] or "no answers")))
+        facts += conformance_facts(work)
     for name, what in (("tests_h200", "the tests that failed on the H200"), ("tests", "gpu, ucx layers")):
         if name not in done:
             continue
@@ -326,13 +333,6 @@ def step_facts(work, steps):
         budget = [name for name, why in skipped if "budget" in why]
         if budget:
             facts.append("  - not run, budget spent: %s" % ", ".join(budget))
-    if "conformance" in done:
-        log = read_log(work, "conformance")
-        m = re.findall(r"^conformance: .*$", log, re.M)
-        status = [st for st in steps if st[1] == "conformance"][-1]
-        facts.append("- conformance probe: %s" % (m[-1][len("conformance: "):] if m else
-                                                   "%s (%s)" % (status[2], status[4] or "no answers")))
-        facts += conformance_facts(work)
     if "sanitizer" in done:
         lines = re.findall(r"^sanitizer: (.*)$", read_log(work, "sanitizer"), re.M)
         if lines:

@@ -208,9 +208,11 @@ summary_steps() {
     sed -n '/^| stage | step | status | s | note |$/,/^$/p' "$1" |
         awk -F' [|] ' 'NR > 2 && NF >= 5 { sub(/^[|] /, "", $1); print $1, $2, $3 }'
 }
-# The stages of the summary's stage table, in its order.
+# The stages of the summary's stage table, in its order: STAGE BUDGET_S
+# (the time it got).
 summary_stages() {
-    sed -n '/^| stage | what | budget s | spent s |/,/^$/p' "$1" | awk -F' [|] ' 'NR > 2 && NF >= 5 { sub(/^[|] /, "", $1); print $1 }'
+    sed -n '/^| stage | what | budget s | spent s |/,/^$/p' "$1" |
+        awk -F' [|] ' 'NR > 2 && NF >= 5 { sub(/^[|] /, "", $1); print $1, $3 }'
 }
 
 # What a step may have done in a rehearsal: every step passes on the
@@ -218,13 +220,14 @@ summary_stages() {
 # its stage's end (timeout), but run()'s own, which must pass, and these: the
 # tests are the real driver's (the stand-in fails some of them); the bare
 # tree has no Open MPI 4.1 of its own, the foreign one 5.0; mpi4py is not
-# there; the conformance probe may not be built yet.
+# there; the conformance probe may not be built yet; mps_stop has no daemon
+# to stop where mps_start did not run (and must pass where it passed).
 allowed() {
     case $1 in
     install | driver | mps_left) echo ok ;;
     tests | tests_h200) echo ok failed timeout no-time ;;
     ubuntu_stack) echo skipped no-time ;;
-    mpi4py | conformance) echo ok skipped timeout no-time ;;
+    mpi4py | conformance | mps_stop) echo ok skipped timeout no-time ;;
     *) echo ok timeout no-time ;;
     esac
 }
@@ -248,7 +251,7 @@ RESULTS_EXPECTED=(
 # check_pass PASS OUT SECS: what pass PASS, run in SECS s, left in OUT.
 check_pass() {
     local pass=$1 out=$2 secs=$3 summary="$2/summary.md" want got n f rel stage name status line
-    local step_budget spent first_of_stage
+    local spent first_of_stage mps_started
     # What comes back: at most 8 files of at most 16 MiB, at most two
     # folders down, named in letters, digits, '.', '_' and '-'.
     n=$(find "$out" -mindepth 1 -type f | wc -l)
@@ -266,6 +269,7 @@ check_pass() {
     [ -f "$summary" ] || return 0
     tar -tzf "$out/logs.tar.gz" >/dev/null 2>&1 || fail "$pass: logs.tar.gz is not a readable archive"
     sed -n '1,/^## Key figures/p' "$summary"
+    awk '/^## Key figures/ { on = 1; next } on && /^ *- / { print; next } on && NF && !/^ *- / { exit }' "$summary"
     grep -q "^# Strata staged GPU run, $pass pass: REHEARSAL" "$summary" \
         || fail "$pass: the summary is not titled as the $pass pass's rehearsal"
 
@@ -281,20 +285,25 @@ check_pass() {
     diff <(bash "$RUN_SH" plan --steps "$pass") <(summary_steps "$summary" | cut -d' ' -f1,2) \
         >"$machine/order-$pass.diff" || { fail "$pass: the steps' lines are not the plan's, in its order:"
                                           sed 's/^/    /' "$machine/order-$pass.diff"; }
-    diff <(bash "$RUN_SH" plan --steps "$pass" | cut -d' ' -f1 | uniq) <(summary_stages "$summary") \
+    diff <(bash "$RUN_SH" plan --steps "$pass" | cut -d' ' -f1 | uniq) <(summary_stages "$summary" | cut -d' ' -f1) \
         >/dev/null || fail "$pass: the stages' lines are not the plan's, in its order"
+    # The stages that got their whole budget (the pass's end cut none of it).
+    local whole
+    whole=$(awk 'NR == FNR { b[$1] = $2; next } b[$1] == $2 { print $1 }' \
+            <(bash "$RUN_SH" plan --stages "$pass") <(summary_stages "$summary") | paste -sd ' ')
 
     # What each step did.
-    first_of_stage=""
+    first_of_stage="" mps_started=no
     while read -r stage name status; do
         [[ " $(allowed "$name") " == *" $status "* ]] \
             || fail "$pass: step $name: $status (a rehearsal allows: $(allowed "$name"))"
         if [ "$stage" != "$first_of_stage" ]; then
             first_of_stage=$stage
-            # A stage's first step has the whole stage: it starts, however
-            # slow the machine, unless the budget is too short for the pass.
-            [ $expect_skips = yes ] || [ "$status" != no-time ] \
-                || fail "$pass: $name, the first step of stage $stage, was not started"
+            # A stage's first step has the whole stage (the plan checks that
+            # it fits): it starts, however slow the machine, unless the
+            # pass's end cut the stage short.
+            [[ " $whole " != *" $stage "* ]] || [ "$status" != no-time ] \
+                || fail "$pass: $name, the first step of stage $stage, which got its whole budget, was not started"
         fi
         if [ "$status" = ok ]; then
             for line in "${RESULTS_EXPECTED[@]}"; do
@@ -313,7 +322,11 @@ check_pass() {
             grep -q "^- $name (.*, [0-9]* tests in [0-9]* lanes): [0-9]* passed" "$summary" \
                 || fail "$pass: the summary gives no count of $name" ;;
         mps_start:ok)
-            [ -n "$(mps_pids)" ] || fail "$pass: mps_start passed, but no MPS control daemon was started" ;;
+            [ -n "$(mps_pids)" ] || fail "$pass: mps_start passed, but no MPS control daemon was started"
+            mps_started=yes ;;
+        mps_stop:*)
+            [ "$mps_started" = no ] || [ "$status" = ok ] || fail "$pass: mps_stop: $status after mps_start passed"
+            mps_started=no ;;
         esac
     done < <(summary_steps "$summary")
     if [ $expect_skips = yes ]; then
@@ -328,7 +341,7 @@ check_pass() {
 }
 
 # What came back, kept for reading after the machine copy is gone.
-keep=${STRATA_REHEARSAL_OUT:-/var/tmp/strata-rehearsal-out}
+keep=${STRATA_REHEARSAL_OUT:-/var/tmp/strata-rehearsal-out$([ $foreign = no ] || echo -foreign)}
 rm -rf "$keep" && mkdir -p "$keep"
 for pass in $passes; do
     start=$(date +%s)
