@@ -148,14 +148,19 @@ debian13_release_layer() {
 }
 
 # The staged GPU run (test/gpu/device-run.sh) rehearsed on a bare Debian 13
-# machine with the stand-in as its driver: every stage runs, $OUT keeps to
-# the device tool's limits, checkout plus carried folder fit (the full
-# budget); and on a machine with its own Open MPI 5.0 and UCX 1.18, a budget
-# too short for every stage skips the later ones and still leaves the
-# summary (test/gpu/README).
+# machine with the stand-in as its driver: both passes in the plan's order
+# and budgets (the first within 300 s), each step doing what the stand-in
+# allows, $OUT within the device tool's limits, no MPS daemon left when a run
+# is killed, checkout plus carried folder within 64 MiB; and on a machine with
+# its own Open MPI 5.0 and UCX 1.18, a first pass with a budget too short for
+# every stage records the steps it does not reach as no-time and still leaves
+# the summary (test/gpu/README).  The plan's own check (budgets, README's
+# table) needs no tree and runs wherever this layer is listed.
+gpu_rehearsal_plan() { bash "$STRATA_SRCDIR/test/gpu/device-run.sh" plan --check "$STRATA_SRCDIR/test/gpu/README"; }
 gpu_rehearsal_prepare() { bash "$STRATA_SRCDIR/test/gpu/device-run.sh" prepare "$STRATA_BUILDDIR"; }
 gpu_rehearsal() { bash "$STRATA_SRCDIR/test/gpu/device-run.sh" rehearse "$@"; }
 
+strata_test gpu_rehearsal_plan 60 gpu_rehearsal_plan
 if [ "${STRATA_DEBIAN13:-yes}" = no ]; then
     strata_skip debian13 "STRATA_DEBIAN13=no"
 elif grep -qs '^VERSION_CODENAME=trixie' /etc/os-release; then
@@ -184,8 +189,8 @@ else
     fi
     if [ "$STRATA_HAVE_UCX" = yes ] && [ "$STRATA_HAVE_CUDA" = yes ]; then
         strata_test gpu_rehearsal_prepare 600 gpu_rehearsal_prepare
-        strata_test gpu_rehearsal_full 900 gpu_rehearsal
-        strata_test gpu_rehearsal_short_foreign 600 gpu_rehearsal --foreign --budget 40 --expect-skips
+        strata_test gpu_rehearsal_full 1200 gpu_rehearsal
+        strata_test gpu_rehearsal_short_foreign 600 gpu_rehearsal --foreign --pass first --budget 40 --expect-skips
     else
         strata_skip gpu_rehearsal "this build has no UCX module or no CUDA parts"
     fi

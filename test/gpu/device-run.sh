@@ -12,15 +12,26 @@
 #                    .device/root.tar.gz, builds Strata against UCX 1.16.0
 #                    for the machine's own Ubuntu 24.04 stack into
 #                    .device/ubuntu2404; ends with the line `carry: .device`
-#   on the machine:  bash test/gpu/device-run.sh run
+#   on the machine:  bash test/gpu/device-run.sh run          (the first pass)
+#                    bash test/gpu/device-run.sh run --rest   (the second)
 #                    (the device tool: carry [".device"]; results go to $OUT,
 #                    or .device/out without it)
-#   here, as root:   test/gpu/device-run.sh rehearse [TREE]
-#                    the same `run` in a bare Debian 13 tree (no Open MPI, no
+#   here, as root:   test/gpu/device-run.sh rehearse [OPTIONS] [TREE]
+#                    both passes in a bare Debian 13 tree (no Open MPI, no
 #                    UCX) with the CUDA stand-in where the real driver will be
 #                    found (STRATA_DEVICE_REHEARSAL=1), a fresh $OUT and only
-#                    the checkout plus .device; checks the stages, the driver
-#                    gate, the $OUT limits and the carried size
+#                    the checkout plus .device; checks the plan's order and
+#                    budgets, what each step did, the driver gate, the MPS
+#                    daemon stopped when a run is killed, the $OUT limits and
+#                    the carried size (test/gpu/rehearse.sh)
+#   anywhere:        test/gpu/device-run.sh plan [--check [README] | --steps PASS
+#                                         | --stages PASS | --budget PASS]
+#                    the plan as test/gpu/README shows it; --check: each
+#                    pass's stage budgets add up to less than its budget, the
+#                    first pass keeps to 300 s, each step fits its stage,
+#                    README's table is this one; --steps: "STAGE STEP" lines
+#                    in the order they run; --stages: "STAGE BUDGET_S";
+#                    --budget: the pass's
 #
 # Every step runs on the driver the run found, never on the stand-in: the
 # carried build holds none, each step exports STRATA_TEST_DRIVER=real and
@@ -30,48 +41,43 @@
 # STRATA_DEVICE_REHEARSAL=1 says this is a rehearsal (the summary then says
 # so in its title, and no figure in it is a GPU's).
 #
-# `run` works in stages of falling value, each with a time budget, and writes
-# its results before the next stage starts, so a run stopped at any point has
-# left what it did in $OUT:
-#   smoke        driver and GPU: the conformance probe (the driver's answers,
-#                conformance-real.txt), the driver gate, ucx_info,
-#                strata_info, one device p2p and one device allreduce
-#                (staged and native), values checked
-#   correctness  the gpu and ucx layers, on the real driver, in parallel
-#                lanes, the tests that failed on the H200 first
-#   sanitizer    compute-sanitizer memcheck and synccheck over the p2p and
-#                collective programs that failed there
-#   ubuntu       the machine's own Ubuntu 24.04 Open MPI 4.1.6 and UCX
-#                1.16.0 with Strata: device p2p, MPIX_Query_cuda_support,
-#                device allreduce, mpi4py + CuPy
-#   measure      without MPS: gpu_share_probe, native vs staged allreduce
-#   mps          the MPS daemon started (a private pipe and log folder,
-#                stopped on every exit path): the same, the native allreduce
-#                with the host driving every chunk beside the queued one,
-#                bcast, allgather and reduce_scatter_block
-#   extra        p2p through pml/ucx, mpi4py on the carried Open MPI, the
-#                allreduce's chunk sizes, 8 ranks up to STRATA_DEVICE_BIG
-# A step that would not fit in what is left of its stage is skipped with a
-# line saying so.  $OUT then holds summary.md (rewritten after every step),
-# results.csv (every measurement), logs.tar.gz and the conformance probe's
-# answers (conformance-real.txt; conformance-standin.txt in a rehearsal).
+# The plan (plan_table below: the one list of passes, stages and steps that
+# `run`, `plan` and the rehearsal read) has two passes, each one call of the
+# device tool: the first (`run`, within 300 s) what matters most, in that
+# order; the second (`run --rest`, right after it on the still warm machine)
+# the rest.  Each stage has a time budget, and a step that needs more than
+# what is left of its stage is not started (status no-time, saying so); the
+# summary and results are rewritten after every step, so a run stopped at any
+# point has left what it did in $OUT: summary.md, results.csv, logs.tar.gz and
+# the conformance probe's answers (conformance-real.txt;
+# conformance-standin.txt in a rehearsal).  An MPS daemon the run starts is
+# stopped on every exit, by a watchdog of its own when the run is killed, and
+# else by the next run.
 #
-#   STRATA_DEVICE_BUDGET_S   the whole run's budget in seconds (default 540:
-#                            one 10-minute call of the device tool)
+#   STRATA_DEVICE_BUDGET_S   the pass's budget in seconds (default the plan's:
+#                            300 for the first, 390 for the rest)
 #   STRATA_DEVICE_STEPS      only these steps, comma-separated (a second call
 #                            that reruns what failed); the others are listed
-#                            as skipped
-#   STRATA_DEVICE_LANES      tests run side by side (default 4, at most the
-#                            number of cores)
-#   STRATA_DEVICE_BIG        the largest allreduce of the last step (default 1G;
-#                            the rehearsal's stand-in keeps device memory in
-#                            host memory, and sets less)
+#                            as not-chosen
+#   STRATA_DEVICE_LANES      tests run side by side (default 2, at most the
+#                            number of cores: without MPS, processes sharing
+#                            the GPU are time-sliced, and more lanes slow
+#                            every test)
+#   STRATA_DEVICE_BIG        the largest allreduce of the 8-rank step (default
+#                            256M; the rehearsal's stand-in keeps device
+#                            memory in host memory, and sets less)
 #   STRATA_DEVICE_REHEARSAL  1: the driver found may be the CUDA stand-in
 #                            (rehearse.sh sets it; never on a GPU machine)
 #   STRATA_DEVICE_SANITIZER  compute-sanitizer (default /usr/local/cuda/bin's,
 #                            else PATH's)
 #   STRATA_DEVICE_MPS_CONTROL  nvidia-cuda-mps-control (default PATH's, else
 #                            /usr/local/nvidia/bin's)
+#   STRATA_DEVICE_MPS_RECORD  where a run notes the MPS daemon it started, for
+#                            the next run to stop it if it is left (default
+#                            /tmp/strata-device-mps)
+# Rehearsals only (STRATA_DEVICE_REHEARSAL=1), to kill a run with its daemon up:
+#   STRATA_DEVICE_HOLD_AFTER=STEP   the run waits after STEP until it is killed
+#   STRATA_DEVICE_MPS_WATCH=no      no watchdog: the next run must stop the daemon
 set -uo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
@@ -107,6 +113,164 @@ TESTS_LONG=(gpu_allreduce_ops_native gpu_allreduce_ops_native_np8 gpu_reductions
             gpu_coll_device_ucx_np4 ucx_ucp_copy_max_events ucx_ucp_late_cuda ucx_ucp_without_ipc
             ucx_ucp_exhausted_resources gpu_ucp_cudart_malloc gpu_mpi_4ranks_one_gpu ucx_mpi_p2p_2ranks
             ucx_ucp_tag_cumemalloc ucx_ucp_rma_cumemalloc ucx_ucp_rma_vmm ucx_mpi_tune_cuda_aware)
+
+# ---- the plan ------------------------------------------------------------------
+# The passes, their stages and their steps, in the order they run: what `run`
+# does, what `plan --check` holds to the budgets, the order the rehearsal
+# checks, and test/gpu/README's table (`plan`).  One line each:
+#   pass  | NAME | BUDGET_S |         | WHAT   one call of the device tool
+#   stage | NAME | BUDGET_S |         | WHAT   the time of its steps, from its start
+#   step  | NAME | NEEDS_S  | COMMAND | WHAT   started only with NEEDS_S left in its
+#                                              stage (0: a clean-up that always runs)
+# COMMAND is step_FUNCTION's name and arguments (run in a shell of its own,
+# `__step`), or :NAME, what run() does itself (setup_NAME).  A pass's stage
+# budgets add up to less than its budget: the last report and the steps' kill
+# grace come on top.  The first pass ends within FIRST_PASS_MAX_S: a start
+# takes a minute or more of the 15 minutes of device time, and the second pass
+# must follow at once on the still warm machine.  Within a stage, what
+# matters more comes first, and a long step that keeps what it measured as
+# it goes (p2p_suite.py writes its tables after every variant) last.
+FIRST_PASS_MAX_S=300
+plan_table() {
+    cat <<'PLAN'
+pass  | first               | 300 |                                  | the first GPU minutes: `run`
+stage | setup               |  10 |                                  | the carried runtime, the driver, a daemon left
+step  | install             |   5 | :install                         | Open MPI and UCX into /opt/strata-runtime
+step  | driver              |   0 | :driver                          | found as a job finds it; not the stand-in
+step  | mps_left            |   0 | :mps_left                        | an MPS daemon a killed run left, stopped
+stage | probe               |  40 |                                  | the driver's answers: context flag, ordering
+step  | conformance         |  25 | conformance                      | cuda_conformance: order.ctx.*, order.*
+step  | driver_gate         |   2 | driver                           | which libcuda.so.1 the steps' programs load
+stage | h200_failed         |  55 |                                  | the 9 tests that failed on the H200, no MPS
+step  | tests_h200          |  30 | tests first 40                   | 2 lanes, none above 40 s
+stage | mps                 | 130 |                                  | MPS, started at once: the native allreduce
+step  | mps_start           |   5 | mps_start                        | daemon, pipe and log folders of the run's own
+step  | native_np4_mps      |  20 | mps native 4 1M 64M 3            | 4 ranks, 1-64 MiB: queued, staged, HBM limit
+step  | native_host_np4_mps |  15 | mps native_host 4 1M 64M 3       | the same, host-driven (device_queue 0)
+step  | chunks_np4_mps      |  15 | mps native_chunks 4 8M,32M 1M 64M | 4 ranks: 8 against 32 MiB chunks
+step  | native_np3_mps      |  15 | mps native 3 1M 64M 3            | 3 ranks: queued, staged, HBM limit
+step  | threads_np3_mps     |  32 | mps threads 3 30                 | mpi_threads_native_np3, MAX_CONNECTIONS=1
+step  | mps_stop            |   0 | mps_stop                         | the daemon stopped, its servers gone
+stage | nomps               |  45 |                                  | without MPS
+step  | native_forced_np2   |  32 | native_forced 2 1M 30            | native forced, 2 ranks, 1 MiB, 30 s watchdog
+step  | p2p_carried         |  12 | p2p_carried                      | host->device 4-64 MiB, device->device 8 B
+pass  | rest                | 390 |                                  | the rest: `run --rest`, right after
+stage | setup               |  10 |                                  | the carried runtime, the driver, a daemon left
+step  | install             |   5 | :install                         | Open MPI and UCX into /opt/strata-runtime
+step  | driver              |   0 | :driver                          | found as a job finds it; not the stand-in
+step  | mps_left            |   0 | :mps_left                        | an MPS daemon a killed run left, stopped
+stage | smoke               |  20 |                                  | transports, one device p2p and allreduce
+step  | ucx_info            |   3 | ucx_info                         | gpu_copy and gpu_ipc listed
+step  | strata_info         |   3 | strata_info                      | its verdict
+step  | p2p_device          |   4 | p2p                              | device p2p, 2 ranks, values checked
+step  | allreduce_staged    |   4 | allreduce staged                 | device allreduce, values checked
+step  | allreduce_native    |   4 | allreduce native                 | the same; must have run on the GPU
+stage | correctness         | 110 |                                  | the rest of the gpu and ucx layers
+step  | tests               |  30 | tests rest 100                   | 2 lanes, the long ones first, none above 100 s
+stage | sanitizer           |  72 |                                  | compute-sanitizer over the failed programs
+step  | sanitizer           |  15 | sanitizer                        | 8 runs, each its share, at most 20 s
+stage | ubuntu              |  20 |                                  | the machine's own Open MPI 4.1, UCX 1.16
+step  | ubuntu_stack        |  10 | ubuntu_stack                     | p2p, query, allreduce, mpi4py + CuPy
+stage | measure             |  45 |                                  | without MPS
+step  | native_np2          |  10 | native 2 64K 64M 5               | 2 ranks, 64 KiB - 64 MiB: native, staged
+step  | staging_np2         |   8 | staging 2                        | device against host buffers
+step  | share_probe         |  12 | share_probe dtod,memset 300      | one synchronized operation, 1, 2, 4 processes
+step  | share_probe_small   |   8 | share_probe htod,htod_pageable,dtoh,dtoh_pageable 300 8 | 8-byte copies
+stage | mps                 |  58 |                                  | MPS
+step  | mps_start           |   5 | mps_start                        | daemon, pipe and log folders of the run's own
+step  | native_np2_mps      |   8 | mps native 2 64K 64M 5           | 2 ranks: native, staged, HBM limit
+step  | copies_np4_mps      |  12 | mps copies 4 64M 16M             | bcast, allgather, reduce_scatter_block
+step  | share_probe_mps     |  12 | mps share_probe dtod,memset 300  | one synchronized operation, 1, 2, 4 processes
+step  | p2p_suite_mps       |  15 | mps p2p_suite                    | p2p through pml/ucx: the device paths
+step  | mps_stop            |   0 | mps_stop                         | the daemon stopped, its servers gone
+stage | extra               |  35 |                                  | without MPS
+step  | mpi4py              |   8 | mpi4py                           | mpi4py + CuPy on the carried Open MPI
+step  | native_np8_big      |  10 | native_big 8                     | 8 ranks, 1 MiB up to STRATA_DEVICE_BIG
+step  | p2p_suite           |  25 | p2p_suite                        | p2p through pml/ucx against the copy limits
+PLAN
+}
+
+# plan_rows [PASS]: the plan's lines (of PASS's stages and steps only, when
+# given) as KIND|NAME|SECONDS|COMMAND|WHAT, blanks trimmed.
+plan_rows() {
+    local want=${1:-} kind name secs cmd what pass=""
+    while IFS='|' read -r kind name secs cmd what; do
+        read -r kind <<<"$kind"; read -r name <<<"$name"; read -r secs <<<"$secs"
+        read -r cmd <<<"$cmd"; read -r what <<<"$what"
+        [ "$kind" != pass ] || pass=$name
+        [ -z "$want" ] || { [ "$pass" = "$want" ] && [ "$kind" != pass ]; } || continue
+        printf '%s|%s|%s|%s|%s\n' "$kind" "$name" "$secs" "$cmd" "$what"
+    done < <(plan_table)
+}
+
+plan_pass_budget() { plan_rows | awk -F'|' -v p="$1" '$1 == "pass" && $2 == p { print $3 }'; }
+
+# "STAGE STEP" per step of PASS, in the order the run takes them (and its
+# summary lists them).
+plan_steps() {
+    plan_rows "$1" | awk -F'|' '$1 == "stage" { s = $2 } $1 == "step" { print s, $2 }'
+}
+
+# The plan as test/gpu/README shows it.
+plan_readme() {
+    plan_rows | awk -F'|' '
+        function flush() { if (stage != "") printf "  %-12s %4d s  %s\n%s", stage, budget, title, steps; stage = "" }
+        $1 == "pass" {
+            flush()
+            printf "%spass %s (%s s): %s\n", (n++ ? "\n" : ""), $2, $3, $5
+            next
+        }
+        $1 == "stage" { flush(); stage = $2; budget = $3; title = $5; steps = ""; next }
+        { steps = steps sprintf("      %-20s %3s s  %s\n", $2, $3, $5) }
+        END { flush() }'
+}
+
+# Each pass's stage budgets add up to less than its budget, the first pass's
+# to FIRST_PASS_MAX_S at most; each step's need fits its stage, its command
+# is a step function (or one of run()'s own), and no pass names a step twice;
+# with README, its plan (between the lines "[the plan" and "[end of the plan]")
+# is plan_readme's.
+plan_check() {
+    local readme=${1:-} bad=0 kind name secs cmd what pass="" total sbudget=0 fn pass_budget
+    local -A seen=()
+    while IFS='|' read -r kind name secs cmd what; do
+        case $kind in
+        pass) pass=$name seen=() ;;
+        stage) sbudget=$secs ;;
+        step)
+            [ -z "${seen[$name]:-}" ] || { echo "plan: pass $pass names step $name twice"; bad=1; }
+            seen[$name]=1
+            [ "$secs" -le "$sbudget" ] || { echo "plan: $pass step $name needs $secs s, its stage has $sbudget"; bad=1; }
+            fn=${cmd%% *}
+            if [ "${fn#:}" != "$fn" ]; then
+                [ "$(type -t "setup_${fn#:}")" = function ] || { echo "plan: $pass step $name: no setup_${fn#:}"; bad=1; }
+            else
+                [ "$(type -t "step_$fn")" = function ] || { echo "plan: $pass step $name: no step_$fn"; bad=1; }
+            fi
+            ;;
+        esac
+    done < <(plan_rows)
+    for pass in $(plan_rows | awk -F'|' '$1 == "pass" { print $2 }'); do
+        total=$(plan_rows "$pass" | awk -F'|' '$1 == "stage" { s += $3 } END { print s + 0 }')
+        pass_budget=$(plan_pass_budget "$pass")
+        echo "plan: pass $pass: $(plan_steps "$pass" | wc -l) steps, stages $total s of $pass_budget"
+        [ "$total" -lt "$pass_budget" ] || { echo "plan: pass $pass: its stages' $total s are not less than its $pass_budget s"; bad=1; }
+    done
+    pass_budget=$(plan_pass_budget first)
+    [ "$pass_budget" -le "$FIRST_PASS_MAX_S" ] || { echo "plan: the first pass's $pass_budget s are over $FIRST_PASS_MAX_S"; bad=1; }
+    if [ -n "$readme" ]; then
+        if ! diff -u <(sed -n '/^\[the plan/,/^\[end of the plan\]/p' "$readme" | sed '1d; $d') <(plan_readme) \
+            >"${TMPDIR:-/tmp}/plan-readme.diff.$$"; then
+            echo "plan: $readme's table is not the plan's (device-run.sh plan prints it):"
+            cat "${TMPDIR:-/tmp}/plan-readme.diff.$$"
+            bad=1
+        else
+            echo "plan: $readme's table is the plan's"
+        fi
+        rm -f "${TMPDIR:-/tmp}/plan-readme.diff.$$"
+    fi
+    return $bad
+}
 
 die() { echo "device-run: $*" >&2; exit 1; }
 say() { echo "device-run: $*"; }
@@ -355,12 +519,20 @@ driver_gate() {
 
 now() { date +%s; }
 
+# What a pass keeps at its end, out of every stage's time: the last report,
+# and the kill grace of a step stopped at its limit.
+RUN_RESERVE_S=10
+
 # stage NAME BUDGET_S TITLE: the next steps' deadline is BUDGET_S from now,
-# within the run's own.
+# within the run's own (less RUN_RESERVE_S); a stage the run's time does not
+# reach gets 0 s, and its line says so.
 stage() {
+    local end=$((RUN_DEADLINE - RUN_RESERVE_S))
     STAGE=$1 STAGE_START=$(now)
     STAGE_DEADLINE=$((STAGE_START + $2))
-    [ "$STAGE_DEADLINE" -le "$RUN_DEADLINE" ] || STAGE_DEADLINE=$RUN_DEADLINE
+    [ "$STAGE_DEADLINE" -le "$end" ] || STAGE_DEADLINE=$end
+    [ "$STAGE_DEADLINE" -ge "$STAGE_START" ] || STAGE_DEADLINE=$STAGE_START
+    export STAGE STAGE_DEADLINE
     printf '%s\t%s\t%s\n' "$1" "$3" "$((STAGE_DEADLINE - STAGE_START))" >>"$WORK/stages.tsv"
     echo "== stage $1 ($3): $((STAGE_DEADLINE - STAGE_START)) s"
 }
@@ -370,27 +542,33 @@ stage() {
 step_outputs() {
     local name=$1
     ls -d "$WORK/logs/$name.log" "$WORK/logs/$name".* 2>/dev/null
-    [ "$name" != tests ] || ls -d "$WORK/tests" 2>/dev/null
+    [[ "$name" != tests* ]] || ls -d "$WORK/tests" 2>/dev/null
 }
 
 # step NAME NEEDS_S COMMAND...: runs COMMAND (a function of this script, in
 # a fresh shell) with what is left of the stage as its limit, its output in
-# logs/NAME.log; skipped, with a line saying so, when less than NEEDS_S is
-# left (NEEDS_S 0: a clean-up that always runs, with at least 15 s).  A step
-# whose output names the CUDA stand-in fails, unless the run's driver is the
-# stand-in (a rehearsal).  The result is a line of steps.tsv, then the
-# summary is rewritten.
+# logs/NAME.log.  Not started when less than NEEDS_S is left (status no-time,
+# the note says how much was left), nor when STRATA_DEVICE_STEPS leaves it
+# out (not-chosen); NEEDS_S 0 is a clean-up that always runs, with at least
+# 15 s but never past the run's end.  A step that exits 77 is skipped (the
+# machine lacks something: its last line says what).  A step whose output
+# names the CUDA stand-in fails, unless the run's driver is the stand-in (a
+# rehearsal).  The result is a line of steps.tsv, then the summary is
+# rewritten.
 step() {
-    local name=$1 needs=$2 left rc start secs status note=""; shift 2
+    local name=$1 needs=$2 left rc start secs status note="" end=$((RUN_DEADLINE - $(now) - 5)); shift 2
     left=$((STAGE_DEADLINE - $(now)))
-    [ "$needs" -gt 0 ] || [ "$left" -ge 15 ] || left=15
+    if [ "$needs" -eq 0 ] && [ "$left" -lt 15 ]; then
+        left=15
+        [ "$left" -le "$end" ] || left=$end
+    fi
     if [ -n "${STRATA_DEVICE_STEPS:-}" ] && [[ ",$STRATA_DEVICE_STEPS," != *",$name,"* ]]; then
-        status=skipped note="not among STRATA_DEVICE_STEPS" secs=0
-        echo "SKIP: $name ($note)"
-    elif [ "$left" -lt "$needs" ]; then
-        status=skipped note="needs about $needs s, $left s left in stage $STAGE"
+        status=not-chosen note="not among STRATA_DEVICE_STEPS" secs=0
+        echo "NOT CHOSEN: $name"
+    elif [ "$left" -lt "$needs" ] || [ "$left" -le 0 ]; then
+        status=no-time note="needs about $needs s, $left s left in stage $STAGE"
         secs=0
-        echo "SKIP: $name ($note)"
+        echo "NO TIME: $name ($note)"
     else
         start=$(now)
         # timeout signals the step's whole process group: mpirun and its ranks.
@@ -409,8 +587,12 @@ step() {
         fi
         echo "$(tr a-z A-Z <<<"$status"): $name (${secs} s) $note"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\n' "$STAGE" "$name" "$status" "$secs" "${note//$'\t'/ }" >>"$WORK/steps.tsv"
+    record "$STAGE" "$name" "$status" "$secs" "${note//$'\t'/ }"
     report
+    if [ "${STRATA_DEVICE_REHEARSAL:-}" = 1 ] && [ "${STRATA_DEVICE_HOLD_AFTER:-}" = "$name" ]; then
+        echo "== STRATA_DEVICE_HOLD_AFTER=$name: waiting to be killed"
+        while :; do sleep 1; done
+    fi
 }
 
 # A line of steps.tsv for what run() itself does (install, driver).
@@ -529,21 +711,28 @@ step_allreduce() {
     fi
 }
 
-# The tests the gpu and ucx layers run on this driver (run-tests.sh --list),
-# in the order of value: TESTS_FIRST, TESTS_LONG, then the layers' order.
-# Those the layers skip as a whole come as "NAME (skipped: REASON)".
+# The tests of SET the gpu and ucx layers run on this driver (LIST:
+# run-tests.sh --list), in the order of value: first, TESTS_FIRST; rest,
+# TESTS_LONG then the others in the layers' order.  Those the layers skip
+# come as "NAME (skipped: REASON)" in LIST and are left out.
 tests_ordered() {
-    local list=$1 n
-    for n in "${TESTS_FIRST[@]}" "${TESTS_LONG[@]}"; do
+    local set=$1 list=$2 n
+    if [ "$set" = first ]; then
+        for n in "${TESTS_FIRST[@]}"; do
+            grep -qx "$n" "$list" && echo "$n"
+        done
+        return 0
+    fi
+    for n in "${TESTS_LONG[@]}"; do
         grep -qx "$n" "$list" && echo "$n"
     done
     grep -v " (skipped: " "$list" | grep -vxF -f <(printf '%s\n' "${TESTS_FIRST[@]}" "${TESTS_LONG[@]}")
 }
 
-# One lane of the correctness stage: takes the next test nobody took yet
-# (mkdir is the claim) and runs it alone through run-tests.sh (-k NAME, -x
-# the longer names that contain NAME), until none is left; a test that
-# would start within STRATA_TEST_MIN_S of the deadline is skipped.
+# One lane of a tests step: takes the next test nobody took yet (mkdir is
+# the claim) and runs it alone through run-tests.sh (-k NAME, -x the longer
+# names that contain NAME), until none is left; a test that would start
+# within STRATA_TEST_MIN_S of the deadline is skipped.
 tests_lane() {
     local q=$1 deadline=$2 max=$3 name layer others
     while IFS= read -r name; do
@@ -554,18 +743,19 @@ tests_lane() {
         fi
         layer=ucx
         [[ "$name" != gpu_* ]] || layer=gpu
-        others=$(grep -F -- "$name" "$q/order" | grep -vxF -- "$name" | paste -sd '|')
+        others=$(sed 's/ (skipped: .*//' "$q/list" | grep -F -- "$name" | grep -vxF -- "$name" | paste -sd '|')
         STRATA_TEST_DEADLINE=$deadline STRATA_TEST_MAX_S=$max bash "$SRCDIR/test/run-tests.sh" \
             --builddir "$BUILD" -k "$name" ${others:+-x "$others"} "$layer" 2>&1 </dev/null |
             grep -v '^== \|^[0-9]* passed, [0-9]* failed\|^failed: '
     done <"$q/order"
 }
 
-# The gpu and ucx layers on the real driver, LANES tests side by side (the
-# machine's cores), the most valuable first, each under run-tests.sh's
-# timeout cut to DEADLINE and MAX_S; ends with run-tests.sh's summary lines.
+# tests SET MAX_S: the tests of SET (tests_ordered) of the gpu and ucx layers
+# on the real driver, LANES side by side, the most valuable first, each under
+# run-tests.sh's timeout cut to the stage's end and MAX_S; ends with
+# run-tests.sh's summary lines.
 step_tests() {
-    local deadline=$1 max=$2 lanes=${STRATA_DEVICE_LANES:-4} q="$WORK/tests.q" i n
+    local set=$1 max=$2 lanes=${STRATA_DEVICE_LANES:-2} q="$WORK/tests.q" i n deadline=$((STAGE_DEADLINE - 5))
     [ "$lanes" -le "$(nproc)" ] || lanes=$(nproc)
     rm -rf "$q" && mkdir -p "$q"
     # The gpu layer decides whether a GPU is there with one ucx_info: on a
@@ -578,11 +768,21 @@ step_tests() {
         sleep 2
     done
     grep -E '^[a-z0-9_]+( \(skipped: .*\))?$' "$q/listed" >"$q/list"
-    tests_ordered "$q/list" >"$q/order"
+    tests_ordered "$set" "$q/list" >"$q/order"
     echo "== $(wc -l <"$q/order") tests in $lanes lanes, until $(date -u -d "@$deadline" +%T) UTC, none above $max s:" \
         "$(paste -sd ' ' "$q/order")"
-    sed -n 's/^\(.*\) (skipped: \(.*\))$/SKIP: \1 (\2)/p' "$q/list" |
-        sed 's/^SKIP: \(gpu_layer (no GPU visible.*\)$/FAIL: \1/' | tee "$q/lane0.out"
+    # The layers' own skips, of this set's tests (a layer skipped for want of
+    # a GPU fails every set).
+    sed -n 's/^\(.*\) (skipped: \(.*\))$/\1\t\2/p' "$q/list" |
+        while IFS=$'\t' read -r n why; do
+            if [ "$n" = gpu_layer ] && [[ "$why" == "no GPU visible"* ]]; then
+                echo "FAIL: $n ($why)"
+            elif [ "$set" = rest ] && ! printf '%s\n' "${TESTS_FIRST[@]}" | grep -qxF -- "$n"; then
+                echo "SKIP: $n ($why)"
+            elif [ "$set" = first ] && printf '%s\n' "${TESTS_FIRST[@]}" | grep -qxF -- "$n"; then
+                echo "SKIP: $n ($why)"
+            fi
+        done | tee "$q/lane0.out"
     for i in $(seq "$lanes"); do
         tests_lane "$q" "$deadline" "$max" >"$q/lane$i.out" 2>&1 &
     done
@@ -632,18 +832,19 @@ sanitizer_bin() {
     [ -n "$s" ] || s=$(command -v compute-sanitizer || true)
     echo "$s"
 }
-# sanitize DEADLINE TOOL NAME COMMAND...: COMMAND with SAN set to the
-# sanitizer's command line for TOOL.
+# sanitize DEADLINE RUNS TOOL NAME COMMAND...: COMMAND with SAN set to the
+# sanitizer's command line for TOOL, cut to its share of what is left before
+# DEADLINE (RUNS runs to go, this one among them), at most 20 s.
 sanitize() {
-    local deadline=$1 tool=$2 name=$3 log left rc errors; shift 3
+    local deadline=$1 runs=$2 tool=$3 name=$4 log left rc errors; shift 4
     log="$WORK/logs/sanitizer.d/$tool-$name.txt"
-    left=$((deadline - $(now) - 2))
+    left=$(((deadline - $(now) - 2) / runs))
     [ "$left" -le 20 ] || left=20
     if [ "$left" -lt 5 ]; then
         echo "sanitizer: $tool $name: not run, the stage's time is spent"
         return 0
     fi
-    echo "== $tool $name"
+    echo "== $tool $name (at most $left s)"
     SAN=("$(sanitizer_bin)" --tool "$tool" --target-processes all --print-limit 20 --error-exitcode 86)
     limited "$left" "$@" >"$log" 2>&1
     rc=$?
@@ -672,7 +873,7 @@ san_coll() {
         $(strata_coll_mca strata) "${SAN[@]}" "$BUILD/test/mpi/test_coll_device" --only allreduce "$@"
 }
 step_sanitizer() {
-    local deadline=$1 san tool rc=0
+    local deadline=$((STAGE_DEADLINE - 2)) san rc=0 i=0 run
     san=$(sanitizer_bin)
     [ -n "$san" ] && [ -x "$san" ] || { echo "no compute-sanitizer (/usr/local/cuda/bin, PATH)"; exit 77; }
     with_env
@@ -680,14 +881,20 @@ step_sanitizer() {
     # By value: the context fault first (CUDA_ERROR_LAUNCH_FAILED after
     # stream-ordered memory: memcheck names the access), the VMM and the
     # collective failures, then the rest.
-    sanitize "$deadline" memcheck ucp_tag_async san_ucp --alloc async || rc=1
-    sanitize "$deadline" memcheck ucp_tag_vmm san_ucp --alloc vmm || rc=1
-    sanitize "$deadline" synccheck ucp_tag_vmm san_ucp --alloc vmm || rc=1
-    sanitize "$deadline" memcheck coll_device_ob1_np2 san_coll --kinds hd,dd --counts 1,7 || rc=1
-    sanitize "$deadline" synccheck coll_device_ob1_np2 san_coll --kinds hd,dd --counts 1,7 || rc=1
-    sanitize "$deadline" memcheck mpi_p2p_vmm_np2 san_p2p --alloc vmm || rc=1
-    sanitize "$deadline" synccheck ucp_tag_async san_ucp --alloc async || rc=1
-    sanitize "$deadline" synccheck mpi_p2p_vmm_np2 san_p2p --alloc vmm || rc=1
+    local runs=(
+        "memcheck ucp_tag_async san_ucp --alloc async"
+        "memcheck ucp_tag_vmm san_ucp --alloc vmm"
+        "synccheck ucp_tag_vmm san_ucp --alloc vmm"
+        "memcheck coll_device_ob1_np2 san_coll --kinds hd,dd --counts 1,7"
+        "synccheck coll_device_ob1_np2 san_coll --kinds hd,dd --counts 1,7"
+        "memcheck mpi_p2p_vmm_np2 san_p2p --alloc vmm"
+        "synccheck ucp_tag_async san_ucp --alloc async"
+        "synccheck mpi_p2p_vmm_np2 san_p2p --alloc vmm"
+    )
+    for run in "${runs[@]}"; do
+        sanitize "$deadline" $((${#runs[@]} - i)) $run || rc=1
+        i=$((i + 1))
+    done
     return $rc
 }
 
@@ -745,21 +952,28 @@ step_ubuntu_stack() {
     return $rc
 }
 
-# Native vs staged device allreduce, NP ranks sharing the GPU, against the
-# HBM limit; MAX the largest message.
+# native NP MIN MAX ITERS [CONFIGS]: native against staged device allreduce
+# (CONFIGS, default both), NP ranks sharing the GPU, MIN to MAX bytes, ITERS
+# timed calls a size, against the HBM limit.
 step_native() {
-    local np=$1 max=$2 iters=$3
+    local np=$1 min=$2 max=$3 iters=$4 configs=${5:-strata-staged,strata-native}
     python3 "$SRCDIR/test/bench/allreduce_bench.py" --builddir "$BUILD" \
-        --configs strata-staged,strata-native --np "$np" --buffer device --min 64K --max "$max" \
-        --iters "$iters" --iters-large 3 --warmup 2 --rounds 2 \
+        --configs "$configs" --np "$np" --buffer device --min "$min" --max "$max" \
+        --iters "$iters" --iters-large "$iters" --warmup 2 --rounds 1 \
         --title "device MPI_Allreduce, $np ranks on one GPU" --out "$WORK/bench/native-np$np${STEP_SUFFIX:-}"
 }
 
-# The same with the host driving every chunk (coll_strata_device_queue 0:
-# the pipeline before issue 36), for the queued path's gain in one run.
+# The native allreduce with the host driving every chunk
+# (coll_strata_device_queue 0: the pipeline before issue 36), for the queued
+# path's gain in the same run.
 step_native_host() {
-    STEP_SUFFIX="-host${STEP_SUFFIX:-}" OMPI_MCA_coll_strata_device_queue=0 step_native "$@"
+    STEP_SUFFIX="-host${STEP_SUFFIX:-}" OMPI_MCA_coll_strata_device_queue=0 step_native "$@" strata-native
 }
+
+# native_big NP: native against staged allreduce from 1 MiB to
+# STRATA_DEVICE_BIG (default 256M: staged 1 GiB on 8 ranks alone takes more
+# than the step has).
+step_native_big() { step_native "$1" 1M "${STRATA_DEVICE_BIG:-256M}" 3; }
 
 # MPI_Bcast, MPI_Allgather and MPI_Reduce_scatter_block on the GPUs (issues
 # 27, 36) against staged and the HBM limit, NP ranks sharing the GPU: bcast
@@ -776,27 +990,108 @@ step_copies() {
     done
 }
 
-# The native allreduce's time against its chunk size
-# (coll_strata_device_segment_size, through Open MPI's environment): a cost
-# per chunk shows as a time that falls with fewer, larger chunks (the first
-# H200 run, host-driven: ~750 us per 128 KiB chunk with 2 ranks; queued, each
-# chunk costs the GPU ~3k+4 stream operations, issue 36).
-step_native_segments() {
-    local seg
-    for seg in 1048576 8388608 33554432; do
-        OMPI_MCA_coll_strata_device_segment_size=$seg python3 "$SRCDIR/test/bench/allreduce_bench.py" \
-            --builddir "$BUILD" --configs strata-native --np 2 --buffer device --min 1M --max 64M \
-            --iters 5 --iters-large 3 --warmup 1 --rounds 1 --out "$WORK/bench/native-seg$seg" || return 1
+# native_chunks NP CHUNKS MIN MAX: the native allreduce's time against its
+# chunk size (CHUNKS, comma-separated: coll_strata_device_segment_size,
+# through Open MPI's environment): a cost per chunk shows as a time that
+# falls with fewer, larger chunks (the first H200 run, host-driven: ~750 us
+# per 128 KiB chunk with 2 ranks; queued, each chunk costs the GPU ~3k+4
+# stream operations, issue 36).
+step_native_chunks() {
+    local np=$1 chunks=$2 min=$3 max=$4 c
+    for c in ${chunks//,/ }; do
+        OMPI_MCA_coll_strata_device_segment_size=$(size_bytes "$c") python3 "$SRCDIR/test/bench/allreduce_bench.py" \
+            --builddir "$BUILD" --configs strata-native --np "$np" --buffer device --min "$min" --max "$max" \
+            --iters 3 --iters-large 3 --warmup 1 --rounds 1 \
+            --out "$WORK/bench/native-np$np-chunk$c${STEP_SUFFIX:-}" || return 1
     done
 }
 
-# One synchronized GPU operation (OPS: dtod, dtoh, memset), timed with 1, 2
-# and 4 processes sharing the GPU, ITERS each; an operation whose entry
-# point the driver lacks (the stand-in has no cuMemsetD8Async) is left out,
-# saying so.
+# 64K, 1M, 1G or a number: bytes.
+size_bytes() {
+    local n=${1%[KkMmGg]}
+    case $1 in
+    *[Kk]) echo $((n << 10)) ;;
+    *[Mm]) echo $((n << 20)) ;;
+    *[Gg]) echo $((n << 30)) ;;
+    *) echo "$1" ;;
+    esac
+}
+
+# threads NP WATCHDOG_S: the mpi layer's mpi_threads_native_np3
+# (test_threads, 4 threads of each rank calling the native device
+# allreduce, coll_threads of test/mpi/tests.sh) on NP ranks, with
+# CUDA_DEVICE_MAX_CONNECTIONS=1 (one hardware queue: streams that should run
+# side by side wait on each other, and a queued wait on another process's
+# work can hold up what that work waits for); a hang is stopped by the
+# watchdog, and fails.
+step_threads() {
+    local np=$1 limit=$2 rc
+    with_env
+    . "$SRCDIR/test/mpi/tests.sh" --functions-only
+    export CUDA_DEVICE_MAX_CONNECTIONS=1
+    echo "== mpi_threads_native_np$np: test_threads, strata-native, $np ranks, CUDA_DEVICE_MAX_CONNECTIONS=1, ${limit} s watchdog"
+    T="$BUILD/test" STRATA_TEST_LOG="$WORK/logs/threads_np$np" limited "$limit" coll_threads strata-native "$np"
+    rc=$?
+    [ $rc -ne 124 ] || { echo "FAIL: hung: the ${limit} s watchdog stopped it"; return 1; }
+    return $rc
+}
+
+# native_forced NP SIZE WATCHDOG_S: the native device allreduce forced
+# (coll_strata_allreduce_device_algorithm native) without MPS, NP ranks, SIZE
+# bytes: values checked, the native path seen to run, then its time; a hang
+# is stopped by the watchdog, and fails.
+native_forced() {
+    local np=$1 bytes; bytes=$(size_bytes "$2")
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local "$np" -x LD_LIBRARY_PATH \
+        $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 \
+        "$BUILD/test/mpi/test_coll_device" --only allreduce --kinds dd --counts $((bytes / 4)) \
+        >"$WORK/logs/native_forced.verbose" 2>&1 || { grep -v "coll:strata: " "$WORK/logs/native_forced.verbose"; return 1; }
+    grep -v "^\[.*coll:strata: " "$WORK/logs/native_forced.verbose"
+    grep -q "allreduce MPI_COMM_WORLD count=$((bytes / 4)) MPI_INT MPI_SUM device->device: native" \
+        "$WORK/logs/native_forced.verbose" || { echo "FAIL: values right, but the native path did not run"; return 1; }
+    step_native "$np" "$2" "$2" 5 strata-native
+}
+step_native_forced() {
+    local limit=$3 rc
+    with_env
+    echo "== native allreduce forced, $1 ranks, $2, without MPS, ${limit} s watchdog"
+    STEP_SUFFIX=-forced limited "$limit" native_forced "$1" "$2"
+    rc=$?
+    [ $rc -ne 124 ] || { echo "FAIL: hung: the ${limit} s watchdog stopped it"; return 1; }
+    return $rc
+}
+
+# p2p on the carried stack (Debian 12's Open MPI 4.1 and UCX 1.13, pml/ucx
+# with Strata's transports): host->device bandwidth from pageable and from
+# pinned memory at 4-64 MiB (the 2026-11-27 run: ~1 GB/s flat, where PCIe
+# moves tens) and device->device latency at 8 bytes, as p2p_suite.py's
+# results.csv (variants strata and pinned).
+step_p2p_carried() {
+    local dir="$WORK/bench/p2p-carried" variant args
+    with_env
+    mkdir -p "$dir"
+    echo "variant,kind,mode,bytes,lat_us,bw_MBps,rounds" >"$dir/results.csv"
+    for variant in strata pinned; do
+        args=(--kinds host-device,device-device --lat-min 8 --lat-max 8 --lat-iters 500)
+        [ "$variant" = strata ] || args=(--kinds host-device --no-lat --host-pinned)
+        echo "== $variant: p2p_bench ${args[*]}"
+        strata_mpirun_gpu 2 "$BUILD/test/bench/p2p_bench" "${args[@]}" --bw-min 4M --bw-max 64M \
+            --bw-iters 3 --window 4 --bw-bytes 512M >"$dir/$variant.txt" 2>&1 || { cat "$dir/$variant.txt"; return 1; }
+        cat "$dir/$variant.txt"
+        awk -F, -v v="$variant" 'NF == 5 && $1 ~ /\// && $2 ~ /^[0-9]+$/ {
+            split($1, k, "/"); print v "," k[1] "," k[2] "," $2 "," $3 "," $4 ",1" }' "$dir/$variant.txt" >>"$dir/results.csv"
+    done
+    [ "$(wc -l <"$dir/results.csv")" -gt 1 ] || { echo "FAIL: p2p_bench printed no result"; return 1; }
+}
+
+# One synchronized GPU operation (OPS, comma-separated: dtod, dtoh, memset,
+# htod, htod_pageable, dtoh_pageable), timed with 1, 2 and 4 processes
+# sharing the GPU, ITERS each, BYTES a time; an operation whose entry point
+# the driver lacks (the stand-in has no cuMemsetD8Async) is left out, saying
+# so.
 step_share_probe() {
-    local ops=${1:-dtod dtoh memset} iters=${2:-500} bytes=${3:-131072} n op out
-    for op in $ops; do
+    local ops=${1:-dtod,dtoh,memset} iters=${2:-500} bytes=${3:-131072} n op out
+    for op in ${ops//,/ }; do
         for n in 1 2 4; do
             echo "== $n process(es), $op, $bytes bytes"
             out=$("$BUILD/test/gpu/gpu_share_probe" "$n" "$op" "$bytes" "$iters" 2>&1) && { echo "$out"; continue; }
@@ -846,7 +1141,12 @@ step_mpi4py() {
 # Its pipe and log folders are the run's (WORK/mps), so that only the steps
 # that name them (step NAME N mps FUNCTION) are its clients; WORK/mps/control
 # says it was started, and mps_stop_now, called by the mps_stop step and on
-# every exit of run(), stops it.
+# every exit of run(), stops it.  A run killed outright (SIGKILL at the device
+# tool's limit) runs no trap: a watchdog in a session of its own stops the
+# daemon once the run is gone, and MPS_RECORD names the daemon for the next
+# run, which stops one that is still there (setup_mps_left).
+
+MPS_RECORD=${STRATA_DEVICE_MPS_RECORD:-/tmp/strata-device-mps}
 
 mps_control() {
     local c=${STRATA_DEVICE_MPS_CONTROL:-}
@@ -855,21 +1155,30 @@ mps_control() {
     echo "$c"
 }
 mps_env() { env CUDA_MPS_PIPE_DIRECTORY="$WORK/mps/pipe" CUDA_MPS_LOG_DIRECTORY="$WORK/mps/log" "$@"; }
-# The control daemon's pid, from the first line of its log ("[... Control  PID] ...").
-mps_daemon_pid() { sed -n 's/.*Control *\([0-9][0-9]*\)\].*/\1/p' "$WORK/mps/log/control.log" 2>/dev/null | head -n 1; }
+# The control daemon's pid, from the first line of its log DIR/control.log
+# ("[... Control  PID] ...").
+mps_daemon_pid() { sed -n 's/.*Control *\([0-9][0-9]*\)\].*/\1/p' "$1/control.log" 2>/dev/null | head -n 1; }
 
 step_mps_start() {
-    local ctl i servers
+    local ctl i servers pid
     ctl=$(mps_control)
     [ -n "$ctl" ] && [ -x "$ctl" ] || { echo "no nvidia-cuda-mps-control (PATH, /usr/local/nvidia/bin)"; exit 77; }
     mkdir -p "$WORK/mps/pipe" "$WORK/mps/log"
     mps_env "$ctl" -d || { echo "FAIL: $ctl -d"; return 1; }
     echo "$ctl" >"$WORK/mps/control"
     for i in $(seq 50); do
-        [ -n "$(mps_daemon_pid)" ] && break
+        pid=$(mps_daemon_pid "$WORK/mps/log")
+        [ -n "$pid" ] && break
         sleep 0.1
     done
-    echo "MPS control daemon: pid $(mps_daemon_pid), pipe $WORK/mps/pipe"
+    printf '%s\t%s\t%s\t%s\n' "$ctl" "$WORK/mps/pipe" "$WORK/mps/log" "$pid" >"$MPS_RECORD"
+    if [ "${STRATA_DEVICE_REHEARSAL:-}" = 1 ] && [ "${STRATA_DEVICE_MPS_WATCH:-}" = no ]; then
+        echo "no watchdog (STRATA_DEVICE_MPS_WATCH=no, a rehearsal)"
+    else
+        setsid bash "$SELF" __mps_watch "$RUN_PID" "$WORK" </dev/null >>"$WORK/logs/mps_watch.log" 2>&1 &
+        echo "watchdog started: it stops the daemon if run $RUN_PID ends without doing so"
+    fi
+    echo "MPS control daemon: pid ${pid:-unknown}, pipe $WORK/mps/pipe"
     # The first client starts the server.
     mps_env "$BUILD/test/gpu/gpu_share_probe" 1 dtod 4096 10 || { echo "FAIL: no client ran under MPS"; return 1; }
     servers=$(echo get_server_list | mps_env "$ctl")
@@ -879,13 +1188,13 @@ step_mps_start() {
     return 0
 }
 
-mps_stop_now() {
-    local ctl pid servers i
-    [ -f "$WORK/mps/control" ] || return 0
-    ctl=$(cat "$WORK/mps/control")
-    pid=$(mps_daemon_pid)
-    servers=$(echo get_server_list | mps_env "$ctl" 2>/dev/null)
-    echo quit | mps_env "$ctl"
+# mps_quit CTL PIPE LOG: the daemon of those folders told to quit, its
+# servers and itself sent SIGTERM if it does not within 10 s.
+mps_quit() {
+    local ctl=$1 pipe=$2 log=$3 pid servers i
+    pid=$(mps_daemon_pid "$log")
+    servers=$(echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$log "$ctl" 2>/dev/null)
+    echo quit | CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$log "$ctl"
     for i in $(seq 100); do
         [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
@@ -894,17 +1203,48 @@ mps_stop_now() {
         echo "the MPS control daemon ($pid) did not quit in 10 s: SIGTERM to it and its servers (${servers:-none})"
         kill "$pid" $servers 2>/dev/null
     fi
-    tail -n 4 "$WORK/mps/log/control.log" 2>/dev/null
-    rm -f "$WORK/mps/control"
+    tail -n 4 "$log/control.log" 2>/dev/null
     echo "MPS daemon stopped (control pid ${pid:-unknown})"
+}
+
+mps_stop_now() {
+    [ -f "$WORK/mps/control" ] || return 0
+    mps_quit "$(cat "$WORK/mps/control")" "$WORK/mps/pipe" "$WORK/mps/log"
+    rm -f "$WORK/mps/control"
+    [ "$(cut -f 2 "$MPS_RECORD" 2>/dev/null)" != "$WORK/mps/pipe" ] || rm -f "$MPS_RECORD"
 }
 step_mps_stop() {
     [ -f "$WORK/mps/control" ] || { echo "no MPS daemon of this run's to stop"; exit 77; }
     mps_stop_now
 }
 
+# __mps_watch RUN_PID WORK: waits while run RUN_PID lives with its daemon
+# up; if the run ends and the daemon is still up (WORK/mps/control), stops it.
+mps_watch() {
+    WORK=$2
+    while kill -0 "$1" 2>/dev/null && [ -f "$WORK/mps/control" ]; do
+        sleep 1
+    done
+    [ -f "$WORK/mps/control" ] || exit 0
+    echo "$(date -u +%FT%TZ): run $1 ended with its MPS daemon up"
+    mps_stop_now
+}
+
+# The daemon MPS_RECORD names, if it is still up: a run killed with its
+# watchdog left it.
+mps_stop_left() {
+    local ctl pipe log pid
+    [ -f "$MPS_RECORD" ] || return 0
+    IFS=$'\t' read -r ctl pipe log pid <"$MPS_RECORD"
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ -x "$ctl" ]; then
+        mps_quit "$ctl" "$pipe" "$log"
+        echo "stopped the MPS daemon an earlier run left (control pid $pid, pipe $pipe)"
+    fi
+    rm -f "$MPS_RECORD"
+}
+
 # mps FUNCTION ARGS...: step FUNCTION as a client of the run's MPS daemon
-# (its outputs named with a suffix _mps); fails if no MPS server served it.
+# (its outputs named with a suffix -mps); fails if no MPS server served it.
 step_mps() {
     local fn=$1 ctl servers; shift
     [ -f "$WORK/mps/control" ] || { echo "the MPS daemon is not running (mps_start did not start it)"; exit 77; }
@@ -957,7 +1297,8 @@ machine_facts() {
         echo "nvidia-cuda-mps-control: $(mps_control)"
         echo "/dev/shm: $(df -h /dev/shm 2>/dev/null | awk 'NR == 2 { print $2 " (" $4 " free)" }')"
         echo "runtime: $(cat /proc/version 2>/dev/null | cut -c1-100)"
-        echo "budget: $BUDGET s; largest allreduce of the extra stage: ${STRATA_DEVICE_BIG:-1G}"
+        echo "pass: $PASS (device-run.sh run$([ "$PASS" = first ] || echo " --$PASS"))"
+        echo "budget: $BUDGET s; largest allreduce of the 8-rank step: ${STRATA_DEVICE_BIG:-256M}"
     } >"$WORK/machine.txt" 2>&1
 }
 
@@ -968,15 +1309,64 @@ run_exit() {
     report
 }
 
+# run()'s own steps (COMMAND :NAME in the plan): setup_NAME STEP.
+# The carried Open MPI and UCX, the build where it was configured, the
+# driver; the machine's facts.
+setup_install() {
+    local t0 why
+    t0=$(now)
+    if ! install_runtime >"$WORK/logs/install.log" 2>&1; then
+        record "$STAGE" "$1" failed "$(($(now) - t0))" "$(tail -n 1 "$WORK/logs/install.log")"
+        report; cat "$WORK/logs/install.log"; exit 1
+    fi
+    link_build
+    export BUILD
+    find_driver
+    driver_verdict >"$WORK/driver.txt"
+    export DRIVER_LIB DRIVER_KIND DEVDIR STRATA_DEVICE_REHEARSAL
+    machine_facts
+    cat "$WORK/machine.txt"
+    record "$STAGE" "$1" ok "$(($(now) - t0))" "Open MPI and UCX in $RUNTIME"
+}
+# No step runs without a driver that is the machine's (or, in a rehearsal,
+# the stand-in in its place).
+setup_driver() {
+    local why; why=$(cat "$WORK/driver.txt")
+    if [ -n "$why" ]; then
+        record "$STAGE" "$1" failed 0 "$why"
+        report
+        echo "device-run: $why: no step runs" >&2
+        exit 1
+    fi
+    record "$STAGE" "$1" ok 0 "$DRIVER_LIB ($DRIVER_KIND)"
+    report
+}
+# An MPS daemon an earlier run on this machine left (killed with its
+# watchdog), stopped before this run measures anything.
+setup_mps_left() {
+    local t0 note; t0=$(now)
+    note=$(mps_stop_left 2>&1 | tee -a "$WORK/logs/mps_left.log" | tail -n 1)
+    record "$STAGE" "$1" ok "$(($(now) - t0))" "${note:-none left}"
+    report
+}
+
+# run [--rest]: the plan's first pass, or its second.
 run() {
-    BUDGET=${STRATA_DEVICE_BUDGET_S:-540}
-    RUN_START=$(now) RUN_DEADLINE=$((RUN_START + BUDGET))
+    local kind name secs cmd what args
+    PASS=first
+    case "${1:-}" in
+    "") ;;
+    --rest) PASS=rest ;;
+    *) die "run: unknown argument '$1' (run, or run --rest)" ;;
+    esac
+    BUDGET=${STRATA_DEVICE_BUDGET_S:-$(plan_pass_budget "$PASS")}
+    RUN_START=$(now) RUN_DEADLINE=$((RUN_START + BUDGET)) RUN_PID=$$
     OUT=${OUT:-$DEVDIR/out}
     mkdir -p "$OUT" || die "cannot make $OUT"
     WORK=$(mktemp -d /tmp/strata-device-run.XXXXXX)
     mkdir -p "$WORK/logs" "$WORK/bench"
     : >"$WORK/steps.tsv"; : >"$WORK/stages.tsv"
-    export WORK OUT
+    export WORK OUT PASS RUN_PID
     export PYTHONUNBUFFERED=1
     # One node, and no ssh or rsh on a bare machine: Open MPI 4.1's launcher
     # would look for one and stop ("plm_rsh_component.c: Not found").
@@ -988,74 +1378,25 @@ run() {
     trap 'exit 143' TERM
     trap 'exit 130' INT
 
-    stage smoke 60 "driver, conformance probe, transports, one device p2p and allreduce"
-    local t0 why; t0=$(now)
-    if ! install_runtime >"$WORK/logs/install.log" 2>&1; then
-        record smoke install failed "$(($(now) - t0))" "$(tail -n 1 "$WORK/logs/install.log")"
-        report; cat "$WORK/logs/install.log"; exit 1
-    fi
-    link_build
-    export BUILD
-    find_driver
-    driver_verdict >"$WORK/driver.txt"
-    why=$(cat "$WORK/driver.txt")
-    export DRIVER_LIB DRIVER_KIND DEVDIR STRATA_DEVICE_REHEARSAL
-    machine_facts
-    cat "$WORK/machine.txt"
-    record smoke install ok "$(($(now) - t0))" "Open MPI and UCX in $RUNTIME"
-    if [ -n "$why" ]; then
-        record smoke driver failed 0 "$why"
-        report
-        echo "device-run: $why: no step runs" >&2
-        exit 1
-    fi
-    record smoke driver ok 0 "$DRIVER_LIB ($DRIVER_KIND)"
-    report
-    step conformance 20 conformance
-    step driver_gate 2 driver
-    step ucx_info 5 ucx_info
-    step strata_info 5 strata_info
-    step p2p_device 10 p2p
-    step allreduce_staged 10 allreduce staged
-    step allreduce_native 10 allreduce native
-
-    stage correctness 200 "gpu and ucx layers on the real driver, side by side, the H200's failures first"
-    step tests 30 tests "$((STAGE_DEADLINE - 10))" 150
-
-    stage sanitizer 75 "compute-sanitizer memcheck and synccheck over the failed p2p and collectives"
-    step sanitizer 15 sanitizer "$STAGE_DEADLINE"
-
-    stage ubuntu 30 "the machine's own Open MPI 4.1.6 and UCX 1.16.0 with Strata"
-    step ubuntu_stack 10 ubuntu_stack
-
-    stage measure 95 "shared GPU without MPS: gpu_share_probe, p2p against the copy limits, native vs staged allreduce"
-    step share_probe 15 share_probe "dtod memset" 300
-    # What an 8-byte message's copies cost without MPS, from pinned and from
-    # pageable memory (issue 34: is a small pageable copy a compute-engine
-    # operation, paying the context switch?).
-    step share_probe_small 10 share_probe "htod htod_pageable dtoh dtoh_pageable" 300 8
-    step p2p_suite 30 p2p_suite
-    step native_np2 15 native 2 64M 5
-    step staging_np2 10 staging 2
-
-    stage mps 135 "MPS (one shared context): the same, host-driven native, bcast, allgather, reduce_scatter_block"
-    step mps_start 5 mps_start
-    step share_probe_mps 15 mps share_probe "dtod memset" 300
-    step p2p_suite_mps 20 mps p2p_suite
-    step native_np2_mps 15 mps native 2 64M 5
-    step native_np4_mps 20 mps native 4 64M 5
-    step native_host_np4_mps 15 mps native_host 4 64M 3
-    step copies_np4_mps 30 mps copies 4 64M 16M
-    step mps_stop 0 mps_stop
-
-    stage extra "$BUDGET" "mpi4py on the carried Open MPI, chunk sizes, 8 ranks"
-    step mpi4py 15 mpi4py
-    step native_segments 30 native_segments
-    step native_np8_big 60 native 8 "${STRATA_DEVICE_BIG:-1G}" 5
+    echo "== pass $PASS: budget $BUDGET s (run pid $$)"
+    while IFS='|' read -r -u 3 kind name secs cmd what; do
+        case $kind in
+        stage) stage "$name" "$secs" "$what" ;;
+        step)
+            read -r -a args <<<"$cmd"
+            if [ "${cmd#:}" != "$cmd" ]; then
+                "setup_${args[0]#:}" "$name" "${args[@]:1}"
+            else
+                step "$name" "$secs" "${args[@]}"
+            fi
+            ;;
+        esac
+    done 3< <(plan_rows "$PASS")
 
     echo "== done in $(($(now) - RUN_START)) s of $BUDGET; results in $OUT"
     trap - EXIT
     run_exit
+    report
     rm -rf "$WORK"
 }
 
@@ -1071,5 +1412,17 @@ prepare) shift; prepare "$@" ;;
 run) shift; run "$@" ;;
 rehearse) shift; exec bash "$SRCDIR/test/gpu/rehearse.sh" "$@" ;;
 __carried_mib) carried_mib ;;
-*) sed -n '2,75p' "$SELF" | sed 's/^# \{0,1\}//'; exit 2 ;;
+__mps_watch) shift; mps_watch "$@" ;;
+plan)
+    shift
+    case "${1:-}" in
+    "") plan_readme ;;
+    --check) plan_check "${2:-}" ;;
+    --steps) plan_steps "${2:?plan --steps PASS}" ;;
+    --stages) plan_rows "${2:?plan --stages PASS}" | awk -F'|' '$1 == "stage" { print $2, $3 }' ;;
+    --budget) plan_pass_budget "${2:?plan --budget PASS}" ;;
+    *) die "plan: unknown option '$1' (--check [README], --steps PASS, --stages PASS, --budget PASS)" ;;
+    esac
+    ;;
+*) sed -n '2,/^set -uo pipefail/p' "$SELF" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 esac

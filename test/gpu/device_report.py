@@ -10,7 +10,10 @@ so what a run stopped at any point has done is in $OUT.
 
 The work folder holds machine.txt, stages.tsv (stage, title, budget),
 steps.tsv (stage, step, status, seconds, note), logs/STEP.log and
-bench/NAME/results.csv (allreduce_bench.py's or p2p_suite.py's).  A run whose
+bench/NAME/results.csv (allreduce_bench.py's or p2p_suite.py's).  A step's
+status is ok, failed, timeout (stopped at its stage's limit), skipped (it
+ran, and the machine lacks what it needs), no-time (not started: its stage
+had too little time left) or not-chosen (STRATA_DEVICE_STEPS).  A run whose
 machine.txt says "rehearsal: yes" (the CUDA stand-in in the driver's place)
 is titled as a rehearsal, and its figures are not a GPU's.
 """
@@ -21,7 +24,9 @@ import os
 import re
 
 # Sizes the summary quotes from the allreduce benchmarks.
-QUOTED_SIZES = (64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30)
+QUOTED_SIZES = (64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30)
+# A step's statuses, in the order the stage lines count them.
+STATUSES = ("ok", "failed", "skipped", "no-time", "not-chosen")
 
 
 def human(n):
@@ -63,7 +68,7 @@ def bench_rows(work):
         with open(path) as f:
             for r in csv.DictReader(f):
                 if "config" in r:  # allreduce_bench.py
-                    buffer = "host" if "-host-" in source else "device"
+                    buffer = "host" if source.startswith("allreduce-host-") else "device"
                     for metric in ("median_us", "min_us", "max_us", "hbm_limit_us"):
                         if r.get(metric):
                             rows.append((source, r["config"], buffer, int(r["bytes"]), metric, r[metric]))
@@ -125,7 +130,7 @@ def allreduce_figures(rows):
     lines = []
     colls = {"native-": "MPI_Allreduce", "bcast-": "MPI_Bcast", "allgather-": "MPI_Allgather",
              "reduce_scatter_block-": "MPI_Reduce_scatter_block"}
-    sources = sorted({r[0] for r in rows if r[0].startswith(tuple(colls))})
+    sources = sorted({r[0] for r in rows if r[0].startswith(tuple(colls)) and "-chunk" not in r[0]})
     for source in sources:
         coll = next(v for k, v in colls.items() if source.startswith(k))
         t = {(r[1], r[3], r[4]): float(r[5]) for r in rows if r[0] == source}
@@ -145,6 +150,78 @@ def allreduce_figures(rows):
                      "%.2f" % (v / s) if s and v else "-", "%.1f" % lim if lim else "-",
                      "%.2f" % (lim / v) if lim and v else "-"]
             lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def native_medians(rows, source):
+    """{bytes: median us} of strata-native in one allreduce benchmark."""
+    return {r[3]: float(r[5]) for r in rows
+            if r[0] == source and r[1] == "strata-native" and r[4] == "median_us"}
+
+
+def queue_figures(rows):
+    """The queued native allreduce (native-npK[-mps]) against the host-driven
+    one of the same run (native-npK-host[-mps]), at the quoted sizes."""
+    lines = []
+    for host in sorted({r[0] for r in rows if re.match(r"native-np\d+-host(-|$)", r[0])}):
+        queued, driven = native_medians(rows, host.replace("-host", "", 1)), native_medians(rows, host)
+        sizes = [n for n in sorted(set(queued) & set(driven)) if n in QUOTED_SIZES]
+        if not sizes:
+            continue
+        lines += ["", "%s: the native allreduce queued on the GPU against the host driving every chunk "
+                  "(coll_strata_device_queue 0), median us:" % host.replace("-host", "", 1), "",
+                  "| size | queued | host-driven | queued / host-driven |", "|---|---|---|---|"]
+        lines += ["| %s | %.1f | %.1f | %.2f |" % (human(n), queued[n], driven[n], queued[n] / driven[n])
+                  for n in sizes]
+    return lines
+
+
+CHUNK_SOURCE = re.compile(r"^native-np(\d+)-chunk(\w+?)(-mps)?$")
+
+
+def label_bytes(label):
+    """8M -> 8388608 (a chunk size as the plan writes it)."""
+    m = re.match(r"^(\d+)([KMG]?)$", label)
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)] if m else 0
+
+
+def chunk_figures(rows):
+    """The native allreduce's median at the quoted sizes per chunk size
+    (native-npK-chunkC[-mps], coll_strata_device_segment_size)."""
+    runs = {}
+    for source in {r[0] for r in rows}:
+        m = CHUNK_SOURCE.match(source)
+        if m:
+            runs.setdefault((int(m.group(1)), m.group(3) or ""), []).append((m.group(2), native_medians(rows, source)))
+    lines = []
+    for (np_, mps), chunks in sorted(runs.items()):
+        chunks.sort(key=lambda c: label_bytes(c[0]))
+        sizes = sorted(n for n in set().union(*(set(t) for _, t in chunks)) if n in QUOTED_SIZES)
+        lines += ["", "The native allreduce, %d ranks%s, against its chunk size "
+                  "(coll_strata_device_segment_size), median us:" % (np_, " under MPS" if mps else ""), "",
+                  "| size | " + " | ".join("%s chunks" % c for c, _ in chunks) + " |",
+                  "|---|" + "---|" * len(chunks)]
+        for n in sizes:
+            lines.append("| %s | %s |" % (human(n), " | ".join("%.1f" % t[n] if n in t else "-" for _, t in chunks)))
+    return lines
+
+
+def p2p_carried_figures(rows):
+    """host->device bandwidth and the 8-byte device->device latency on the
+    carried Open MPI and UCX (p2p-carried)."""
+    t = {(r[1], r[2], r[3], r[4]): float(r[5]) for r in rows if r[0] == "p2p-carried"}
+    if not t:
+        return []
+    lines = ["", "p2p on the carried Open MPI 4.1 and UCX 1.13 (pml/ucx with Strata), 2 ranks on one GPU:", ""]
+    lat = t.get(("strata", "device-device/lat", 8, "lat_us"))
+    if lat:
+        lines.append("- device-device latency at 8 B: %.2f us" % lat)
+    for variant, what in (("strata", "pageable"), ("pinned", "pinned")):
+        bw = sorted((n, v) for (var, kind, n, m), v in t.items()
+                    if var == variant and kind == "host-device/bw" and m == "bw_MBps")
+        if bw:
+            lines.append("- host-device bandwidth from %s memory: %s" % (
+                what, ", ".join("%s %.0f MB/s" % (human(n), v) for n, v in bw)))
     return lines
 
 
@@ -188,10 +265,45 @@ def p2p_figures(rows):
     return lines
 
 
+def conformance_facts(work):
+    """The probe's answers on the context flag (order.ctx.*, each) and on
+    the ordering (order.*: how many, and how many of each group differ from
+    the record, logs/conformance.compare)."""
+    answers = {}
+    for name in ("conformance-real.txt", "conformance-standin.txt"):
+        path = os.path.join(work, name)
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                answers = dict(l.split(None, 1) for l in f if l.strip() and not l.startswith("#") and " " in l)
+    if not answers:
+        return []
+    differ = {}
+    path = os.path.join(work, "logs", "conformance.compare")
+    if os.path.exists(path):
+        with open(path, errors="replace") as f:
+            for l in f:
+                m = re.match(r"^(order\.[a-z_0-9]+)\.\S+: driver says ", l)
+                if m:
+                    differ[m.group(1)] = differ.get(m.group(1), 0) + 1
+    ctx = sorted((k, v.strip()) for k, v in answers.items() if k.startswith("order.ctx."))
+    groups = {}
+    for k in answers:
+        if k.startswith("order."):
+            g = ".".join(k.split(".")[:2])
+            groups[g] = groups.get(g, 0) + 1
+    facts = []
+    if ctx:
+        facts.append("  - the context flag (order.ctx.*): %s" % ", ".join("%s %s" % (k[10:], v) for k, v in ctx))
+    if groups:
+        facts.append("  - the ordering (order.*, answers / differing from the record): %s" % ", ".join(
+            "%s %d/%d" % (g, n, differ.get(g, 0)) for g, n in sorted(groups.items())))
+    return facts
+
+
 def step_facts(work, steps):
     """One line per smoke and client step worth quoting from its log."""
     facts = []
-    done = {s[1] for s in steps}
+    done = {s[1] for s in steps if s[2] not in ("no-time", "not-chosen")}
     if "strata_info" in done:
         m = re.findall(r"^Result: .*$", read_log(work, "strata_info"), re.M)
         if m:
@@ -199,25 +311,28 @@ def step_facts(work, steps):
     if "ucx_info" in done:
         tls = re.findall(r"Transport: (gpu_\w+)", read_log(work, "ucx_info"))
         facts.append("- ucx_info -d: %s" % (", ".join(sorted(set(tls))) or "no Strata transport"))
-    if "tests" in done:
-        log = read_log(work, "tests")
-        m = re.findall(r"^\d+ passed, \d+ failed.*$", log, re.M)
-        failed = re.findall(r"^FAIL: (\S+)", log, re.M)
-        skipped = re.findall(r"^SKIP: (\S+) \((.*)\)$", log, re.M)
-        lanes = re.findall(r"^== (\d+) tests in (\d+) lanes", log, re.M)
-        facts.append("- tests (gpu, ucx layers%s): %s" % (
-            ", %s tests in %s lanes" % lanes[-1] if lanes else "", m[-1] if m else "no summary line (stopped?)"))
-        if failed:
-            facts.append("  - failed: %s" % ", ".join(failed))
-        budget = [name for name, why in skipped if "budget" in why]
-        if budget:
-            facts.append("  - not run, budget spent: %s" % ", ".join(budget))
     if "conformance" in done:
         log = read_log(work, "conformance")
         m = re.findall(r"^conformance: .*$", log, re.M)
         status = [st for st in steps if st[1] == "conformance"][-1]
         facts.append("- conformance probe: %s" % (m[-1][len("conformance: "):] if m else
                                                    "%s (%s)" % (status[2], status[4] or "no answers")))
+        facts += conformance_facts(work)
+    for name, what in (("tests_h200", "the tests that failed on the H200"), ("tests", "gpu, ucx layers")):
+        if name not in done:
+            continue
+        log = read_log(work, name)
+        m = re.findall(r"^\d+ passed, \d+ failed.*$", log, re.M)
+        failed = re.findall(r"^FAIL: (\S+)", log, re.M)
+        skipped = re.findall(r"^SKIP: (\S+) \((.*)\)$", log, re.M)
+        lanes = re.findall(r"^== (\d+) tests in (\d+) lanes", log, re.M)
+        facts.append("- %s (%s%s): %s" % (name, what, ", %s tests in %s lanes" % lanes[-1] if lanes else "",
+                                          m[-1] if m else "no summary line (stopped?)"))
+        if failed:
+            facts.append("  - failed: %s" % ", ".join(failed))
+        budget = [name for name, why in skipped if "budget" in why]
+        if budget:
+            facts.append("  - not run, budget spent: %s" % ", ".join(budget))
     if "sanitizer" in done:
         lines = re.findall(r"^sanitizer: (.*)$", read_log(work, "sanitizer"), re.M)
         if lines:
@@ -247,25 +362,27 @@ def write_summary(args, steps, stages, rows):
         with open(path, errors="replace") as f:
             machine = [l.rstrip("\n") for l in f if l.strip()]
     rehearsal = any(l.startswith("rehearsal: yes") for l in machine)
+    passes = [l.split()[1] for l in machine if l.startswith("pass: ") and len(l.split()) > 1]
+    what = ", %s pass" % passes[0] if passes else ""
     if rehearsal:
-        lines = ["# Strata staged GPU run: REHEARSAL (the CUDA stand-in in the driver's place; "
-                 "no figure here is a GPU's)", ""]
+        lines = ["# Strata staged GPU run%s: REHEARSAL (the CUDA stand-in in the driver's place; "
+                 "no figure here is a GPU's)" % what, ""]
     else:
-        lines = ["# Strata staged GPU run", ""]
+        lines = ["# Strata staged GPU run%s" % what, ""]
     lines.append("%d s of %d s budget spent when this was written." % (args.elapsed, args.budget))
     lines.append("Several ranks share the one GPU: CUDA IPC between processes on one device; "
                  "no NVLink peer, no InfiniBand NIC.")
     lines.append("")
     lines += ["- " + l for l in machine]
     lines.append("")
-    lines.append("| stage | what | budget s | spent s | ok | failed | skipped |")
-    lines.append("|---|---|---|---|---|---|---|")
+    lines.append("| stage | what | budget s | spent s | %s |" % " | ".join(STATUSES))
+    lines.append("|---|---|---|---|" + "---|" * len(STATUSES))
     for name, title, budget in stages:
         mine = [s for s in steps if s[0] == name]
-        count = lambda st: sum(1 for s in mine if s[2] == st)  # noqa: E731
+        count = {st: sum(1 for s in mine if s[2] == st or (st, s[2]) == ("failed", "timeout")) for st in STATUSES}
         spent = sum(int(s[3] or 0) for s in mine)
-        lines.append("| %s | %s | %s | %d | %d | %d | %d |" % (
-            name, title, budget, spent, count("ok"), count("failed") + count("timeout"), count("skipped")))
+        lines.append("| %s | %s | %s | %d | %s |" % (
+            name, title, budget, spent, " | ".join(str(count[st]) for st in STATUSES)))
     lines.append("")
     lines.append("| stage | step | status | s | note |")
     lines.append("|---|---|---|---|---|")
@@ -279,6 +396,9 @@ def write_summary(args, steps, stages, rows):
         lines += facts
     lines += share_figures(rows)
     lines += allreduce_figures(rows)
+    lines += queue_figures(rows)
+    lines += chunk_figures(rows)
+    lines += p2p_carried_figures(rows)
     lines += p2p_figures(rows)
     lines.append("")
     lines.append("Every measurement: results.csv. Logs: logs.tar.gz (logs/STEP.log, tests/, bench/)."

@@ -7,6 +7,20 @@ gpu_driver_present() {
     LD_PRELOAD="$STRATA_UCT_MODULE" ucx_info -d | grep -q "Transport: gpu_ipc"
 }
 
+# The libcuda.so.1 this layer's programs load (the first in the test
+# environment's library path, else the loader's cache) is the CUDA stand-in:
+# the staged GPU run's rehearsal puts it in the driver's place
+# (test/gpu/rehearse.sh).
+gpu_driver_is_standin() {
+    local dir lib="" dirs
+    IFS=: read -r -a dirs <<<"$(strata_cuda_ld_path)"
+    for dir in "${dirs[@]}"; do
+        [ -n "$dir" ] && [ -e "$dir/libcuda.so.1" ] && { lib="$dir/libcuda.so.1"; break; }
+    done
+    [ -n "$lib" ] || lib=$(ldconfig -p 2>/dev/null | awk '$1 == "libcuda.so.1" && /x86-64/ { print $NF; exit }')
+    [ -n "$lib" ] && grep -qaF "CUDA stand-in (host memory)" "$(readlink -f "$lib")"
+}
+
 # Buffers from the CUDA runtime: cudaMalloc reaches the driver through
 # cuGetProcAddress, so only hooks on the driver's entry points see it.
 gpu_ucp_cudart_malloc()      { UCX_PROTO_ENABLE=y strata_ucx_run "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" --alloc cudamalloc --test tag,rma,stale --err-mode none --expect-tls gpu_ipc,gpu_copy; }
@@ -42,7 +56,15 @@ if [ -n "$STRATA_CUDA_LIBDIR" ]; then
 elif ! gpu_driver_present; then
     strata_skip gpu_layer "no GPU visible through the CUDA driver"
 else
-    if [ -x "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" ]; then
+    if [ ! -x "$STRATA_BUILDDIR/test/gpu/test_ucp_device_cudart" ]; then
+        :
+    elif gpu_driver_is_standin; then
+        # cudaMalloc answers "API call is not supported in the installed
+        # CUDA driver": the stand-in serves the driver API only.
+        for t in gpu_ucp_cudart_malloc gpu_ucp_cudart_malloc_async; do
+            strata_skip "$t" "the driver is the CUDA stand-in, which does not serve the CUDA runtime"
+        done
+    else
         strata_test gpu_ucp_cudart_malloc 300 gpu_ucp_cudart_malloc
         strata_test gpu_ucp_cudart_malloc_async 300 gpu_ucp_cudart_malloc_async
     fi
