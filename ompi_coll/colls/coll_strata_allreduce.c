@@ -97,6 +97,26 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module,
     return mca_coll_strata_reduction_native(module, comm, bufs, &a, "allreduce", ran);
 }
 
+int mca_coll_strata_iallreduce_host(mca_coll_strata_module_t *module, mca_coll_strata_stage_t *st,
+                                    const void *sbuf, void *rbuf, int count,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    struct ompi_communicator_t *comm, ompi_request_t **request,
+                                    bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a = {
+        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
+        .out = rbuf,
+        .count = (size_t)count,
+        .out_lo = 0,
+        .out_hi = (size_t)count,
+        .dtype = dtype,
+        .op = op,
+        .coll = "MPI_Iallreduce",
+    };
+
+    return mca_coll_strata_reduction_istart(module, comm, st, &a, "iallreduce", request, ran);
+}
+
 int mca_coll_strata_allreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                               struct ompi_communicator_t *comm, mca_coll_base_module_t *base)

@@ -18,9 +18,11 @@
 struct ompi_communicator_t;
 struct ompi_datatype_t;
 struct ompi_op_t;
+struct ompi_request_t;
 struct mca_coll_strata_module_t;
 struct mca_coll_strata_buf_kind_t;
 struct mca_coll_strata_bufs_t;
+struct mca_coll_strata_stage_t;
 
 /* coll_strata_reduction.c: the host path's decision for an allreduce of
  * count x dtype with op (cached), or NULL with *why when it goes to the
@@ -87,6 +89,50 @@ int mca_coll_strata_allgather_host(struct mca_coll_strata_module_t *module, cons
                                    int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                                    int rcount, struct ompi_datatype_t *rdtype,
                                    struct ompi_communicator_t *comm);
+
+/* coll_strata_reduction.c: the nonblocking host path of a reduction: the
+ * pipeline started (*ran; *request made) where it may run without waiting
+ * for a peer (nonblocking_ready: set up and agreed by an earlier blocking
+ * call), else nothing (the caller hands it to the module below).  `st`:
+ * the call's device buffers staged, copied in already (its host copies in
+ * `a`), NULL: host buffers.  `name` starts the verbose line.  istart: a
+ * nonblocking call on the host node area and its request. */
+bool mca_coll_strata_nonblocking_ready(const struct mca_coll_strata_module_t *module);
+int mca_coll_strata_reduction_istart(struct mca_coll_strata_module_t *module,
+                                     struct ompi_communicator_t *comm,
+                                     struct mca_coll_strata_stage_t *st,
+                                     const mca_coll_strata_pipeline_args_t *a, const char *name,
+                                     struct ompi_request_t **request, bool *ran);
+int mca_coll_strata_pipeline_istart(struct mca_coll_strata_module_t *module,
+                                    struct ompi_communicator_t *comm,
+                                    struct mca_coll_strata_stage_t *st,
+                                    const mca_coll_strata_pipeline_args_t *a,
+                                    const mca_coll_strata_decision_t *d,
+                                    struct ompi_request_t **request);
+/* coll_strata_allreduce.c, coll_strata_reductions.c: each nonblocking
+ * reduction's host path on the pipeline (*ran) */
+int mca_coll_strata_iallreduce_host(struct mca_coll_strata_module_t *module,
+                                    struct mca_coll_strata_stage_t *st, const void *sbuf,
+                                    void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                    struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                    struct ompi_request_t **request, bool *ran);
+int mca_coll_strata_ireduce_host(struct mca_coll_strata_module_t *module,
+                                 struct mca_coll_strata_stage_t *st, const void *sbuf, void *rbuf,
+                                 int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 int root, struct ompi_communicator_t *comm,
+                                 struct ompi_request_t **request, bool *ran);
+int mca_coll_strata_ireduce_scatter_block_host(struct mca_coll_strata_module_t *module,
+                                               struct mca_coll_strata_stage_t *st, const void *sbuf,
+                                               void *rbuf, int rcount,
+                                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                               struct ompi_communicator_t *comm,
+                                               struct ompi_request_t **request, bool *ran);
+int mca_coll_strata_ireduce_scatter_host(struct mca_coll_strata_module_t *module,
+                                         struct mca_coll_strata_stage_t *st, const void *sbuf,
+                                         void *rbuf, const int *rcounts,
+                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         struct ompi_communicator_t *comm,
+                                         struct ompi_request_t **request, bool *ran);
 
 /* coll_strata_reduction.c: the native path (the pipeline on the GPUs) for
  * every reduction, when every rank agrees it can run (*ran); `name` starts

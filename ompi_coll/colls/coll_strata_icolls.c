@@ -13,6 +13,7 @@
  */
 #include "../comm/coll_strata_module.h"
 #include "coll_strata_colls.h"
+#include "coll_strata_colls_internal.h"
 #include "../staging/coll_strata_stage.h"
 
 #include "ompi/constants.h"
@@ -65,14 +66,19 @@ int mca_coll_strata_iallreduce(const void *sbuf, void *rbuf, int count,
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
+    bool ran = false;
 
-    MCA_COLL_STRATA_UNSTAGED(
-        &st, m, "MPI_Iallreduce", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED_TRY(
+        &st, m, "MPI_Iallreduce", comm, sbuf, rbuf, ran,
+        mca_coll_strata_iallreduce_host(m, NULL, sbuf, rbuf, count, dtype, op, comm, request, &ran),
         MCA_COLL_STRATA_IFALLBACK(m, iallreduce, comm, request, sbuf, rbuf, count, dtype, op));
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
-    MCA_COLL_STRATA_ISTAGED(
-        &st, comm, request,
+    MCA_COLL_STRATA_ISTAGED_TRY(
+        &st, comm, request, ran,
+        mca_coll_strata_iallreduce_host(m, &st, MCA_COLL_STRATA_S(&st, sbuf),
+                                        MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op, comm,
+                                        request, &ran),
         MCA_COLL_STRATA_IFALLBACK(m, iallreduce, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
                                   MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op));
 }
@@ -232,14 +238,20 @@ int mca_coll_strata_ireduce(const void *sbuf, void *rbuf, int count, struct ompi
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
+    bool ran = false;
 
-    MCA_COLL_STRATA_UNSTAGED(
-        &st, m, "MPI_Ireduce", comm, sbuf, rbuf,
+    MCA_COLL_STRATA_UNSTAGED_TRY(
+        &st, m, "MPI_Ireduce", comm, sbuf, rbuf, ran,
+        mca_coll_strata_ireduce_host(m, NULL, sbuf, rbuf, count, dtype, op, root, comm, request,
+                                     &ran),
         MCA_COLL_STRATA_IFALLBACK(m, ireduce, comm, request, sbuf, rbuf, count, dtype, op, root));
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_REDUCE, sbuf, rbuf, count,
                                          dtype);
-    MCA_COLL_STRATA_ISTAGED(
-        &st, comm, request,
+    MCA_COLL_STRATA_ISTAGED_TRY(
+        &st, comm, request, ran,
+        mca_coll_strata_ireduce_host(m, &st, MCA_COLL_STRATA_S(&st, sbuf),
+                                     MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op, root, comm,
+                                     request, &ran),
         MCA_COLL_STRATA_IFALLBACK(m, ireduce, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
                                   MCA_COLL_STRATA_R(&st, rbuf), count, dtype, op, root));
 }
@@ -252,13 +264,19 @@ int mca_coll_strata_ireduce_scatter(const void *sbuf, void *rbuf, const int *rco
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
+    bool ran = false;
 
-    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Ireduce_scatter", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter, comm, request, sbuf,
-                                                       rbuf, rcounts, dtype, op));
+    MCA_COLL_STRATA_UNSTAGED_TRY(&st, m, "MPI_Ireduce_scatter", comm, sbuf, rbuf, ran,
+                                 mca_coll_strata_ireduce_scatter_host(
+                                     m, NULL, sbuf, rbuf, rcounts, dtype, op, comm, request, &ran),
+                                 MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter, comm, request, sbuf,
+                                                           rbuf, rcounts, dtype, op));
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, rcounts, 0, dtype);
-    MCA_COLL_STRATA_ISTAGED(
-        &st, comm, request,
+    MCA_COLL_STRATA_ISTAGED_TRY(
+        &st, comm, request, ran,
+        mca_coll_strata_ireduce_scatter_host(m, &st, MCA_COLL_STRATA_S(&st, sbuf),
+                                             MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype, op, comm,
+                                             request, &ran),
         MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf),
                                   MCA_COLL_STRATA_R(&st, rbuf), rcounts, dtype, op));
 }
@@ -271,16 +289,22 @@ int mca_coll_strata_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcou
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
+    bool ran = false;
 
-    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Ireduce_scatter_block", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter_block, comm, request,
-                                                       sbuf, rbuf, rcount, dtype, op));
+    MCA_COLL_STRATA_UNSTAGED_TRY(&st, m, "MPI_Ireduce_scatter_block", comm, sbuf, rbuf, ran,
+                                 mca_coll_strata_ireduce_scatter_block_host(
+                                     m, NULL, sbuf, rbuf, rcount, dtype, op, comm, request, &ran),
+                                 MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter_block, comm, request,
+                                                           sbuf, rbuf, rcount, dtype, op));
     mca_coll_strata_describe_reduce_scatter(&st, &c, sbuf, rbuf, NULL, rcount, dtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, request,
-                            MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter_block, comm, &inner,
-                                                      MCA_COLL_STRATA_S(&st, sbuf),
-                                                      MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype,
-                                                      op));
+    MCA_COLL_STRATA_ISTAGED_TRY(
+        &st, comm, request, ran,
+        mca_coll_strata_ireduce_scatter_block_host(m, &st, MCA_COLL_STRATA_S(&st, sbuf),
+                                                   MCA_COLL_STRATA_R(&st, rbuf), rcount, dtype, op,
+                                                   comm, request, &ran),
+        MCA_COLL_STRATA_IFALLBACK(m, ireduce_scatter_block, comm, &inner,
+                                  MCA_COLL_STRATA_S(&st, sbuf), MCA_COLL_STRATA_R(&st, rbuf),
+                                  rcount, dtype, op));
 }
 
 int mca_coll_strata_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

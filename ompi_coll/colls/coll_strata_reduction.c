@@ -160,6 +160,93 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
     return mca_coll_strata_pipeline_run(&module->engine, a, &d, &module->engine.node_host);
 }
 
+/* Whether strata's pipeline may start a nonblocking call on comm now:
+ * the communicator set up and its settings agreed by an earlier blocking
+ * collective.  A nonblocking call never does either itself (both are
+ * collectives that wait for every rank, and MPI_I* must not wait for a
+ * peer), so a communicator's first calls go to the module below. */
+bool mca_coll_strata_nonblocking_ready(const mca_coll_strata_module_t *module)
+{
+    return module->settings_agreed && MCA_COLL_STRATA_SETUP_READY == module->setup;
+}
+
+/* Start a nonblocking call on the host node area: its request made, then
+ * the engine's call started (`st`: on those host copies, which the request
+ * copies out when the call is done).  A failure here comes before any
+ * communication: the staging is given back, nothing else to undo. */
+int mca_coll_strata_pipeline_istart(mca_coll_strata_module_t *module,
+                                    struct ompi_communicator_t *comm, mca_coll_strata_stage_t *st,
+                                    const mca_coll_strata_pipeline_args_t *a,
+                                    const mca_coll_strata_decision_t *d, ompi_request_t **request)
+{
+    mca_coll_strata_stage_req_t *req = mca_coll_strata_stage_req_new(module, comm);
+    mca_coll_strata_pipeline_call_t *call;
+    int rc = OMPI_ERR_OUT_OF_RESOURCE;
+
+    if (NULL != req) {
+        rc = mca_coll_strata_pipeline_start(&module->engine, a, d, &module->engine.node_host,
+                                            &call);
+        if (OMPI_SUCCESS == rc) {
+            return mca_coll_strata_stage_req_activate_call(req, st, call, request);
+        }
+        mca_coll_strata_stage_req_discard(req);
+    }
+    return (NULL != st) ? mca_coll_strata_stage_out(st, rc) : rc;
+}
+
+int mca_coll_strata_reduction_istart(mca_coll_strata_module_t *module,
+                                     struct ompi_communicator_t *comm, mca_coll_strata_stage_t *st,
+                                     const mca_coll_strata_pipeline_args_t *a, const char *name,
+                                     ompi_request_t **request, bool *ran)
+{
+    mca_coll_strata_decision_t scratch, d;
+    const mca_coll_strata_decision_t *decision = NULL;
+    const char *why = "more than INT_MAX elements";
+
+    *ran = false;
+    if (!mca_coll_strata_nonblocking_ready(module)) {
+        MCA_COLL_STRATA_VERBOSE(20,
+                                "%s %s count=%zu: module below strata (not set up yet: a "
+                                "blocking collective sets the communicator up)",
+                                name, comm->c_name, a->count);
+        return OMPI_SUCCESS;
+    }
+    if (0 < a->count && a->count <= (size_t)INT_MAX) {
+        decision = mca_coll_strata_reduction_host_decision(module, (int)a->count, a->dtype, a->op,
+                                                           comm, &scratch, &why);
+    } else if (0 == a->count) {
+        why = "no data";
+    }
+    if (NULL != decision && MCA_COLL_STRATA_INTER_COLL == decision->inter) {
+        /* the rail's own allreduce is a blocking call: not from progress */
+        decision = NULL;
+        why = "coll_strata_allreduce_inter=coll blocks";
+    }
+    if (NULL == decision || MCA_COLL_STRATA_ALG_FALLBACK == decision->algorithm) {
+        MCA_COLL_STRATA_VERBOSE(20, "%s %s count=%zu %s %s: module below strata (%s)", name,
+                                comm->c_name, a->count, a->dtype->name,
+                                mca_coll_strata_op_name(a->op),
+                                (NULL == decision) ? why : decision->reason);
+        return OMPI_SUCCESS;
+    }
+    d = *decision;
+    if (MCA_COLL_STRATA_ALG_REPLICATED == d.algorithm && a->partial) {
+        d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
+        d.nslices = 1;
+    }
+    MCA_COLL_STRATA_VERBOSE(20,
+                            "%s %s count=%zu %s %s %s: %s, %d slice(s), inter-node %s, "
+                            "%d node(s), this rank's part %zu element(s) (%s)",
+                            name, comm->c_name, a->count, a->dtype->name,
+                            mca_coll_strata_op_name(a->op),
+                            (NULL != st) ? mca_coll_strata_bufs_kinds(&st->bufs) : "host->host",
+                            mca_coll_strata_alg_name(d.algorithm), d.nslices,
+                            mca_coll_strata_reduction_inter_name(module, a, &d),
+                            module->engine.topo.nnodes, a->out_hi - a->out_lo, d.reason);
+    *ran = true;
+    return mca_coll_strata_pipeline_istart(module, comm, st, a, &d, request);
+}
+
 /*
  * The native path: the pipeline on the GPUs, its inter-node phase strata's
  * ring on device data, for the allreduce and the other reductions

@@ -174,6 +174,52 @@ int mca_coll_strata_reduce_scatter_host(mca_coll_strata_module_t *module, const 
     return MCA_COLL_STRATA_FALLBACK(module, reduce_scatter, comm, sbuf, rbuf, rcounts, dtype, op);
 }
 
+/* ---- the nonblocking host path: the same parts, started in MPI_I* ---- */
+
+int mca_coll_strata_ireduce_host(mca_coll_strata_module_t *module, mca_coll_strata_stage_t *st,
+                                 const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                                 struct ompi_communicator_t *comm, ompi_request_t **request,
+                                 bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+
+    mca_coll_strata_reduce_args(&a, sbuf, rbuf, count, dtype, op, root, comm);
+    a.coll = "MPI_Ireduce";
+    *ran = false;
+    if (count > 0 && mca_coll_strata_reduce_small(module, comm, &a)) {
+        return OMPI_SUCCESS;
+    }
+    return mca_coll_strata_reduction_istart(module, comm, st, &a, a.coll, request, ran);
+}
+
+int mca_coll_strata_ireduce_scatter_block_host(mca_coll_strata_module_t *module,
+                                               mca_coll_strata_stage_t *st, const void *sbuf,
+                                               void *rbuf, int rcount,
+                                               struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                               struct ompi_communicator_t *comm,
+                                               ompi_request_t **request, bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+
+    mca_coll_strata_rsb_args(&a, sbuf, rbuf, rcount, dtype, op, comm);
+    a.coll = "MPI_Ireduce_scatter_block";
+    return mca_coll_strata_reduction_istart(module, comm, st, &a, a.coll, request, ran);
+}
+
+int mca_coll_strata_ireduce_scatter_host(mca_coll_strata_module_t *module,
+                                         mca_coll_strata_stage_t *st, const void *sbuf, void *rbuf,
+                                         const int *rcounts, struct ompi_datatype_t *dtype,
+                                         struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                         ompi_request_t **request, bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+
+    mca_coll_strata_rs_args(&a, sbuf, rbuf, rcounts, dtype, op, comm);
+    a.coll = "MPI_Ireduce_scatter";
+    return mca_coll_strata_reduction_istart(module, comm, st, &a, a.coll, request, ran);
+}
+
 /* ---- the native path: every rank asks, where some rank has a driver ---- */
 
 static int mca_coll_strata_reduction_try_native(mca_coll_strata_module_t *module,

@@ -7,7 +7,7 @@
  * coll_strata_node_device_setup.c), the segment and exchanges, the
  * sub-communicators.
  */
-#include "coll_strata_engine_internal.h"
+#include "coll_strata_pipeline.h"
 
 #include <string.h>
 
@@ -28,6 +28,9 @@ void mca_coll_strata_engine_init(mca_coll_strata_engine_t *e,
 
 void mca_coll_strata_engine_release(mca_coll_strata_engine_t *e)
 {
+    /* none is left in practice: a nonblocking call's request holds the
+     * module until the call is done */
+    mca_coll_strata_pipeline_drain(e);
     mca_coll_strata_node_device_release(e);
     mca_coll_strata_pipeline_release(e);
     mca_coll_strata_topo_release(&e->topo);

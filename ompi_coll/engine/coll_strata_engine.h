@@ -157,6 +157,10 @@ typedef struct mca_coll_strata_engine_t {
     size_t *node_parts;
     /* idle polls of the host driver before it yields the core (adapts) */
     unsigned spin_budget;
+    /* the nonblocking calls started and not yet done, oldest first, and
+     * whether a thread is turning them (coll_strata_pipeline_nb.c) */
+    struct mca_coll_strata_pipeline_call_t *nb_head, *nb_tail;
+    int nb_driving;
 } mca_coll_strata_engine_t;
 
 /* coll_strata_engine.c: a new communicator's engine (nothing set up yet);
@@ -266,6 +270,24 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_engine_t *e,
 bool mca_coll_strata_pipeline_scatters(const mca_coll_strata_engine_t *e,
                                        const mca_coll_strata_pipeline_args_t *a,
                                        const mca_coll_strata_decision_t *decision);
+/*
+ * The same run as a nonblocking collective (coll_strata_pipeline_nb.c):
+ * started now (its chunks take the communicator's next serials, what can
+ * move at once moves), advanced by progress (advance never waits; it says
+ * whether the call is done), and ended (its outcome, as pipeline_run's;
+ * the call freed).  `a` and `decision` are copied; the buffers they name
+ * stay the application's until the call is done.  Host data only (the
+ * host node area).
+ */
+typedef struct mca_coll_strata_pipeline_call_t mca_coll_strata_pipeline_call_t;
+int mca_coll_strata_pipeline_start(mca_coll_strata_engine_t *e,
+                                   const mca_coll_strata_pipeline_args_t *a,
+                                   const mca_coll_strata_decision_t *decision,
+                                   mca_coll_strata_node_t *node,
+                                   mca_coll_strata_pipeline_call_t **call);
+bool mca_coll_strata_pipeline_advance(mca_coll_strata_pipeline_call_t *call);
+int mca_coll_strata_pipeline_end(mca_coll_strata_pipeline_call_t *call);
+
 /* The run for MPI_Allreduce (sbuf may be MPI_IN_PLACE). */
 int mca_coll_strata_pipeline_allreduce(mca_coll_strata_engine_t *e, const void *sbuf, void *rbuf,
                                        size_t count, struct ompi_datatype_t *dtype,

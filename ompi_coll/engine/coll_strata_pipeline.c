@@ -158,10 +158,10 @@ static void mca_coll_strata_pipeline_report(const mca_coll_strata_pipeline_t *p,
     }
 }
 
-int mca_coll_strata_pipeline_run(mca_coll_strata_engine_t *e,
-                                 const mca_coll_strata_pipeline_args_t *a,
-                                 const mca_coll_strata_decision_t *decision,
-                                 mca_coll_strata_node_t *node)
+void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
+                                      const mca_coll_strata_pipeline_args_t *a,
+                                      const mca_coll_strata_decision_t *decision,
+                                      mca_coll_strata_node_t *node, mca_coll_strata_pipeline_t *out)
 {
     mca_coll_strata_pipeline_t p = {
         .e = e,
@@ -212,14 +212,33 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_engine_t *e,
     p.nchunks = (count + p.chunk_elems - 1) / p.chunk_elems;
     /* Every local rank counts the same chunks, whatever happens below. */
     e->chunk_serial += p.nchunks;
+    *out = p;
+}
+
+int mca_coll_strata_pipeline_outcome(const mca_coll_strata_pipeline_t *p, const char *coll)
+{
+    mca_coll_strata_pipeline_report(p, coll);
+    return p->node_error;
+}
+
+int mca_coll_strata_pipeline_run(mca_coll_strata_engine_t *e,
+                                 const mca_coll_strata_pipeline_args_t *a,
+                                 const mca_coll_strata_decision_t *decision,
+                                 mca_coll_strata_node_t *node)
+{
+    mca_coll_strata_pipeline_t p;
+
+    /* nonblocking calls started before this one go first: theirs are the
+     * counters' earlier chunks */
+    mca_coll_strata_pipeline_drain(e);
+    mca_coll_strata_pipeline_prepare(e, a, decision, node, &p);
     /* the driver: the node area's queue where it has one, else the host */
     if (NULL != node->queue) {
         mca_coll_strata_pipeline_driver_queued(&p);
     } else {
         mca_coll_strata_pipeline_driver_host(&p);
     }
-    mca_coll_strata_pipeline_report(&p, a->coll);
-    return p.node_error;
+    return mca_coll_strata_pipeline_outcome(&p, a->coll);
 }
 
 /* Shared-memory slots, and per slot an exchange and its scratch, sized by

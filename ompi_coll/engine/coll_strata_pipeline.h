@@ -13,6 +13,9 @@
  *                                  once, each behind device-side waits on
  *                                  the same flags, and waits once per call:
  *                                  node areas with a queue (device data)
+ *   coll_strata_pipeline_nb.c      the nonblocking collectives: the host's
+ *                                  turns, one per progress, the call started
+ *                                  in MPI_I* and finished in MPI_Wait/Test
  * Drivers call steps; steps never call a driver.  Every driver runs the
  * same steps on the same flags with the same slots, so the chunk counters
  * stay shared by every call of the communicator, whichever driver runs
@@ -154,8 +157,25 @@ bool mca_coll_strata_pipeline_peer_failed(mca_coll_strata_pipeline_t *p, int nra
 /* ---- the drivers: each runs a whole call (p made by
  * mca_coll_strata_pipeline_run) and leaves its outcome in p->node_error ---- */
 
-/* coll_strata_pipeline_host.c: the host drives every chunk */
+/* coll_strata_pipeline_host.c: the host drives every chunk; one turn of
+ * its round (every step that can move now; never waits), which the
+ * nonblocking driver (coll_strata_pipeline_nb.c) runs at each progress */
 void mca_coll_strata_pipeline_driver_host(mca_coll_strata_pipeline_t *p);
+void mca_coll_strata_pipeline_host_turn(mca_coll_strata_pipeline_t *p, bool *moved);
+
+/* coll_strata_pipeline.c: p made for a call (its chunks counted in the
+ * engine's serial: every driver's calls on the communicator share the
+ * counters), and the call's outcome said (a peer's failure, once) */
+void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
+                                      const mca_coll_strata_pipeline_args_t *a,
+                                      const mca_coll_strata_decision_t *decision,
+                                      mca_coll_strata_node_t *node, mca_coll_strata_pipeline_t *p);
+int mca_coll_strata_pipeline_outcome(const mca_coll_strata_pipeline_t *p, const char *coll);
+
+/* coll_strata_pipeline_nb.c: finish every nonblocking call the engine has
+ * started (a blocking call's pipeline shares their counters and slots, so
+ * it runs after them; so does the engine's release) */
+void mca_coll_strata_pipeline_drain(mca_coll_strata_engine_t *e);
 /* coll_strata_pipeline_queued.c: the whole call queued on the node area
  * (node->queue), one host wait */
 void mca_coll_strata_pipeline_driver_queued(mca_coll_strata_pipeline_t *p);

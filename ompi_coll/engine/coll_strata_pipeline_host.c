@@ -118,6 +118,19 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
     *moved = true;
 }
 
+/* One turn of the host's round: every step that can move now, moves
+ * (*moved: something did).  Never waits: the host driver turns until the
+ * call is done, the nonblocking driver once per progress. */
+void mca_coll_strata_pipeline_host_turn(mca_coll_strata_pipeline_t *p, bool *moved)
+{
+    mca_coll_strata_pipeline_copy_in(p, moved);
+    if (p->owner) {
+        mca_coll_strata_pipeline_reduce(p, moved);
+        mca_coll_strata_pipeline_publish(p, moved);
+    }
+    mca_coll_strata_pipeline_copy_out(p, moved);
+}
+
 /* The host drives every chunk: each stage waits for its flags, issues its
  * work, waits for it, and announces it (see the top). */
 void mca_coll_strata_pipeline_driver_host(mca_coll_strata_pipeline_t *p)
@@ -128,12 +141,7 @@ void mca_coll_strata_pipeline_driver_host(mca_coll_strata_pipeline_t *p)
     while (p->next_out < p->nchunks) {
         bool moved = false;
 
-        mca_coll_strata_pipeline_copy_in(p, &moved);
-        if (p->owner) {
-            mca_coll_strata_pipeline_reduce(p, &moved);
-            mca_coll_strata_pipeline_publish(p, &moved);
-        }
-        mca_coll_strata_pipeline_copy_out(p, &moved);
+        mca_coll_strata_pipeline_host_turn(p, &moved);
         if (moved) {
             idle = 0;
             continue;

@@ -178,11 +178,12 @@ int mca_coll_strata_stage_out(mca_coll_strata_stage_t *st, int coll_rc);
 void mca_coll_strata_stage_release(struct mca_coll_strata_module_t *module);
 
 /*
- * coll_strata_stage_req.c: the request of a staged nonblocking collective.
- * Made before the host collective starts (so that running out of memory is
- * reported before any communication), then activated with the started
- * host collective's request: when that completes, the staged request
- * copies out and completes.  Discard: the host collective did not start.
+ * coll_strata_stage_req.c: the request of a nonblocking collective strata
+ * runs itself.  Made before the work starts (so that running out of memory
+ * is reported before any communication), then activated with the started
+ * host collective's request (staged: when that completes, the request
+ * copies out and completes) or the engine's nonblocking call (pipeline).
+ * Discard: nothing started.
  */
 typedef struct mca_coll_strata_stage_req_t mca_coll_strata_stage_req_t;
 mca_coll_strata_stage_req_t *mca_coll_strata_stage_req_new(struct mca_coll_strata_module_t *module,
@@ -191,6 +192,13 @@ int mca_coll_strata_stage_req_activate(mca_coll_strata_stage_req_t *req,
                                        const mca_coll_strata_stage_t *st, ompi_request_t *inner,
                                        ompi_request_t **request);
 void mca_coll_strata_stage_req_discard(mca_coll_strata_stage_req_t *req);
+/* The same for a nonblocking call on strata's pipeline: the request
+ * completes once progress has advanced the call to its end, and copies out
+ * first where `st` (not NULL) staged the call's device buffers. */
+int mca_coll_strata_stage_req_activate_call(mca_coll_strata_stage_req_t *req,
+                                            const mca_coll_strata_stage_t *st,
+                                            struct mca_coll_strata_pipeline_call_t *call,
+                                            ompi_request_t **request);
 /* Whether Open MPI's nonblocking request layout is the one strata restates
  * (coll_strata_ompi.h); without it strata installs no nonblocking entry. */
 bool mca_coll_strata_stage_req_layout_ok(void);
@@ -299,12 +307,19 @@ bool mca_coll_strata_elem_big(const struct mca_coll_strata_module_t *module, int
 
 #define MCA_COLL_STRATA_ISTAGED(_st, _comm, _request, _call) \
     do { \
-        ompi_request_t *inner = NULL; \
-        mca_coll_strata_stage_req_t *_req; \
         int _rc = mca_coll_strata_stage_in(_st); \
         if (OMPI_SUCCESS != _rc) { \
             return _rc; \
         } \
+        MCA_COLL_STRATA_ISTAGED_RUN((_st), (_comm), (_request), _call); \
+    } while (0)
+
+/* ISTAGED once copied in: the module below on the host copies. */
+#define MCA_COLL_STRATA_ISTAGED_RUN(_st, _comm, _request, _call) \
+    do { \
+        ompi_request_t *inner = NULL; \
+        mca_coll_strata_stage_req_t *_req; \
+        int _rc; \
         _req = mca_coll_strata_stage_req_new((_st)->module, (_comm)); \
         if (NULL == _req) { \
             return mca_coll_strata_stage_out((_st), OMPI_ERR_OUT_OF_RESOURCE); \
@@ -316,6 +331,43 @@ bool mca_coll_strata_elem_big(const struct mca_coll_strata_module_t *module, int
             return mca_coll_strata_stage_out((_st), _rc); \
         } \
         return mca_coll_strata_stage_req_activate(_req, (_st), inner, (_request)); \
+    } while (0)
+
+/*
+ * The same two halves where strata's own pipeline may run a nonblocking
+ * call: `_try` (an expression that sets the caller's bool `_ran`) starts
+ * it, on the caller's buffers (UNSTAGED_TRY) or on the host copies once
+ * copied in (ISTAGED_TRY: the request then copies out when the call is
+ * done); where it did not run, the module below does, as above.  The
+ * choice is the same on every rank (it reads nothing of the buffers), so
+ * host and device ranks of one call run the same collective.
+ */
+#define MCA_COLL_STRATA_UNSTAGED_TRY(_st, _mod, _coll, _comm, _s, _r, _ran, _try, _call) \
+    do { \
+        mca_coll_strata_bufs_t _bufs; \
+        mca_coll_strata_bufs_classify(&_bufs, (_s), (_r)); \
+        if (OPAL_LIKELY(!mca_coll_strata_bufs_device(&_bufs))) { \
+            int _rc = (_try); \
+            if (_ran) { \
+                return _rc; \
+            } \
+            MCA_COLL_STRATA_TRACE((_coll), (_comm), &_bufs, "module below strata"); \
+            return (_call); \
+        } \
+        mca_coll_strata_stage_init((_st), (_mod), (_coll), &_bufs); \
+    } while (0)
+
+#define MCA_COLL_STRATA_ISTAGED_TRY(_st, _comm, _request, _ran, _try, _call) \
+    do { \
+        int _rc = mca_coll_strata_stage_in(_st); \
+        if (OMPI_SUCCESS != _rc) { \
+            return _rc; \
+        } \
+        _rc = (_try); \
+        if (_ran) { \
+            return _rc; \
+        } \
+        MCA_COLL_STRATA_ISTAGED_RUN((_st), (_comm), (_request), _call); \
     } while (0)
 
 /* The host pointer to hand the saved module for a buffer argument. */

@@ -1,15 +1,20 @@
 /*
- * coll/strata: the request of a staged nonblocking collective.
- *
- * A nonblocking collective on device buffers must stay nonblocking: a call
- * that waited for its peers could deadlock a correct program (rank A:
- * MPI_Iallreduce, MPI_Send to B, MPI_Wait; rank B: MPI_Recv from A,
- * MPI_Iallreduce, MPI_Wait).  So the entry copies in (local work only),
- * starts the saved module's nonblocking collective on the host copies, and
- * returns this request.  A progress callback, registered the first time a
- * staged request exists, watches the inner requests; when one completes it
- * copies out, frees the inner request and completes the outer one, which
- * the application's MPI_Wait/MPI_Test then sees.
+ * coll/strata: the request of a nonblocking collective strata runs itself,
+ * of one of two kinds:
+ *   staged    device buffers: the entry copies in (local work only), starts
+ *             the saved module's nonblocking collective on the host copies
+ *             (`inner`); once that completes, this request copies out
+ *   pipeline  host buffers on strata's pipeline: the entry started the
+ *             engine's nonblocking call (`call`, engine/coll_strata_pipeline_nb.c);
+ *             progress advances it
+ * Either way the call must stay nonblocking: a call that waited for its
+ * peers could deadlock a correct program (rank A: MPI_Iallreduce, MPI_Send
+ * to B, MPI_Wait; rank B: MPI_Recv from A, MPI_Iallreduce, MPI_Wait).  A
+ * progress callback, registered the first time such a request exists,
+ * watches the inner requests and advances the calls; when one is done it
+ * finishes it and completes the outer request, which the application's
+ * MPI_Wait/MPI_Test then sees.  One thread at a time runs the callback
+ * (others, and a callback reached again from inside it, return at once).
  */
 #include "../base/coll_strata_ompi.h"
 #include "../comm/coll_strata_module.h"
@@ -22,7 +27,9 @@ struct mca_coll_strata_stage_req_t {
     /* what MPI_I* expects of a coll request (coll_strata_ompi.h) */
     mca_coll_strata_nbc_request_t super;
     mca_coll_strata_stage_t stage;
-    ompi_request_t *inner; /* the fallback's request on the host copies */
+    ompi_request_t *inner;                 /* staged: the fallback's request on the host copies */
+    mca_coll_strata_pipeline_call_t *call; /* pipeline: the engine's call */
+    bool staged;                           /* pipeline: on the host copies of `stage` */
     bool freed;            /* MPI_Request_free came before completion */
     struct mca_coll_strata_stage_req_t *next;
 };
@@ -34,6 +41,8 @@ static OBJ_CLASS_INSTANCE(mca_coll_strata_stage_req_t, ompi_coll_base_nbc_reques
 static mca_coll_strata_stage_req_t *mca_coll_strata_stage_reqs;
 static opal_mutex_t mca_coll_strata_stage_reqs_lock = OPAL_MUTEX_STATIC_INIT;
 static bool mca_coll_strata_stage_progress_on;
+/* a thread is in the progress callback */
+static int mca_coll_strata_stage_progress_busy;
 
 static void mca_coll_strata_stage_req_release(mca_coll_strata_stage_req_t *req)
 {
@@ -51,11 +60,19 @@ static void mca_coll_strata_stage_req_release(mca_coll_strata_stage_req_t *req)
  * leaves it to this function) or a complete one (and releases it itself). */
 static void mca_coll_strata_stage_req_finish(mca_coll_strata_stage_req_t *req)
 {
-    int rc = req->inner->req_status.MPI_ERROR;
     bool freed;
+    int rc;
 
-    rc = mca_coll_strata_stage_out(&req->stage, rc);
-    (void)ompi_request_free(&req->inner);
+    if (NULL != req->call) {
+        rc = mca_coll_strata_pipeline_end(req->call);
+        req->call = NULL;
+        if (req->staged) {
+            rc = mca_coll_strata_stage_out(&req->stage, rc);
+        }
+    } else {
+        rc = mca_coll_strata_stage_out(&req->stage, req->inner->req_status.MPI_ERROR);
+        (void)ompi_request_free(&req->inner);
+    }
     req->super.super.req_status.MPI_ERROR = rc;
 
     OPAL_THREAD_LOCK(&mca_coll_strata_stage_reqs_lock);
@@ -69,18 +86,31 @@ static void mca_coll_strata_stage_req_finish(mca_coll_strata_stage_req_t *req)
     }
 }
 
+/* Whether the request's work is done: its inner request complete, or its
+ * call advanced to its end. */
+static bool mca_coll_strata_stage_req_done(mca_coll_strata_stage_req_t *req)
+{
+    return (NULL != req->call) ? mca_coll_strata_pipeline_advance(req->call)
+                               : REQUEST_COMPLETE(req->inner);
+}
+
 static int mca_coll_strata_stage_req_progress(void)
 {
     mca_coll_strata_stage_req_t *done = NULL, **link, *req;
-    int count = 0;
+    int count = 0, idle = 0;
 
-    if (NULL == mca_coll_strata_stage_reqs) {
+    if (NULL == mca_coll_strata_stage_reqs ||
+        !__atomic_compare_exchange_n(&mca_coll_strata_stage_progress_busy, &idle, 1, false,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
         return 0;
     }
+    /* (advancing a call may reach opal_progress again: the busy word makes
+     * that return at once, and the list lock is not held meanwhile by
+     * anyone but this thread, which does not take it twice) */
     OPAL_THREAD_LOCK(&mca_coll_strata_stage_reqs_lock);
     for (link = &mca_coll_strata_stage_reqs; NULL != *link;) {
         req = *link;
-        if (REQUEST_COMPLETE(req->inner)) {
+        if (mca_coll_strata_stage_req_done(req)) {
             *link = req->next;
             req->next = done;
             done = req;
@@ -97,6 +127,7 @@ static int mca_coll_strata_stage_req_progress(void)
         mca_coll_strata_stage_req_finish(req);
         ++count;
     }
+    __atomic_store_n(&mca_coll_strata_stage_progress_busy, 0, __ATOMIC_RELEASE);
     return count;
 }
 
@@ -143,6 +174,8 @@ mca_coll_strata_stage_req_t *mca_coll_strata_stage_req_new(mca_coll_strata_modul
     req->super.super.req_mpi_object.comm = comm;
     OBJ_RETAIN(comm);
     req->inner = NULL;
+    req->call = NULL;
+    req->staged = false;
     req->freed = false;
     req->stage.module = module;
     OBJ_RETAIN(module);
@@ -154,12 +187,9 @@ void mca_coll_strata_stage_req_discard(mca_coll_strata_stage_req_t *req)
     mca_coll_strata_stage_req_release(req);
 }
 
-int mca_coll_strata_stage_req_activate(mca_coll_strata_stage_req_t *req,
-                                       const mca_coll_strata_stage_t *st, ompi_request_t *inner,
-                                       ompi_request_t **request)
+/* The request in the progress callback's list (registered the first time). */
+static void mca_coll_strata_stage_req_watch(mca_coll_strata_stage_req_t *req)
 {
-    req->stage = *st;
-    req->inner = inner;
     OPAL_THREAD_LOCK(&mca_coll_strata_stage_reqs_lock);
     if (!mca_coll_strata_stage_progress_on) {
         mca_coll_strata_stage_progress_on = true;
@@ -168,7 +198,30 @@ int mca_coll_strata_stage_req_activate(mca_coll_strata_stage_req_t *req,
     req->next = mca_coll_strata_stage_reqs;
     mca_coll_strata_stage_reqs = req;
     OPAL_THREAD_UNLOCK(&mca_coll_strata_stage_reqs_lock);
+}
 
+int mca_coll_strata_stage_req_activate(mca_coll_strata_stage_req_t *req,
+                                       const mca_coll_strata_stage_t *st, ompi_request_t *inner,
+                                       ompi_request_t **request)
+{
+    req->stage = *st;
+    req->inner = inner;
+    mca_coll_strata_stage_req_watch(req);
+    *request = &req->super.super;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_strata_stage_req_activate_call(mca_coll_strata_stage_req_t *req,
+                                            const mca_coll_strata_stage_t *st,
+                                            mca_coll_strata_pipeline_call_t *call,
+                                            ompi_request_t **request)
+{
+    req->call = call;
+    if (NULL != st) {
+        req->stage = *st;
+        req->staged = true;
+    }
+    mca_coll_strata_stage_req_watch(req);
     *request = &req->super.super;
     return OMPI_SUCCESS;
 }

@@ -5,6 +5,7 @@
  *
  *   mpirun -np 4 test_allreduce_ops [--max-bytes N] [--large] [--quiet]
  *                                   [--only-comm world] [--coll NAME]
+ *                                   [--nonblocking]
  *
  * In this tree, e.g. with strata (or tuned, han) selected:
  *   source build/test/strata-test-env.sh && source test/lib.sh
@@ -27,6 +28,12 @@
  *                      MPI_IN_PLACE in each form the standard allows (at
  *                      the root; the input in rbuf).  The derived-datatype
  *                      phase is the allreduce's only.
+ *   --nonblocking      the nonblocking form of the collective (MPI_Iallreduce,
+ *                      MPI_Ireduce, ...) and MPI_Wait, every case the same;
+ *                      each communicator takes one blocking MPI_Allreduce
+ *                      when it is made (coll/strata sets a communicator up
+ *                      only in a blocking call: before it, its nonblocking
+ *                      calls go to the module below)
  *   --device           (test_allreduce_ops_device, built where CUDA is) the
  *                      same calls on device buffers: each variant's memory,
  *                      guards and poison included, is copied to a
@@ -115,7 +122,7 @@ static const char *const coll_names[NCOLLS] = {"allreduce", "reduce", "reduce_sc
 
 static struct {
     long max_bytes; /* -1: no cap */
-    bool large, quiet, only_world, device;
+    bool large, quiet, only_world, device, nonblocking;
     coll_id_t coll;
 } opt = {.max_bytes = -1};
 
@@ -1255,9 +1262,35 @@ static void coll_part(const comm_t *cm, const test_case_t *c, variant_t v, int *
     }
 }
 
+/* The nonblocking form, waited for at once (--nonblocking). */
+static int coll_icall(const comm_t *cm, const test_case_t *c, const void *sbuf, void *rbuf,
+                      const int *rcounts)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc;
+
+    switch (opt.coll) {
+    case C_REDUCE:
+        rc = MPI_Ireduce(sbuf, rbuf, (int)c->count, c->dt, c->mpi_op, c->root, cm->comm, &req);
+        break;
+    case C_RSB:
+        rc = MPI_Ireduce_scatter_block(sbuf, rbuf, (int)(c->count / cm->size), c->dt, c->mpi_op,
+                                       cm->comm, &req);
+        break;
+    case C_RS:
+        rc = MPI_Ireduce_scatter(sbuf, rbuf, rcounts, c->dt, c->mpi_op, cm->comm, &req);
+        break;
+    default:
+        rc = MPI_Iallreduce(sbuf, rbuf, (int)c->count, c->dt, c->mpi_op, cm->comm, &req);
+        break;
+    }
+    return (rc != MPI_SUCCESS) ? rc : MPI_Wait(&req, MPI_STATUS_IGNORE);
+}
+
 static int coll_call(const comm_t *cm, const test_case_t *c, const void *sbuf, void *rbuf,
                      const int *rcounts)
 {
+    if (opt.nonblocking) return coll_icall(cm, c, sbuf, rbuf, rcounts);
     switch (opt.coll) {
     case C_REDUCE:
         return MPI_Reduce(sbuf, rbuf, (int)c->count, c->dt, c->mpi_op, c->root, cm->comm);
@@ -1629,6 +1662,12 @@ static comm_t *make_comm(MPI_Comm comm, int stat)
     cm->wranks = xmalloc(sizeof(int) * (size_t)cm->size);
     MPI_Allgather(&world_rank, 1, MPI_INT, cm->wranks, 1, MPI_INT, comm);
     if (comm != MPI_COMM_WORLD) MPI_Comm_set_name(comm, cm->name); /* in coll verbose output */
+    if (opt.nonblocking) {
+        int one = 1, all = 0;
+
+        /* a blocking call sets the communicator up (see --nonblocking) */
+        MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, comm);
+    }
     stat_size[stat] = cm->size;
     return cm;
 }
@@ -1685,6 +1724,8 @@ static bool parse_options(int argc, char **argv)
             opt.large = true;
         } else if (!strcmp(argv[i], "--quiet")) {
             opt.quiet = true;
+        } else if (!strcmp(argv[i], "--nonblocking")) {
+            opt.nonblocking = true;
 #ifdef STRATA_TEST_DEVICE
         } else if (!strcmp(argv[i], "--device")) {
             opt.device = true;

@@ -181,6 +181,45 @@ mpi_reduce_ops() {
     [ $rc -eq 0 ] && grep -q "coll:strata: $name MPI_COMM_WORLD count=[0-9]* .*: \(rail\|leader\), " "$out"
 }
 
+# mpi_ireduce_ops COLL NP [ARGS]: test_allreduce_ops --nonblocking --coll
+# COLL with strata: every op x datatype, MPI_IN_PLACE, count 0, user ops and
+# derived types (the module below runs those), the communicators of the
+# test; verbosity 20 must show strata's pipeline running the nonblocking
+# call (the blocking call that set each communicator up aside).
+mpi_ireduce_ops() {
+    local coll=$1 np=$2 out="$STRATA_TEST_TMP/out" name rc; shift 2
+    strata_mpirun_local "$np" $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        "$T/mpi/test_allreduce_ops" --quiet --nonblocking --coll "$coll" "$@" >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    case "$coll" in
+    allreduce) name=iallreduce ;;
+    reduce) name=MPI_Ireduce ;;
+    reduce_scatter_block) name=MPI_Ireduce_scatter_block ;;
+    reduce_scatter) name=MPI_Ireduce_scatter ;;
+    esac
+    grep "coll:strata: $name MPI_COMM_WORLD" "$out" |
+        grep -o "[a-z]*, [0-9]* slice(s), inter-node [a-z_]*\|module below strata ([^)]*)" | sort | uniq -c
+    [ $rc -eq 0 ] && grep -q "coll:strata: $name MPI_COMM_WORLD count=[0-9]* .*: \(rail\|leader\|replicated\), " "$out"
+}
+
+# mpi_icoll_rules NP [ARGS]: MPI's rules for nonblocking collectives on
+# strata's pipeline (test_icoll_rules.c: several outstanding on one and on
+# two communicators, a blocking call between, Wait/Waitall/Test/Testany/
+# Waitsome, count 0, MPI_IN_PLACE, the pattern that deadlocks a blocking
+# implementation, a freed communicator); verbosity 20 must show the
+# pipeline running them.
+mpi_icoll_rules() {
+    local np=$1 out="$STRATA_TEST_TMP/out" rc; shift
+    strata_mpirun_local "$np" $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        "$T/mpi/test_icoll_rules" "$@" >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    grep -o "coll:strata: \(iallreduce\|MPI_Ireduce[a-z_]*\) [^ ]* .*: [a-z]*, [0-9]* slice" "$out" |
+        sed 's/ count=[0-9]*.*: / /' | sort | uniq -c
+    [ $rc -eq 0 ] && grep -q "test_icoll_rules: OK" "$out" &&
+        grep -q "coll:strata: iallreduce MPI_COMM_WORLD count=[0-9]* .*: \(rail\|leader\|replicated\), " "$out" &&
+        grep -q "coll:strata: MPI_Ireduce_scatter MPI_COMM_WORLD count=[0-9]* .*: \(rail\|leader\), " "$out"
+}
+
 # Arguments MPI rejects stay rejected with strata on; the communicator
 # still works afterwards.
 mpi_strata_bad_arguments() {
@@ -1256,6 +1295,13 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_reduce_ops_strata_np3 300 mpi_reduce_ops reduce 3 --only-comm world
     strata_test mpi_reduce_scatter_block_ops_strata_np3 300 mpi_reduce_ops reduce_scatter_block 3 --only-comm world
     strata_test mpi_reduce_scatter_ops_strata_np4 300 mpi_reduce_ops reduce_scatter 4
+    # the nonblocking reductions on strata's pipeline (engine/coll_strata_pipeline_nb.c):
+    # the same cases and references, and MPI's rules for outstanding requests
+    strata_test mpi_iallreduce_ops_strata_np4 300 mpi_ireduce_ops allreduce 4
+    strata_test mpi_ireduce_ops_strata_np3 300 mpi_ireduce_ops reduce 3 --only-comm world
+    strata_test mpi_ireduce_scatter_ops_strata_np4 300 mpi_ireduce_ops reduce_scatter 4 --only-comm world
+    strata_test mpi_icoll_rules_np4 180 mpi_icoll_rules 4
+    strata_test mpi_icoll_rules_np3 180 mpi_icoll_rules 3
     # MPI_Bcast and MPI_Allgather on strata's pipeline (colls/coll_strata_copies.c):
     # tuned validates the test; strata at every size (thresholds 0), at its
     # defaults (both sides of them), and each bcast schedule forced
