@@ -71,6 +71,8 @@ typedef struct mca_coll_strata_component_t {
     char *shm_dir;
     /* native device allreduce between nodes: MCA_COLL_STRATA_DEVICE_NET_* */
     int device_network;
+    /* nonblocking calls' progress: MCA_COLL_STRATA_PROGRESS_* (coll_strata_progress) */
+    int progress;
     /* for tests: steps this process fails on purpose (coll_strata_test_fail,
      * parsed into base/coll_strata_log.h's bits when the component opens);
      * coll_strata_verbose is stored there too */

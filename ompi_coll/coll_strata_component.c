@@ -43,6 +43,14 @@ mca_coll_strata_component_t mca_coll_strata_component = {
 };
 /* clang-format on */
 
+/* coll_strata_progress's values (engine/coll_strata_engine.h) */
+static const mca_coll_strata_name_t mca_coll_strata_progress_table[] = {
+    {MCA_COLL_STRATA_PROGRESS_AUTO, "auto"},
+    {MCA_COLL_STRATA_PROGRESS_THREAD, "thread"},
+    {MCA_COLL_STRATA_PROGRESS_CALLS, "calls"},
+    {0, NULL},
+};
+
 /* An MCA enum from one of the decision's name tables, less `skip` (a value
  * a user cannot ask for). */
 static void mca_coll_strata_register_enum(const char *name, const char *help,
@@ -281,6 +289,18 @@ static void mca_coll_strata_register_device(void)
         "warning",
         mca_coll_strata_device_net_table, -1, &mca_coll_strata_component.device_network);
 
+    mca_coll_strata_component.progress = MCA_COLL_STRATA_PROGRESS_AUTO;
+    mca_coll_strata_register_enum(
+        "progress",
+        "Progress of the nonblocking collectives strata runs on its pipeline: auto (a progress "
+        "thread, started at the first nonblocking call it can advance, moves the calls of "
+        "communicators within one node while the application computes without calling MPI; "
+        "it sleeps when nothing moves and costs no CPU when idle), thread (the same, started "
+        "when the first communicator is set up), calls (inside MPI calls only, as Open MPI's "
+        "own nonblocking collectives). Calls across nodes progress inside MPI calls in every "
+        "mode",
+        mca_coll_strata_progress_table, -1, &mca_coll_strata_component.progress);
+
     mca_coll_strata_component.settings.device_queue = 1;
     mca_coll_strata_register_int(
         "device_queue",
@@ -509,6 +529,7 @@ static int mca_coll_strata_component_open(void)
 {
     mca_coll_strata_component_check();
     mca_coll_strata_log_parse_test_fail(mca_coll_strata_component.test_fail);
+    mca_coll_strata_progress_set_mode(mca_coll_strata_component.progress);
     mca_coll_strata_log.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_coll_strata_log.output, mca_coll_strata_log.verbose);
     return OMPI_SUCCESS;

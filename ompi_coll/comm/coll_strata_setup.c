@@ -91,6 +91,9 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
                             module->engine.topo.local_rank,
                             NULL != module->engine.topo.rail_comm ? ", on a rail" : "");
     module->setup = MCA_COLL_STRATA_SETUP_READY;
+    /* coll_strata_progress=thread: the progress thread from the first
+     * communicator on */
+    mca_coll_strata_progress_early();
     return OMPI_SUCCESS;
 }
 

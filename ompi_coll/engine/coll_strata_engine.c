@@ -28,8 +28,10 @@ void mca_coll_strata_engine_init(mca_coll_strata_engine_t *e,
 
 void mca_coll_strata_engine_release(mca_coll_strata_engine_t *e)
 {
-    /* none is left in practice: a nonblocking call's request holds the
-     * module until the call is done */
+    /* the progress thread forgets it first; none of its calls is left in
+     * practice: a nonblocking call's request holds the module until the
+     * call is done */
+    mca_coll_strata_progress_unwatch(e);
     mca_coll_strata_pipeline_drain(e);
     mca_coll_strata_node_device_release(e);
     mca_coll_strata_pipeline_release(e);
@@ -38,6 +40,7 @@ void mca_coll_strata_engine_release(mca_coll_strata_engine_t *e)
 
 void mca_coll_strata_engine_finalize(void)
 {
+    mca_coll_strata_progress_finalize();
     /* MPI_Finalize: the peers are closing theirs now */
     mca_coll_strata_node_device_reap(10.0);
 }

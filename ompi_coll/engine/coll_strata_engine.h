@@ -173,6 +173,19 @@ void mca_coll_strata_engine_init(mca_coll_strata_engine_t *e,
 void mca_coll_strata_engine_release(mca_coll_strata_engine_t *e);
 void mca_coll_strata_engine_finalize(void);
 
+/* coll_strata_progress.c: the progress of nonblocking calls
+ * (coll_strata_progress): `auto` the progress thread starts at the first
+ * nonblocking call it can turn, `thread` at the first communicator set up
+ * (mca_coll_strata_progress_early), `calls` never: progress inside MPI
+ * calls only.  Set by the component when it opens; the thread stops in
+ * engine_finalize. */
+#define MCA_COLL_STRATA_PROGRESS_AUTO   0
+#define MCA_COLL_STRATA_PROGRESS_THREAD 1
+#define MCA_COLL_STRATA_PROGRESS_CALLS  2
+void mca_coll_strata_progress_set_mode(int mode);
+void mca_coll_strata_progress_early(void);
+void mca_coll_strata_progress_finalize(void);
+
 /* Seconds on the monotonic clock (the network measurement, the exchange's
  * patience with a refusing pml). */
 static inline double mca_coll_strata_now(void)

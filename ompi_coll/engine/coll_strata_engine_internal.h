@@ -99,6 +99,12 @@ typedef struct mca_coll_strata_shm_flags_t {
     uint64_t call_done;
     uint64_t call_failed;
     char pad5[48];
+    /* (local rank 0's only: the node's) a word every announcing store
+     * bumps while some rank's progress thread sleeps on it (sleepers > 0),
+     * with a futex wake (coll_strata_progress.c) */
+    uint32_t doorbell;
+    uint32_t sleepers;
+    char pad6[56];
     /* per slot: g + 1 when this rank's input of global chunk g in that slot
      * is wrong (before copied_in), and when its result slice of g is
      * (before published).  Two words, each keyed by the chunk, each

@@ -90,6 +90,28 @@ static inline void mca_coll_strata_flag_store(uint64_t *flag, uint64_t value)
     __atomic_store_n(flag, value, __ATOMIC_RELEASE);
 }
 
+/* coll_strata_progress.c: a store that lets a peer move was made: wake
+ * the progress threads sleeping on the node's doorbell, if any (a fence
+ * and a load when none sleeps). */
+void mca_coll_strata_progress_ring_slow(mca_coll_strata_shm_t *shm);
+static inline void mca_coll_strata_progress_ring(mca_coll_strata_shm_t *shm)
+{
+    /* the store before, the sleepers' count after: a sleeper that counted
+     * itself after this load has not yet looked at the counters */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(0 != __atomic_load_n(&shm->flags[0].sleepers, __ATOMIC_RELAXED), 0)) {
+        mca_coll_strata_progress_ring_slow(shm);
+    }
+}
+
+/* A progress counter's store that a peer may be waiting for. */
+static inline void mca_coll_strata_flag_announce(mca_coll_strata_shm_t *shm, uint64_t *flag,
+                                                 uint64_t value)
+{
+    mca_coll_strata_flag_store(flag, value);
+    mca_coll_strata_progress_ring(shm);
+}
+
 /* ---- coll_strata_pipeline_steps.c ---- */
 
 /* Have local ranks [0, nranks) all advanced counter `field` to >= value? */
@@ -171,6 +193,18 @@ void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
                                       const mca_coll_strata_decision_t *decision,
                                       mca_coll_strata_node_t *node, mca_coll_strata_pipeline_t *p);
 int mca_coll_strata_pipeline_outcome(const mca_coll_strata_pipeline_t *p, const char *coll);
+
+/* coll_strata_progress.c: whether the progress thread may turn this
+ * engine's nonblocking calls (a communicator within one node, the setting
+ * not `calls`); watch them (the thread started where it is not yet:
+ * false when it cannot be); forget the engine (before it is released) */
+bool mca_coll_strata_progress_wanted(const mca_coll_strata_engine_t *e);
+void mca_coll_strata_progress_watch(mca_coll_strata_engine_t *e);
+void mca_coll_strata_progress_unwatch(mca_coll_strata_engine_t *e);
+
+/* coll_strata_pipeline_nb.c: the progress thread's turn of an engine's
+ * calls (nothing when another thread drives it): whether anything moved */
+bool mca_coll_strata_pipeline_nb_progress(mca_coll_strata_engine_t *e);
 
 /* coll_strata_pipeline_nb.c: finish every nonblocking call the engine has
  * started (a blocking call's pipeline shares their counters and slots, so

@@ -38,9 +38,9 @@ static void mca_coll_strata_pipeline_copy_in(mca_coll_strata_pipeline_t *p, bool
         rc = p->node->ops->complete(p->node);
     }
     mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_INPUT, rc);
-    mca_coll_strata_flag_store(&mine->copied_in, g + 1);
+    mca_coll_strata_flag_announce(p->shm, &mine->copied_in, g + 1);
     if (!p->owner) {
-        mca_coll_strata_flag_store(&mine->reduced, g + 1);
+        mca_coll_strata_flag_announce(p->shm, &mine->reduced, g + 1);
     }
     p->next_in++;
     *moved = true;
@@ -67,7 +67,7 @@ static void mca_coll_strata_pipeline_reduce(mca_coll_strata_pipeline_t *p, bool 
         rc = p->node->ops->complete(p->node);
     }
     mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_RESULT, rc);
-    mca_coll_strata_flag_store(&shm->flags[p->me].reduced, g + 1);
+    mca_coll_strata_flag_announce(shm, &shm->flags[p->me].reduced, g + 1);
     p->next_reduce++;
     *moved = true;
     mca_coll_strata_pipeline_inter_start(p, c, dst, len, inputs_failed || OMPI_SUCCESS != rc);
@@ -113,7 +113,7 @@ static void mca_coll_strata_pipeline_copy_out(mca_coll_strata_pipeline_t *p, boo
         }
         mca_coll_strata_pipeline_note(p, c, MCA_COLL_STRATA_PART_OWN, rc);
     }
-    mca_coll_strata_flag_store(&p->shm->flags[p->me].copied_out, g + 1);
+    mca_coll_strata_flag_announce(p->shm, &p->shm->flags[p->me].copied_out, g + 1);
     p->next_out++;
     *moved = true;
 }

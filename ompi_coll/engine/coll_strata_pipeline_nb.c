@@ -14,7 +14,8 @@
  * of collectives on a communicator already says every rank does.
  *
  * Who turns.  Progress runs in whatever thread calls into MPI (and, in a
- * blocking call of this rank, inside its own waits), so one thread at a
+ * blocking call of this rank, inside its own waits), and in the progress
+ * thread (coll_strata_progress.c), so one thread at a
  * time drives an engine: the engine's `nb_driving` word, taken with a
  * compare-and-swap.  Progress that finds it taken skips the engine (the
  * holder is turning it); a blocking call or a start waits for it (a turn is
@@ -125,6 +126,9 @@ int mca_coll_strata_pipeline_start(mca_coll_strata_engine_t *e,
     /* what can move at once (this rank's copies in) moves now */
     (void)mca_coll_strata_pipeline_nb_turns(e);
     mca_coll_strata_pipeline_nb_let_go(e);
+    if (!call->done && mca_coll_strata_progress_wanted(e)) {
+        mca_coll_strata_progress_watch(e); /* the rest while the caller computes */
+    }
     *out = call;
     return OMPI_SUCCESS;
 }
@@ -141,6 +145,18 @@ bool mca_coll_strata_pipeline_advance(mca_coll_strata_pipeline_call_t *call)
         mca_coll_strata_pipeline_nb_let_go(e);
     }
     return __atomic_load_n(&call->done, __ATOMIC_ACQUIRE);
+}
+
+bool mca_coll_strata_pipeline_nb_progress(mca_coll_strata_engine_t *e)
+{
+    bool moved = false;
+
+    if (NULL != __atomic_load_n(&e->nb_head, __ATOMIC_ACQUIRE) &&
+        mca_coll_strata_pipeline_nb_try_drive(e)) {
+        moved = mca_coll_strata_pipeline_nb_turns(e);
+        mca_coll_strata_pipeline_nb_let_go(e);
+    }
+    return moved;
 }
 
 int mca_coll_strata_pipeline_end(mca_coll_strata_pipeline_call_t *call)

@@ -369,7 +369,7 @@ bool mca_coll_strata_pipeline_publish_exchanged(mca_coll_strata_pipeline_t *p)
         uint64_t c = p->next_publish;
 
         mca_coll_strata_pipeline_inter_outcome(p, c);
-        mca_coll_strata_flag_store(&p->shm->flags[p->me].published, p->base + c + 1);
+        mca_coll_strata_flag_announce(p->shm, &p->shm->flags[p->me].published, p->base + c + 1);
         p->next_publish++;
         moved = true;
     }

@@ -220,6 +220,25 @@ mpi_icoll_rules() {
         grep -q "coll:strata: MPI_Ireduce_scatter MPI_COMM_WORLD count=[0-9]* .*: \(rail\|leader\), " "$out"
 }
 
+# mpi_icoll_progress MODE EXPECT NP [ARGS]: an MPI_Iallreduce whose ranks
+# then compute without calling MPI (test_icoll_progress.c), under
+# coll_strata_progress=MODE: EXPECT thread, the result lands meanwhile and an
+# idle process with the thread started uses almost no CPU; calls, it does
+# not land until MPI is called again.
+mpi_icoll_progress() {
+    local mode=$1 expect=$2 np=$3 out="$STRATA_TEST_TMP/out" rc; shift 3
+    strata_mpirun_local "$np" $(strata_coll_mca strata) --mca coll_strata_progress "$mode" \
+        --mca coll_strata_verbose 10 "$T/mpi/test_icoll_progress" --expect "$expect" "$@" >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    grep -o "coll:strata: progress thread started.*" "$out" | sort | uniq -c
+    [ $rc -eq 0 ] && grep -q "test_icoll_progress: OK ($expect" "$out" || return 1
+    if [ "$expect" = thread ]; then
+        [ "$(grep -c "coll:strata: progress thread started" "$out")" -eq "$np" ]
+    else
+        ! grep -q "coll:strata: progress thread started" "$out"
+    fi
+}
+
 # Arguments MPI rejects stay rejected with strata on; the communicator
 # still works afterwards.
 mpi_strata_bad_arguments() {
@@ -1302,6 +1321,11 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_ireduce_scatter_ops_strata_np4 300 mpi_ireduce_ops reduce_scatter 4 --only-comm world
     strata_test mpi_icoll_rules_np4 180 mpi_icoll_rules 4
     strata_test mpi_icoll_rules_np3 180 mpi_icoll_rules 3
+    # progress while the ranks compute without MPI calls (the progress
+    # thread, coll_strata_progress), and without it (calls)
+    strata_test mpi_icoll_progress_auto_sleep 180 mpi_icoll_progress auto thread 4
+    strata_test mpi_icoll_progress_thread_busy 180 mpi_icoll_progress thread thread 3 --compute busy
+    strata_test mpi_icoll_progress_calls 180 mpi_icoll_progress calls calls 4
     # MPI_Bcast and MPI_Allgather on strata's pipeline (colls/coll_strata_copies.c):
     # tuned validates the test; strata at every size (thresholds 0), at its
     # defaults (both sides of them), and each bcast schedule forced
