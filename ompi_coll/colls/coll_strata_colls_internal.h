@@ -108,9 +108,10 @@ int mca_coll_strata_pipeline_istart(struct mca_coll_strata_module_t *module,
                                     struct mca_coll_strata_stage_t *st,
                                     const mca_coll_strata_pipeline_args_t *a,
                                     const mca_coll_strata_decision_t *d,
+                                    int (*finish)(void *arg, int rc), void *finish_arg,
                                     struct ompi_request_t **request);
-/* coll_strata_allreduce.c, coll_strata_reductions.c: each nonblocking
- * reduction's host path on the pipeline (*ran) */
+/* coll_strata_allreduce.c, coll_strata_reductions.c, coll_strata_copies.c:
+ * each nonblocking collective's host path on the pipeline (*ran) */
 int mca_coll_strata_iallreduce_host(struct mca_coll_strata_module_t *module,
                                     struct mca_coll_strata_stage_t *st, const void *sbuf,
                                     void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -127,6 +128,17 @@ int mca_coll_strata_ireduce_scatter_block_host(struct mca_coll_strata_module_t *
                                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                                struct ompi_communicator_t *comm,
                                                struct ompi_request_t **request, bool *ran);
+int mca_coll_strata_ibcast_host(struct mca_coll_strata_module_t *module,
+                                struct mca_coll_strata_stage_t *st, void *buf, int count,
+                                struct ompi_datatype_t *dtype, int root,
+                                struct ompi_communicator_t *comm, struct ompi_request_t **request,
+                                bool *ran);
+int mca_coll_strata_iallgather_host(struct mca_coll_strata_module_t *module,
+                                    struct mca_coll_strata_stage_t *st, const void *sbuf,
+                                    int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                    int rcount, struct ompi_datatype_t *rdtype,
+                                    struct ompi_communicator_t *comm,
+                                    struct ompi_request_t **request, bool *ran);
 int mca_coll_strata_ireduce_scatter_host(struct mca_coll_strata_module_t *module,
                                          struct mca_coll_strata_stage_t *st, const void *sbuf,
                                          void *rbuf, const int *rcounts,

@@ -359,6 +359,199 @@ int mca_coll_strata_allgather_host(mca_coll_strata_module_t *module, const void 
     return rc;
 }
 
+/* ---- the nonblocking host path: the same, started in MPI_I* ----------- */
+
+/* A nonblocking call's packed image and where it unpacks to, once the call
+ * is done: every block of an allgather (n of them), a bcast's one buffer
+ * (n = 1; not at the root). */
+typedef struct mca_coll_strata_copy_unpack_t {
+    char *packed, *in_packed;
+    void *buf;
+    int count, n;
+    ptrdiff_t stride;
+    size_t bytes;
+    bool unpack;
+    int rc; /* this rank's own failure at the start (no memory, packing) */
+    struct ompi_datatype_t *dtype;
+} mca_coll_strata_copy_unpack_t;
+
+static int mca_coll_strata_copy_finish(void *arg, int rc)
+{
+    mca_coll_strata_copy_unpack_t *u = arg;
+
+    rc = (OMPI_SUCCESS != rc) ? rc : u->rc;
+    for (int q = 0; u->unpack && NULL != u->packed && OMPI_SUCCESS == rc && q < u->n; ++q) {
+        rc = mca_coll_strata_copy_unpack(u->packed + (size_t)q * u->bytes, u->bytes,
+                                         (char *)u->buf + (ptrdiff_t)q * u->stride, u->count,
+                                         u->dtype);
+    }
+    free(u->packed);
+    free(u->in_packed);
+    free(u);
+    return rc;
+}
+
+/* The decision for a nonblocking copy, or false (said at verbosity 20):
+ * the communicator set up by an earlier blocking call, the same rules as
+ * the blocking form's (never the buffers: the same on every rank). */
+static bool mca_coll_strata_copy_idecide(mca_coll_strata_module_t *module,
+                                         struct ompi_communicator_t *comm,
+                                         mca_coll_strata_pipe_kind_t kind, const char *coll,
+                                         size_t bytes, mca_coll_strata_decision_t *d,
+                                         mca_coll_strata_sched_alg_t *sched)
+{
+    const char *why = !mca_coll_strata_nonblocking_ready(module)
+                          ? "not set up yet: a blocking collective sets the communicator up"
+                      : (0 == bytes)
+                          ? "no data"
+                          : mca_coll_strata_copy_decide(module, comm, kind, bytes, false, d, sched);
+
+    if (NULL != why) {
+        MCA_COLL_STRATA_VERBOSE(20, "%s %s %zu bytes%s: module below strata (%s)", coll,
+                                comm->c_name, bytes,
+                                (MCA_COLL_STRATA_PIPE_ALLGATHER == kind) ? " per rank" : "", why);
+        return false;
+    }
+    return true;
+}
+
+/* Start the call on the pipeline with its unpacking for the end (u, NULL
+ * when nothing is packed; freed here where the start fails). */
+static int mca_coll_strata_copy_istart(mca_coll_strata_module_t *module,
+                                       struct ompi_communicator_t *comm,
+                                       mca_coll_strata_stage_t *st,
+                                       const mca_coll_strata_pipeline_args_t *a,
+                                       const mca_coll_strata_decision_t *d,
+                                       mca_coll_strata_copy_unpack_t *u, ompi_request_t **request)
+{
+    MCA_COLL_STRATA_VERBOSE(20, "%s %s %zu bytes%s %s: pipeline, inter-node %s, %d node(s)%s (%s)",
+                            a->coll, comm->c_name, a->count,
+                            (MCA_COLL_STRATA_PIPE_ALLGATHER == a->kind) ? " per rank" : "",
+                            (NULL != st) ? mca_coll_strata_bufs_kinds(&st->bufs) : "host",
+                            mca_coll_strata_copy_sched_name(a->sched_alg, d),
+                            module->engine.topo.nnodes, (NULL != u) ? ", packed" : "", d->reason);
+    {
+        int rc = mca_coll_strata_pipeline_istart(
+            module, comm, st, a, d, (NULL != u) ? mca_coll_strata_copy_finish : NULL, u, request);
+
+        if (OMPI_SUCCESS != rc && NULL != u) {
+            u->unpack = false;
+            (void)mca_coll_strata_copy_finish(u, rc);
+        }
+        return rc;
+    }
+}
+
+int mca_coll_strata_ibcast_host(mca_coll_strata_module_t *module, mca_coll_strata_stage_t *st,
+                                void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                                struct ompi_communicator_t *comm, ompi_request_t **request,
+                                bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+    mca_coll_strata_decision_t d;
+    mca_coll_strata_sched_alg_t sched;
+    mca_coll_strata_copy_unpack_t *u = NULL;
+    bool at_root = ompi_comm_rank(comm) == root;
+    size_t bytes;
+    char *data = mca_coll_strata_copy_bytes(buf, (size_t)count, dtype, &bytes);
+    int rc = OMPI_SUCCESS;
+
+    *ran = false;
+    if (!mca_coll_strata_copy_idecide(module, comm, MCA_COLL_STRATA_PIPE_BCAST, "MPI_Ibcast", bytes,
+                                      &d, &sched)) {
+        return OMPI_SUCCESS;
+    }
+    *ran = true;
+    if (NULL == data) {
+        /* not contiguous here: through a packed image, unpacked at the end
+         * (without memory for it this rank still takes its part, and the
+         * request says so: as the blocking form, mca_coll_strata_bcast_host) */
+        u = calloc(1, sizeof(*u));
+        if (NULL == u) {
+            return OMPI_ERR_OUT_OF_RESOURCE; /* nothing started yet */
+        }
+        data = mca_coll_strata_copy_alloc("MPI_Ibcast", bytes);
+        *u = (mca_coll_strata_copy_unpack_t){.packed = data,
+                                             .buf = buf,
+                                             .count = count,
+                                             .n = 1,
+                                             .bytes = bytes,
+                                             .unpack = !at_root,
+                                             .dtype = dtype};
+        if (NULL == data) {
+            u->rc = MPI_ERR_NO_MEM;
+        } else if (at_root) {
+            u->rc = rc = mca_coll_strata_copy_pack(buf, count, dtype, data, bytes);
+        }
+    }
+    mca_coll_strata_bcast_args(&a, data, bytes, root, comm, sched);
+    a.coll = "MPI_Ibcast";
+    if (NULL == data || OMPI_SUCCESS != rc) {
+        a.sbuf = NULL;
+        a.out_hi = 0;
+    }
+    return mca_coll_strata_copy_istart(module, comm, st, &a, &d, u, request);
+}
+
+int mca_coll_strata_iallgather_host(mca_coll_strata_module_t *module, mca_coll_strata_stage_t *st,
+                                    const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                    void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                                    struct ompi_communicator_t *comm, ompi_request_t **request,
+                                    bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+    mca_coll_strata_decision_t d;
+    mca_coll_strata_sched_alg_t sched;
+    mca_coll_strata_copy_unpack_t *u = NULL;
+    int me = ompi_comm_rank(comm), n = ompi_comm_size(comm), rc;
+    char *out = NULL, *in_packed = NULL, *out_packed = NULL;
+    const char *in = NULL;
+    ptrdiff_t lb, rextent;
+    size_t bytes;
+
+    *ran = false;
+    ompi_datatype_type_size(rdtype, &bytes);
+    bytes *= (size_t)rcount;
+    if (!mca_coll_strata_copy_idecide(module, comm, MCA_COLL_STRATA_PIPE_ALLGATHER,
+                                      "MPI_Iallgather", bytes, &d, &sched)) {
+        return OMPI_SUCCESS;
+    }
+    *ran = true;
+    rc = mca_coll_strata_allgather_sides(sbuf, scount, sdtype, rbuf, rcount, rdtype, me, n, bytes,
+                                         &in, &out, &in_packed, &out_packed);
+    if (NULL != in_packed || NULL != out_packed || OMPI_SUCCESS != rc) {
+        ompi_datatype_get_extent(rdtype, &lb, &rextent);
+        u = calloc(1, sizeof(*u));
+        if (NULL == u) {
+            free(in_packed);
+            free(out_packed);
+            return OMPI_ERR_OUT_OF_RESOURCE; /* nothing started yet */
+        } else {
+            *u = (mca_coll_strata_copy_unpack_t){.packed = out_packed,
+                                                 .in_packed = in_packed,
+                                                 .buf = rbuf,
+                                                 .count = rcount,
+                                                 .n = n,
+                                                 .stride = (ptrdiff_t)rcount * rextent,
+                                                 .bytes = bytes,
+                                                 .unpack = NULL != out_packed,
+                                                 .rc = rc,
+                                                 .dtype = rdtype};
+        }
+    }
+    mca_coll_strata_allgather_args(&a, in, out, bytes, comm);
+    a.coll = "MPI_Iallgather";
+    if (OMPI_SUCCESS != rc) {
+        /* still this rank's part (see mca_coll_strata_allgather_host) */
+        a.sbuf = NULL;
+        if (NULL == out) {
+            a.out = NULL;
+            a.out_hi = 0;
+        }
+    }
+    return mca_coll_strata_copy_istart(module, comm, st, &a, &d, u, request);
+}
+
 /* ---- the native path ---------------------------------------------------- */
 
 /* Is count x dtype at buf device memory this rank can hand the GPUs whole:

@@ -26,14 +26,21 @@ int mca_coll_strata_iallgather(const void *sbuf, int scount, struct ompi_datatyp
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, -1);
     mca_coll_strata_stage_t st;
+    bool ran = false;
 
-    MCA_COLL_STRATA_UNSTAGED(&st, m, "MPI_Iallgather", comm, sbuf, rbuf,
-                             MCA_COLL_STRATA_IFALLBACK(m, iallgather, comm, request, sbuf, scount,
-                                                       sdtype, rbuf, rcount, rdtype));
+    MCA_COLL_STRATA_UNSTAGED_TRY(&st, m, "MPI_Iallgather", comm, sbuf, rbuf, ran,
+                                 mca_coll_strata_iallgather_host(m, NULL, sbuf, scount, sdtype,
+                                                                 rbuf, rcount, rdtype, comm,
+                                                                 request, &ran),
+                                 MCA_COLL_STRATA_IFALLBACK(m, iallgather, comm, request, sbuf,
+                                                           scount, sdtype, rbuf, rcount, rdtype));
     mca_coll_strata_describe_gather(&st, &c, sbuf, scount, sdtype, rbuf, NULL, NULL, rcount, rdtype,
                                     true);
-    MCA_COLL_STRATA_ISTAGED(
-        &st, comm, request,
+    MCA_COLL_STRATA_ISTAGED_TRY(
+        &st, comm, request, ran,
+        mca_coll_strata_iallgather_host(m, &st, MCA_COLL_STRATA_S(&st, sbuf), scount, sdtype,
+                                        MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype, comm, request,
+                                        &ran),
         MCA_COLL_STRATA_IFALLBACK(m, iallgather, comm, &inner, MCA_COLL_STRATA_S(&st, sbuf), scount,
                                   sdtype, MCA_COLL_STRATA_R(&st, rbuf), rcount, rdtype));
 }
@@ -157,16 +164,20 @@ int mca_coll_strata_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, 
     mca_coll_strata_module_t *m = (mca_coll_strata_module_t *)module;
     mca_coll_strata_call_t c = MCA_COLL_STRATA_CALL(comm, root);
     mca_coll_strata_stage_t st;
+    bool ran = false;
 
-    MCA_COLL_STRATA_UNSTAGED(
-        &st, m, "MPI_Ibcast", comm, buf, buf,
+    MCA_COLL_STRATA_UNSTAGED_TRY(
+        &st, m, "MPI_Ibcast", comm, buf, buf, ran,
+        mca_coll_strata_ibcast_host(m, NULL, buf, count, dtype, root, comm, request, &ran),
         MCA_COLL_STRATA_IFALLBACK(m, ibcast, comm, request, buf, count, dtype, root));
     mca_coll_strata_describe_elementwise(&st, &c, MCA_COLL_STRATA_ELEM_BCAST, buf, buf, count,
                                          dtype);
-    MCA_COLL_STRATA_ISTAGED(&st, comm, request,
-                            MCA_COLL_STRATA_IFALLBACK(m, ibcast, comm, &inner,
-                                                      MCA_COLL_STRATA_R(&st, buf), count, dtype,
-                                                      root));
+    MCA_COLL_STRATA_ISTAGED_TRY(
+        &st, comm, request, ran,
+        mca_coll_strata_ibcast_host(m, &st, MCA_COLL_STRATA_R(&st, buf), count, dtype, root, comm,
+                                    request, &ran),
+        MCA_COLL_STRATA_IFALLBACK(m, ibcast, comm, &inner, MCA_COLL_STRATA_R(&st, buf), count,
+                                  dtype, root));
 }
 
 int mca_coll_strata_iexscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

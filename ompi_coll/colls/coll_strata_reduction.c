@@ -172,12 +172,16 @@ bool mca_coll_strata_nonblocking_ready(const mca_coll_strata_module_t *module)
 
 /* Start a nonblocking call on the host node area: its request made, then
  * the engine's call started (`st`: on those host copies, which the request
- * copies out when the call is done).  A failure here comes before any
- * communication: the staging is given back, nothing else to undo. */
+ * copies out when the call is done; `finish`: run first then, with the
+ * call's outcome).  A failure here comes before any communication: the
+ * staging is given back, nothing else to undo (`finish` does not run: the
+ * caller undoes its own). */
 int mca_coll_strata_pipeline_istart(mca_coll_strata_module_t *module,
                                     struct ompi_communicator_t *comm, mca_coll_strata_stage_t *st,
                                     const mca_coll_strata_pipeline_args_t *a,
-                                    const mca_coll_strata_decision_t *d, ompi_request_t **request)
+                                    const mca_coll_strata_decision_t *d,
+                                    int (*finish)(void *arg, int rc), void *finish_arg,
+                                    ompi_request_t **request)
 {
     mca_coll_strata_stage_req_t *req = mca_coll_strata_stage_req_new(module, comm);
     mca_coll_strata_pipeline_call_t *call;
@@ -187,7 +191,8 @@ int mca_coll_strata_pipeline_istart(mca_coll_strata_module_t *module,
         rc = mca_coll_strata_pipeline_start(&module->engine, a, d, &module->engine.node_host,
                                             &call);
         if (OMPI_SUCCESS == rc) {
-            return mca_coll_strata_stage_req_activate_call(req, st, call, request);
+            return mca_coll_strata_stage_req_activate_call(req, st, call, finish, finish_arg,
+                                                           request);
         }
         mca_coll_strata_stage_req_discard(req);
     }
@@ -244,7 +249,7 @@ int mca_coll_strata_reduction_istart(mca_coll_strata_module_t *module,
                             mca_coll_strata_reduction_inter_name(module, a, &d),
                             module->engine.topo.nnodes, a->out_hi - a->out_lo, d.reason);
     *ran = true;
-    return mca_coll_strata_pipeline_istart(module, comm, st, a, &d, request);
+    return mca_coll_strata_pipeline_istart(module, comm, st, a, &d, NULL, NULL, request);
 }
 
 /*

@@ -193,11 +193,14 @@ int mca_coll_strata_stage_req_activate(mca_coll_strata_stage_req_t *req,
                                        ompi_request_t **request);
 void mca_coll_strata_stage_req_discard(mca_coll_strata_stage_req_t *req);
 /* The same for a nonblocking call on strata's pipeline: the request
- * completes once progress has advanced the call to its end, and copies out
- * first where `st` (not NULL) staged the call's device buffers. */
+ * completes once progress has advanced the call to its end: `finish` (if
+ * not NULL) then runs with the call's outcome (the caller's own last step:
+ * unpacking a packed image), and where `st` (not NULL) staged the call's
+ * device buffers, the request copies out. */
 int mca_coll_strata_stage_req_activate_call(mca_coll_strata_stage_req_t *req,
                                             const mca_coll_strata_stage_t *st,
                                             struct mca_coll_strata_pipeline_call_t *call,
+                                            int (*finish)(void *arg, int rc), void *finish_arg,
                                             ompi_request_t **request);
 /* Whether Open MPI's nonblocking request layout is the one strata restates
  * (coll_strata_ompi.h); without it strata installs no nonblocking entry. */

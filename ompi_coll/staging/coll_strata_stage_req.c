@@ -30,6 +30,10 @@ struct mca_coll_strata_stage_req_t {
     ompi_request_t *inner;                 /* staged: the fallback's request on the host copies */
     mca_coll_strata_pipeline_call_t *call; /* pipeline: the engine's call */
     bool staged;                           /* pipeline: on the host copies of `stage` */
+    /* pipeline: what the caller does once the call is done (unpack a
+     * packed image, free it), given the call's outcome; returns it */
+    int (*finish)(void *arg, int rc);
+    void *finish_arg;
     bool freed;            /* MPI_Request_free came before completion */
     struct mca_coll_strata_stage_req_t *next;
 };
@@ -66,6 +70,9 @@ static void mca_coll_strata_stage_req_finish(mca_coll_strata_stage_req_t *req)
     if (NULL != req->call) {
         rc = mca_coll_strata_pipeline_end(req->call);
         req->call = NULL;
+        if (NULL != req->finish) {
+            rc = req->finish(req->finish_arg, rc);
+        }
         if (req->staged) {
             rc = mca_coll_strata_stage_out(&req->stage, rc);
         }
@@ -176,6 +183,8 @@ mca_coll_strata_stage_req_t *mca_coll_strata_stage_req_new(mca_coll_strata_modul
     req->inner = NULL;
     req->call = NULL;
     req->staged = false;
+    req->finish = NULL;
+    req->finish_arg = NULL;
     req->freed = false;
     req->stage.module = module;
     OBJ_RETAIN(module);
@@ -214,9 +223,12 @@ int mca_coll_strata_stage_req_activate(mca_coll_strata_stage_req_t *req,
 int mca_coll_strata_stage_req_activate_call(mca_coll_strata_stage_req_t *req,
                                             const mca_coll_strata_stage_t *st,
                                             mca_coll_strata_pipeline_call_t *call,
+                                            int (*finish)(void *arg, int rc), void *finish_arg,
                                             ompi_request_t **request)
 {
     req->call = call;
+    req->finish = finish;
+    req->finish_arg = finish_arg;
     if (NULL != st) {
         req->stage = *st;
         req->staged = true;

@@ -3,7 +3,10 @@
  * coll component runs them (coll/strata's pipeline, or tuned for the
  * test's own check).
  *   test_copy_colls [--coll bcast|allgather] [--quiet] [--large]
- *                   [--device | --mixed] [--only-comm world]
+ *                   [--device | --mixed] [--only-comm world] [--nonblocking]
+ *   --nonblocking  MPI_Ibcast and MPI_Iallgather, each waited for at once;
+ *              every communicator takes one blocking MPI_Allreduce first
+ *              (coll/strata sets a communicator up only in a blocking call)
  *   --device   (test_copy_colls_device, built where CUDA is) every buffer
  *              is a cuMemAlloc'ed twin of the host one; the bytes come back
  *              for the same checks; exit 77 when no CUDA device can be had
@@ -53,8 +56,8 @@
 #define CHUNK (128 * 1024)
 
 static struct {
-    bool bcast, allgather, quiet, large, device, mixed, world_only;
-} opt = {true, true, false, false, false, false, false};
+    bool bcast, allgather, quiet, large, device, mixed, world_only, nonblocking;
+} opt = {true, true, false, false, false, false, false, false};
 
 static int world_rank, world_size;
 static long ncases;
@@ -255,7 +258,14 @@ static void check_bcast(const comm_t *cm, const dtype_t *t, long count, int root
     fill(buf, all, seed_of(cm, c, cm->rank, 0));
     memcpy(ref, buf, all);
     dbuf = on_device() ? twin(buf, all, &d) : buf;
-    rc = MPI_Bcast(dbuf + GUARD, (int)mcount, mt, root, cm->comm);
+    if (opt.nonblocking) {
+        MPI_Request req;
+
+        rc = MPI_Ibcast(dbuf + GUARD, (int)mcount, mt, root, cm->comm, &req);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        rc = MPI_Bcast(dbuf + GUARD, (int)mcount, mt, root, cm->comm);
+    }
     if (on_device()) back(buf, all, d);
     if (rc != MPI_SUCCESS) die("MPI_Bcast", cm->comm, rc);
     /* the reference: the root's buffer to every other rank, point to point */
@@ -307,8 +317,16 @@ static void check_allgather(const comm_t *cm, const dtype_t *t, long count, bool
         dsbuf = twin(sbuf, sall, &ds);
         drbuf = twin(rbuf, rall, &dr);
     }
-    rc = MPI_Allgather(inplace ? MPI_IN_PLACE : dsbuf + GUARD, (int)mcount, mt, drbuf + GUARD,
-                       (int)mcount, mt, cm->comm);
+    if (opt.nonblocking) {
+        MPI_Request req;
+
+        rc = MPI_Iallgather(inplace ? MPI_IN_PLACE : dsbuf + GUARD, (int)mcount, mt, drbuf + GUARD,
+                            (int)mcount, mt, cm->comm, &req);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        rc = MPI_Allgather(inplace ? MPI_IN_PLACE : dsbuf + GUARD, (int)mcount, mt, drbuf + GUARD,
+                           (int)mcount, mt, cm->comm);
+    }
     if (on_device()) {
         back(sbuf, sall, ds);
         back(rbuf, rall, dr);
@@ -421,6 +439,11 @@ static bool make_comm(MPI_Comm comm, const char *name, comm_t *cm)
     MPI_Comm_size(comm, &cm->size);
     MPI_Comm_rank(comm, &cm->rank);
     if (comm != MPI_COMM_WORLD) MPI_Comm_set_name(comm, (char *)name);
+    if (opt.nonblocking) {
+        int one = 1, all = 0;
+
+        MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, comm); /* sets it up (--nonblocking) */
+    }
     return true;
 }
 
@@ -447,6 +470,8 @@ int main(int argc, char **argv)
             opt.device = true;
         } else if (!strcmp(argv[i], "--mixed")) {
             opt.mixed = true;
+        } else if (!strcmp(argv[i], "--nonblocking")) {
+            opt.nonblocking = true;
         } else if (!strcmp(argv[i], "--only-comm") && i + 1 < argc &&
                    !strcmp(argv[i + 1], "world")) {
             opt.world_only = true;
@@ -454,7 +479,7 @@ int main(int argc, char **argv)
         } else {
             if (world_rank == 0) {
                 fprintf(stderr, "usage: " PROG " [--coll bcast|allgather] [--quiet] [--large] "
-                                "[--device | --mixed] [--only-comm world]\n");
+                                "[--device | --mixed] [--only-comm world] [--nonblocking]\n");
             }
             MPI_Finalize();
             return 2;

@@ -124,6 +124,23 @@ mpi_copy_colls() {
         grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD [0-9]* bytes per rank host: pipeline" "$out"
 }
 
+# mpi_icopy_colls NP [ARGS]: the same with MPI_Ibcast and MPI_Iallgather
+# (test_copy_colls --nonblocking: every case, packed images of the
+# non-contiguous types unpacked when the call is done, two descriptions of
+# one message); verbosity 20 must show strata's pipeline running both, a
+# packed one among them.
+mpi_icopy_colls() {
+    local np=$1 out="$STRATA_TEST_TMP/out" rc; shift
+    strata_mpirun_local "$np" $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        "$T/mpi/test_copy_colls" --quiet --nonblocking "$@" >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    grep -o "coll:strata: MPI_I[a-z]* [^ ]* [0-9]* bytes[a-z ]*host: pipeline, inter-node [a-z]*, [0-9]* node(s)[, packed]*\|module below strata ([^)]*)" "$out" |
+        sed 's/ [0-9]* bytes/ N bytes/' | sort | uniq -c
+    [ $rc -eq 0 ] && grep -q "coll:strata: MPI_Ibcast MPI_COMM_WORLD [0-9]* bytes host: pipeline" "$out" &&
+        grep -q "coll:strata: MPI_Iallgather MPI_COMM_WORLD [0-9]* bytes per rank host: pipeline" "$out" &&
+        grep -q "coll:strata: MPI_I[a-z]* .*: pipeline, .*, packed" "$out"
+}
+
 # copy_colls_device NP MODE ARGS: test_copy_colls on device buffers (--device,
 # or --mixed), MODE the device path (mixed: native forced, device buffers on
 # some ranks only); native: verbosity 20 must show both collectives on the
@@ -1321,6 +1338,12 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_ireduce_scatter_ops_strata_np4 300 mpi_ireduce_ops reduce_scatter 4 --only-comm world
     strata_test mpi_icoll_rules_np4 180 mpi_icoll_rules 4
     strata_test mpi_icoll_rules_np3 180 mpi_icoll_rules 3
+    # MPI_Ibcast and MPI_Iallgather on the pipeline (colls/coll_strata_copies.c),
+    # at every size (thresholds 0)
+    OMPI_MCA_coll_strata_bcast_min=0 OMPI_MCA_coll_strata_allgather_min=0 \
+        strata_test mpi_icopy_colls_np4 300 mpi_icopy_colls 4
+    OMPI_MCA_coll_strata_bcast_min=0 OMPI_MCA_coll_strata_allgather_min=0 \
+        strata_test mpi_icopy_colls_np3 300 mpi_icopy_colls 3 --only-comm world
     # progress while the ranks compute without MPI calls (the progress
     # thread, coll_strata_progress), and without it (calls)
     strata_test mpi_icoll_progress_auto_sleep 180 mpi_icoll_progress auto thread 4
