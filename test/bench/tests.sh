@@ -15,6 +15,19 @@ bench_outputs_complete() {
     done
 }
 
+# The overlap benchmark and its driver (icoll_overlap.sh): every
+# configuration and compute has every size, a table and a plot.
+bench_icoll_overlap() {
+    local out="$STRATA_TEST_TMP/overlap"
+    bash "$STRATA_SRCDIR/test/bench/icoll_overlap.sh" --builddir "$STRATA_BUILDDIR" --out "$out" \
+        --np 3 --sizes 65536,1048576 --iters 2 || return 1
+    [ -s "$out/plot.png" ] || { echo "no plot.png"; return 1; }
+    for c in strata_thread strata_calls libnbc; do
+        [ "$(grep -c "^$c,\(sleep\|busy\)," "$out/results.csv")" -eq 4 ] ||
+            { echo "$c: not every compute and size in results.csv"; return 1; }
+    done
+}
+
 bench_one_node() {
     python3 "$B" --builddir "$STRATA_BUILDDIR" --configs tuned,han,strata --np 4 \
         --min 8 --max 64K --iters 5 --warmup 1 --rounds 2 --out "$STRATA_TEST_TMP/out" &&
@@ -113,6 +126,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test bench_p2p_suite 300 bench_p2p_suite
     fi
     strata_test bench_one_node 300 bench_one_node
+    strata_test bench_icoll_overlap 300 bench_icoll_overlap
     if strata_is_root; then
         strata_test bench_cluster 300 bench_cluster
         strata_test bench_coll_overhead_cluster 300 bench_coll_overhead_cluster
