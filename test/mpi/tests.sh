@@ -1333,7 +1333,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_reduce_scatter_ops_strata_np4 300 mpi_reduce_ops reduce_scatter 4
     # the nonblocking reductions on strata's pipeline (engine/coll_strata_pipeline_nb.c):
     # the same cases and references, and MPI's rules for outstanding requests
-    strata_test mpi_iallreduce_ops_strata_np4 300 mpi_ireduce_ops allreduce 4
+    strata_test mpi_iallreduce_ops_strata_np4 300 mpi_ireduce_ops allreduce 4 --only-comm world
     strata_test mpi_ireduce_ops_strata_np3 300 mpi_ireduce_ops reduce 3 --only-comm world
     strata_test mpi_ireduce_scatter_ops_strata_np4 300 mpi_ireduce_ops reduce_scatter 4 --only-comm world
     strata_test mpi_icoll_rules_np4 180 mpi_icoll_rules 4
