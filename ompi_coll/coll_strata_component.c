@@ -152,7 +152,9 @@ static void mca_coll_strata_register_decision(void)
         "NDR InfiniBand about 1-2, 100 GbE about 5-10, a 1 Gbit/s network tens). 0 (the "
         "default): measured over the pml between the leaders of the first two nodes when the "
         "first communicator spanning nodes sets up, then kept for the process (5 where it "
-        "cannot be measured); a positive value is used as it is, without measuring",
+        "cannot be measured; verbosity 10 prints it), and not measured where "
+        "allreduce_inter_algorithm forces strata's ring, doubling or halving_doubling; a "
+        "positive value is used as it is, without measuring",
         &mca_coll_strata_component.settings.inter_latency_us);
     mca_coll_strata_register_figure(
         "allreduce_inter_bandwidth_gbs",
@@ -378,7 +380,8 @@ static int mca_coll_strata_component_register(void)
     mca_coll_strata_log.verbose = 0;
     (void)mca_base_component_var_register(
         c, "verbose",
-        "Verbosity of coll/strata: 0 silent, 10 one line per communicator, "
+        "Verbosity of coll/strata: 0 silent, 10 one line per communicator (its topology, "
+        "segment and the cost model's network figures), "
         "20 one line per collective call (the buffers' memory kinds, staged or not, which "
         "algorithm ran and why), "
         "30 every fallback decision",
