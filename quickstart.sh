@@ -6,7 +6,7 @@
 #   ./quickstart.sh demo        set up, build, run the demo on a 2-node namespace cluster
 #   ./quickstart.sh test        set up, build, run the tests a user needs to trust this
 #                               build on this machine: the layers build unit ucx mpi
-#                               cluster bench (about 30 minutes on 2 cores)
+#                               cluster bench (estimated 20 minutes on 2 cores)
 #   ./quickstart.sh test --all  the same, then the platform matrix: Strata against
 #                               every upstream UCX release, a Debian 13 tree, the
 #                               GPU run's rehearsal (every layer: what CI runs, .ci/run)

@@ -319,8 +319,8 @@ fetch_ompi_source_if_needed() {
 }
 
 # ---- Fedora: say what to run, install nothing --------------------------------
-# dnf is left to the user: this script has only been run on Debian (README,
-# "Platforms"), and Fedora's UCX headers and Open MPI layout need steps of
+# dnf is left to the user: this script has only been run on Debian
+# (docs/platforms.md), and Fedora's UCX headers and Open MPI layout need steps of
 # their own anyway.
 
 fedora_install_command() { echo "dnf install -y ${FEDORA_PACKAGES[*]}"; }

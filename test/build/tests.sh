@@ -137,7 +137,7 @@ build_no_cuda_builds_without_gpu_parts() {
 }
 
 # A non-root user's install: a prefix, with the component directories under
-# it, found through the settings README documents.
+# it, found through the settings docs/install.md documents.
 build_prefix_install() {
     local dir="$STRATA_TEST_TMP"
     local p="$dir/prefix"
@@ -214,9 +214,11 @@ build_man_page() {
     echo "installed: ${page#"$dir"}"
     [ "$(man -M "$mandir" -w strata_info)" = "$page" ] \
         || { echo "man -M $mandir -w strata_info does not find $page"; return 1; }
+    MANWIDTH=80 man -M "$mandir" strata_info 2>"$STRATA_TEST_TMP/man.err" | head -n 8 \
+        && [ ! -s "$STRATA_TEST_TMP/man.err" ] || { cat "$STRATA_TEST_TMP/man.err"; return 1; }
+    # One line per paragraph, so that no option is broken across lines.
     MANWIDTH=1000 man -M "$mandir" strata_info >"$STRATA_TEST_TMP/rendered" 2>"$STRATA_TEST_TMP/man.err" \
         || { cat "$STRATA_TEST_TMP/man.err"; return 1; }
-    head -n 6 "$STRATA_TEST_TMP/rendered"
     grep -q 'strata_info - check a node for CUDA-aware MPI' "$STRATA_TEST_TMP/rendered" || return 1
     groff -man -ww -z "$page" 2>&1 | tee "$STRATA_TEST_TMP/groff.err"
     [ ! -s "$STRATA_TEST_TMP/groff.err" ] || { echo "groff warns about the page"; return 1; }
