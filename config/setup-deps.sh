@@ -62,7 +62,8 @@ die() { echo "setup-deps: $*" >&2; exit 1; }
 # procps, valgrind (memcheck of coll/strata), clang-format (the format check
 # of changed lines, config/check-format.sh).  Benchmarks: gnuplot, python3.
 # dpkg-dev unpacks the UCX source.  debootstrap makes the Debian 13 tree of
-# the debian13 test layer.
+# the debian13 test layer.  man-db: `man strata_info` (the build layer checks
+# the installed page).
 PACKAGES=(
     build-essential autoconf automake libtool pkg-config clang-format
     openmpi-bin libopenmpi-dev
@@ -71,7 +72,7 @@ PACKAGES=(
     hwloc libhwloc-dev
     iproute2 util-linux procps kmod valgrind
     gnuplot-nox python3 python3-mpi4py
-    dpkg-dev xz-utils debootstrap
+    dpkg-dev xz-utils debootstrap man-db
 )
 
 # Fedora's names for the same needs, line by line with PACKAGES:
@@ -82,7 +83,8 @@ PACKAGES=(
 #   libibverbs-dev librdmacm-dev -> rdma-core-devel (both sets of headers);
 #   libhwloc-dev -> hwloc-devel; iproute2 -> iproute; procps -> procps-ng;
 #   gnuplot-nox -> gnuplot; dpkg-dev -> rpm-build (source RPMs, not source
-#   packages); xz-utils -> xz; debootstrap is packaged by Fedora too.
+#   packages); xz-utils -> xz; debootstrap and man-db are packaged by Fedora
+#   too.
 FEDORA_PACKAGES=(
     gcc gcc-c++ make autoconf automake libtool pkgconf-pkg-config clang-tools-extra
     openmpi openmpi-devel
@@ -91,7 +93,7 @@ FEDORA_PACKAGES=(
     hwloc hwloc-devel
     iproute util-linux procps-ng kmod valgrind
     gnuplot python3 python3-mpi4py-openmpi
-    rpm-build xz debootstrap
+    rpm-build xz debootstrap man-db
 )
 
 # detect_distro: DISTRO_ID, DISTRO_LIKE, DISTRO_VERSION, DISTRO_CODENAME,
@@ -317,8 +319,8 @@ fetch_ompi_source_if_needed() {
 }
 
 # ---- Fedora: say what to run, install nothing --------------------------------
-# dnf is left to the user: this script has only been run on Debian (README,
-# "Platforms"), and Fedora's UCX headers and Open MPI layout need steps of
+# dnf is left to the user: this script has only been run on Debian
+# (docs/platforms.md), and Fedora's UCX headers and Open MPI layout need steps of
 # their own anyway.
 
 fedora_install_command() { echo "dnf install -y ${FEDORA_PACKAGES[*]}"; }

@@ -160,7 +160,9 @@ static void mca_coll_strata_register_decision(void)
         "NDR InfiniBand about 1-2, 100 GbE about 5-10, a 1 Gbit/s network tens). 0 (the "
         "default): measured over the pml between the leaders of the first two nodes when the "
         "first communicator spanning nodes sets up, then kept for the process (5 where it "
-        "cannot be measured); a positive value is used as it is, without measuring",
+        "cannot be measured; verbosity 10 prints it), and not measured where "
+        "allreduce_inter_algorithm forces strata's ring, doubling or halving_doubling; a "
+        "positive value is used as it is, without measuring",
         &mca_coll_strata_component.settings.inter_latency_us);
     mca_coll_strata_register_figure(
         "allreduce_inter_bandwidth_gbs",
@@ -212,7 +214,10 @@ static void mca_coll_strata_register_shm(void)
     mca_coll_strata_register_size(
         "segment_size",
         "Bytes of one pipeline chunk: messages move through shared memory and across nodes "
-        "in chunks of this size (rounded up to 64; 4096 to 16 MiB)",
+        "in chunks of this size (rounded up to 64; 4096 to 16 MiB, a value outside replaced "
+        "by the nearest bound, with a message). A rail's ring cuts its slice of a chunk into "
+        "one block per node: keep blocks clear of just above the pml's eager limit (TCP: 64 "
+        "KiB), where each message costs an extra round trip",
         &mca_coll_strata_component.settings.segment_size);
 
     mca_coll_strata_component.settings.device_segment_size = 8 << 20;
@@ -228,7 +233,7 @@ static void mca_coll_strata_register_shm(void)
     mca_coll_strata_register_int(
         "shm_slots",
         "Chunks in flight per communicator (1 to 64). Each node's segment holds shm_slots x "
-        "(ranks on the node + 1) x segment_size bytes",
+        "(ranks on the node + 1) x segment_size bytes (2.5 MiB for 4 ranks by default)",
         &mca_coll_strata_component.settings.shm_slots);
 
     mca_coll_strata_component.shm_dir = "/dev/shm";
@@ -395,7 +400,8 @@ static int mca_coll_strata_component_register(void)
     mca_coll_strata_log.verbose = 0;
     (void)mca_base_component_var_register(
         c, "verbose",
-        "Verbosity of coll/strata: 0 silent, 10 one line per communicator, "
+        "Verbosity of coll/strata: 0 silent, 10 one line per communicator (its topology, "
+        "segment and the cost model's network figures), "
         "20 one line per collective call (the buffers' memory kinds, staged or not, which "
         "algorithm ran and why), "
         "30 every fallback decision",

@@ -93,7 +93,8 @@ if [ -n "${STRATA_UCX_LIBDIR:-}" ] && [ "$STRATA_UCX_BINDIR" != /usr/bin ]; then
 fi
 
 # Open MPI finds the components of this build tree through this path; a user
-# running an uninstalled or prefix-installed Strata sets the same (README).
+# running an uninstalled or prefix-installed Strata sets the same
+# (docs/install.md).
 STRATA_OMPI_COMPONENT_PATH="$STRATA_OMPI_PKGLIBDIR:$STRATA_BUILDDIR/components/ompi"
 STRATA_UCT_MODULE="$STRATA_BUILDDIR/components/ucx/libuct_strata.so"
 STRATA_CLUSTER_SH="$STRATA_SRCDIR/test/cluster/cluster.sh"
@@ -176,8 +177,8 @@ strata_ucx_run() {
         UCX_TLS="${UCX_TLS:-self,sm,gpu_copy,gpu_ipc}" UCX_POSIX_ERROR_HANDLING=y "$@"
 }
 
-# What a CUDA-aware Open MPI job needs with Debian's Open MPI 4.1 (README,
-# "CUDA-aware MPI with Strata"): pml/ucx (excluded by Debian's defaults, and
+# What a CUDA-aware Open MPI job needs with Debian's Open MPI 4.1
+# (docs/user-guide.md, "CUDA-aware MPI with Strata"): pml/ucx (excluded by Debian's defaults, and
 # looking only for Mellanox devices unless told otherwise), no osc/ucx, and
 # hook/strata loading the UCT module before pml/ucx starts UCX.
 strata_mca_gpu=(

@@ -3,17 +3,22 @@
 # under a timeout so a hang fails instead of blocking, and ends with the line
 #   N passed, N failed[, N skipped]
 #
-# Usage: run-tests.sh --builddir DIR [-k PATTERN] [--list] [LAYER ...]
+# Usage: run-tests.sh --builddir DIR [-k PATTERN] [-x PATTERN] [--list] [--progress] [LAYER ...]
 #   LAYER: build unit ucx mpi cluster bench ucx_releases debian13 (default:
 #          all, in that order; ucx_releases builds and tests Strata against
 #          each upstream UCX release in ../shared/src, debian13 builds and runs
 #          unit ucx mpi cluster in a Debian 13 tree), or gpu (make check-gpu:
-#          the device tests on a real GPU)
+#          the device tests on a real GPU).  `./quickstart.sh test` runs
+#          build unit ucx mpi cluster bench, `./quickstart.sh test --all` (CI)
+#          the default, all of them (docs/testing.md)
 #   -k PATTERN   run only the tests whose name contains PATTERN (several
 #                alternatives separated by '|': any of them)
 #   -x PATTERN   leave out the tests whose name contains PATTERN (or one of
 #                its '|' alternatives)
 #   --list       print the test names instead of running them
+#   --progress   number each test's line, [n/N] (N counted as --list would
+#                list them, before the first runs), and say before the summary
+#                how long the run took
 #   STRATA_TEST_DEADLINE  (epoch seconds) a budget for the whole run: each
 #                test's limit is cut to what is left, and a test that would
 #                get less than STRATA_TEST_MIN_S (default 10) is skipped with
@@ -24,13 +29,14 @@ set -uo pipefail
 set -m
 
 STRATA_TEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-builddir="" pattern="" exclude="" list=no layers=()
+builddir="" pattern="" exclude="" list=no progress=no layers=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --builddir) builddir=$2; shift 2 ;;
     -k) pattern=$2; shift 2 ;;
     -x) exclude=$2; shift 2 ;;
     --list) list=yes; shift ;;
+    --progress) progress=yes; shift ;;
     -*) echo "run-tests.sh: unknown option '$1'" >&2; exit 2 ;;
     *) layers+=("$1"); shift ;;
     esac
@@ -45,6 +51,16 @@ done
 STRATA_TEST_OUT="$builddir/test/out"
 mkdir -p "$STRATA_TEST_OUT"
 n_pass=0 n_fail=0 n_skip=0 failed_names=()
+n_done=0 n_total=0 run_start=$(date +%s)
+
+# strata_progress: sets tag to "[n/N] ", what goes before a test's line with
+# --progress (n counts the lines printed so far), or to nothing without it.
+strata_progress() {
+    tag=""
+    [ $progress = yes ] || return 0
+    n_done=$((n_done + 1))
+    printf -v tag '[%*d/%d] ' ${#n_total} "$n_done" "$n_total"
+}
 
 # strata_matches NAME PATTERN: does NAME contain PATTERN or one of its '|'
 # alternatives?
@@ -69,7 +85,7 @@ strata_test() {
     local name=$1 limit=$2; shift 2
     strata_selected "$name" || return 0
     if [ $list = yes ]; then echo "$name"; return 0; fi
-    local log="$STRATA_TEST_OUT/$name.log" start end rc
+    local log="$STRATA_TEST_OUT/$name.log" start end rc tag
     if [ -n "${STRATA_TEST_DEADLINE:-}" ]; then
         local left=$((STRATA_TEST_DEADLINE - $(date +%s)))
         if [ "$left" -lt "${STRATA_TEST_MIN_S:-10}" ]; then
@@ -107,13 +123,13 @@ strata_test() {
     local secs; secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
     if [ $rc -eq 0 ]; then
         rm -rf "$tmp"
-        n_pass=$((n_pass + 1)); echo "PASS: $name (${secs} s)"
+        n_pass=$((n_pass + 1)); strata_progress; echo "${tag}PASS: $name (${secs} s)"
     else
-        n_fail=$((n_fail + 1)); failed_names+=("$name")
+        n_fail=$((n_fail + 1)); failed_names+=("$name"); strata_progress
         if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-            echo "FAIL: $name (timed out after ${limit} s)"
+            echo "${tag}FAIL: $name (timed out after ${limit} s)"
         else
-            echo "FAIL: $name (exit $rc, ${secs} s)"
+            echo "${tag}FAIL: $name (exit $rc, ${secs} s)"
         fi
         tail -n 25 "$log" | sed 's/^/    | /'
     fi
@@ -123,16 +139,30 @@ strata_test() {
 strata_skip() {
     strata_selected "$1" || return 0
     if [ $list = yes ]; then echo "$1 (skipped: $2)"; return 0; fi
-    n_skip=$((n_skip + 1)); echo "SKIP: $1 ($2)"
+    local tag; strata_progress
+    n_skip=$((n_skip + 1)); echo "${tag}SKIP: $1 ($2)"
 }
 
 for layer in "${layers[@]}"; do
     [ -f "$STRATA_TEST_DIR/$layer/tests.sh" ] || { echo "run-tests.sh: no layer '$layer'" >&2; exit 2; }
+done
+# N up front: the layers sourced once as --list does, in a subshell.
+if [ $progress = yes ] && [ $list = no ]; then
+    n_total=$(list=yes
+              for layer in "${layers[@]}"; do . "$STRATA_TEST_DIR/$layer/tests.sh"; done 2>/dev/null </dev/null | wc -l)
+    echo "run-tests: $n_total tests in ${layers[*]}"
+fi
+
+for layer in "${layers[@]}"; do
     [ $list = yes ] || echo "== $layer"
     . "$STRATA_TEST_DIR/$layer/tests.sh"
 done
 
 [ $list = yes ] && exit 0
+if [ $progress = yes ]; then
+    secs=$(($(date +%s) - run_start))
+    echo "run-tests: $((n_pass + n_fail + n_skip)) tests in $((secs / 60)) min $((secs % 60)) s"
+fi
 if [ ${#failed_names[@]} -gt 0 ]; then
     echo "failed: ${failed_names[*]} (logs in $STRATA_TEST_OUT)"
 fi

@@ -1,5 +1,5 @@
 # Benchmark layer: CI only checks that the benchmark and its driver run and
-# produce their table and plot; figures come from on-demand runs (README).
+# produce their table and plot; figures come from on-demand runs (docs/testing.md).
 
 B="$STRATA_SRCDIR/test/bench/allreduce_bench.py"
 

@@ -137,7 +137,7 @@ build_no_cuda_builds_without_gpu_parts() {
 }
 
 # A non-root user's install: a prefix, with the component directories under
-# it, found through the settings README documents.
+# it, found through the settings docs/install.md documents.
 build_prefix_install() {
     local dir="$STRATA_TEST_TMP"
     local p="$dir/prefix"
@@ -200,6 +200,48 @@ build_default_install_dirs() {
         && [ -n "$(find "$dir" -type l -path '*/ucx/libuct_strata.so.0' -lname libuct_strata.so)" ]
 }
 
+# strata_info's manual page: `make install` puts it where man finds it (man
+# -M the installed tree's man directory), it renders without groff warnings,
+# it names this release and every option `strata_info --help` lists, and
+# `make uninstall` takes it away again.
+build_man_page() {
+    local dir="$STRATA_TEST_TMP/destdir" page mandir opt version
+    make -C "$STRATA_BUILDDIR" install DESTDIR="$dir" >"$STRATA_TEST_TMP/make.out" 2>&1 \
+        || { tail -20 "$STRATA_TEST_TMP/make.out"; return 1; }
+    page=$(find "$dir" -path '*/man1/strata_info.1')
+    [ -n "$page" ] || { echo "make install put no man1/strata_info.1 under $dir"; return 1; }
+    mandir=$(dirname "$(dirname "$page")")
+    echo "installed: ${page#"$dir"}"
+    [ "$(man -M "$mandir" -w strata_info)" = "$page" ] \
+        || { echo "man -M $mandir -w strata_info does not find $page"; return 1; }
+    # Installed for real (no DESTDIR) with a system prefix, plain `man
+    # strata_info` finds it: the directory is on man's own path.
+    case "${mandir#"$dir"}" in
+    /usr/local/share/man | /usr/share/man)
+        manpath -g 2>/dev/null | tr : '\n' | grep -qx -- "${mandir#"$dir"}" \
+            || { echo "${mandir#"$dir"} is not on man's path (manpath -g)"; return 1; }
+        echo "${mandir#"$dir"} is on man's path: man strata_info finds it after make install" ;;
+    esac
+    MANWIDTH=80 man -M "$mandir" strata_info 2>"$STRATA_TEST_TMP/man.err" | head -n 8 \
+        && [ ! -s "$STRATA_TEST_TMP/man.err" ] || { cat "$STRATA_TEST_TMP/man.err"; return 1; }
+    # One line per paragraph, so that no option is broken across lines.
+    MANWIDTH=1000 man -M "$mandir" strata_info >"$STRATA_TEST_TMP/rendered" 2>"$STRATA_TEST_TMP/man.err" \
+        || { cat "$STRATA_TEST_TMP/man.err"; return 1; }
+    grep -q 'strata_info - check a node for CUDA-aware MPI' "$STRATA_TEST_TMP/rendered" || return 1
+    groff -man -ww -z "$page" 2>&1 | tee "$STRATA_TEST_TMP/groff.err"
+    [ ! -s "$STRATA_TEST_TMP/groff.err" ] || { echo "groff warns about the page"; return 1; }
+    version=$("$STRATA_BUILDDIR/tools/strata_info" --help | sed -n 's/.*with Strata \([0-9.]*\), and.*/\1/p')
+    grep -q "^\.TH STRATA_INFO 1 .* \"Strata $version\"" "$page" \
+        || { echo "the page's .TH line does not name Strata $version"; return 1; }
+    for opt in $("$STRATA_BUILDDIR/tools/strata_info" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+        grep -qE -- "(^|[^a-z-])$opt([^a-z-]|\$)" "$STRATA_TEST_TMP/rendered" \
+            || { echo "the page does not describe $opt"; return 1; }
+    done
+    make -C "$STRATA_BUILDDIR" uninstall DESTDIR="$dir" >>"$STRATA_TEST_TMP/make.out" 2>&1 \
+        || { tail -20 "$STRATA_TEST_TMP/make.out"; return 1; }
+    [ ! -e "$page" ] || { echo "make uninstall left $page"; return 1; }
+}
+
 # config/setup-deps.sh --print on each distribution it knows (os-release
 # files made here, STRATA_OS_RELEASE): the package manager and its names for
 # Open MPI's and UCX's development packages, no warning for the releases it
@@ -260,8 +302,23 @@ build_structure() {
     python3 "$STRATA_SRCDIR/config/check-structure.py" "$STRATA_SRCDIR"
 }
 
+# The user's documentation points at things that exist: README.md within a
+# few screens (250 lines), every relative link and #anchor of README.md and
+# docs/ reaches a file and a heading, every source-tree path they name exists
+# (config/check-docs.py).
+build_docs() {
+    python3 "$STRATA_SRCDIR/config/check-docs.py" "$STRATA_SRCDIR"
+}
+
 strata_test build_setup_deps_distros 60 build_setup_deps_distros
 strata_test build_structure 60 build_structure
+# A release tarball holds the documentation, not every file it names (.ci/, the
+# GPU results beside the checkout): the check is the repository's.
+if git -C "$STRATA_SRCDIR" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    strata_test build_docs 60 build_docs
+else
+    strata_skip build_docs "the source tree is not a git checkout: the docs name files of the repository"
+fi
 
 if ! command -v "${CLANG_FORMAT:-clang-format}" >/dev/null 2>&1; then
     strata_skip build_format "clang-format is not installed (config/setup-deps.sh installs it)"
@@ -288,6 +345,11 @@ if [ "$STRATA_HAVE_OMPI" = yes ] && [ "$STRATA_HAVE_UCX" = yes ]; then
         strata_skip build_ompi5_rank_path "renaming PMIx's entry needs root"
     fi
     strata_test build_default_install_dirs 120 build_default_install_dirs
+    if ! command -v man >/dev/null || ! command -v groff >/dev/null; then
+        strata_skip build_man_page "man or groff is not installed (config/setup-deps.sh installs man-db)"
+    else
+        strata_test build_man_page 120 build_man_page
+    fi
 else
     strata_skip build_configure_messages "this build has no Open MPI or no UCX part"
 fi

@@ -771,7 +771,7 @@ ucx_mpi_tune_cuda_aware() {
         ! grep -q "priority 90)" "$out"
 }
 
-# strata_info (tools/, README "Checking a node: strata_info"), run from this
+# strata_info (tools/, docs/user-guide.md "Checking a node: strata_info"), run from this
 # build tree on the chosen driver.
 strata_info_run() {
     env LD_LIBRARY_PATH="$(strata_cuda_ld_path)" "$STRATA_BUILDDIR/tools/strata_info" \
