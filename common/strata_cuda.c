@@ -187,8 +187,8 @@ CUcontext strata_cuda_primary_ctx(int ordinal)
         return ctx;
     }
     /* Another thread may have retained it meanwhile: one retain is kept. */
-    if (!__atomic_compare_exchange_n(&strata_cuda_primary[ordinal], &kept, ctx, 0,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    if (!__atomic_compare_exchange_n(&strata_cuda_primary[ordinal], &kept, ctx, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
         (void)strata_cuda.cuDevicePrimaryCtxRelease(dev);
         ctx = kept;
     }

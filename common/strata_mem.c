@@ -494,9 +494,9 @@ static int strata_mem_ctx_meet(CUcontext ctx)
         e = strata_mem_ctx_claim(ctx, &claimed);
     }
     if ((e != NULL) && !claimed) {
-        return (strata_mem_ctx_state(e) == STRATA_MEM_CTX_FLAGGED) ?
-                   __atomic_load_n(&e->flag_ret, __ATOMIC_RELAXED) :
-                   0;
+        return (strata_mem_ctx_state(e) == STRATA_MEM_CTX_FLAGGED)
+                   ? __atomic_load_n(&e->flag_ret, __ATOMIC_RELAXED)
+                   : 0;
     }
     ret = strata_mem_ctx_flag_current(ctx);
     strata_mem_ctx_settle();
