@@ -167,26 +167,31 @@ int strata_cuda_ctx_ensure(CUdeviceptr ptr)
 }
 
 /* Primary contexts this process retained, by device ordinal: retained once
- * and kept, as strata_cuda_ctx_ensure() keeps them. */
+ * and kept, as strata_cuda_ctx_ensure() keeps them.  Read and published
+ * without a lock: the allocation hooks ask for them (common/strata_mem.c),
+ * and no driver call is made under a lock a hook may take. */
 #define STRATA_CUDA_MAX_DEVICES 64
 static CUcontext strata_cuda_primary[STRATA_CUDA_MAX_DEVICES];
-static pthread_mutex_t strata_cuda_primary_lock = PTHREAD_MUTEX_INITIALIZER;
 
 CUcontext strata_cuda_primary_ctx(int ordinal)
 {
-    CUcontext ctx = NULL;
+    CUcontext ctx = NULL, kept = NULL;
     CUdevice dev;
 
     if ((ordinal < 0) || (ordinal >= STRATA_CUDA_MAX_DEVICES)) {
         return NULL;
     }
-    pthread_mutex_lock(&strata_cuda_primary_lock);
-    ctx = strata_cuda_primary[ordinal];
-    if ((ctx == NULL) && (strata_cuda.cuDeviceGet(&dev, ordinal) == CUDA_SUCCESS) &&
-        (strata_cuda.cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS)) {
-        strata_cuda_primary[ordinal] = ctx;
+    ctx = __atomic_load_n(&strata_cuda_primary[ordinal], __ATOMIC_ACQUIRE);
+    if ((ctx != NULL) || (strata_cuda.cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS) ||
+        (strata_cuda.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS)) {
+        return ctx;
     }
-    pthread_mutex_unlock(&strata_cuda_primary_lock);
+    /* Another thread may have retained it meanwhile: one retain is kept. */
+    if (!__atomic_compare_exchange_n(&strata_cuda_primary[ordinal], &kept, ctx, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        (void)strata_cuda.cuDevicePrimaryCtxRelease(dev);
+        ctx = kept;
+    }
     return ctx;
 }
 
@@ -220,14 +225,10 @@ int strata_cuda_ctx_push(int ordinal, CUcontext *saved)
 
 CUcontext strata_cuda_primary_ctx_retained(int ordinal)
 {
-    CUcontext ctx = NULL;
-
-    if ((ordinal >= 0) && (ordinal < STRATA_CUDA_MAX_DEVICES)) {
-        pthread_mutex_lock(&strata_cuda_primary_lock);
-        ctx = strata_cuda_primary[ordinal];
-        pthread_mutex_unlock(&strata_cuda_primary_lock);
+    if ((ordinal < 0) || (ordinal >= STRATA_CUDA_MAX_DEVICES)) {
+        return NULL;
     }
-    return ctx;
+    return __atomic_load_n(&strata_cuda_primary[ordinal], __ATOMIC_ACQUIRE);
 }
 
 int strata_cuda_current_device(int fallback)

@@ -326,6 +326,7 @@ strata_mem_kind_t strata_mem_kind(const void *ptr, int *ordinal)
 static int strata_mem_ctx_flag_wanted = 1; /* strata_mem_ctx_sync_memops_setup() */
 static strata_mem_report_t strata_mem_report;
 static int strata_mem_refusal_reported;
+static int strata_mem_data_path_reported;
 
 void strata_mem_ctx_sync_memops_setup(int on, strata_mem_report_t report)
 {
@@ -338,36 +339,28 @@ int strata_mem_ctx_sync_memops_on(void)
     return __atomic_load_n(&strata_mem_ctx_flag_wanted, __ATOMIC_ACQUIRE);
 }
 
-/* The first refusal of the flag, to the plugin's log (once per process). */
-static void strata_mem_ctx_flag_refused(CUcontext ctx, CUresult res)
+/* One line to the plugin's log, the first time (*once) only. */
+static void strata_mem_report_once(int *once, int warn, const char *msg)
 {
     strata_mem_report_t report = __atomic_load_n(&strata_mem_report, __ATOMIC_ACQUIRE);
+
+    if ((report != NULL) && !__atomic_exchange_n(once, 1, __ATOMIC_ACQ_REL)) {
+        report(warn, msg);
+    }
+}
+
+/* The first refusal of the flag (once per process). */
+static void strata_mem_ctx_flag_refused(CUcontext ctx, CUresult res)
+{
     char error[160], msg[512];
 
-    if ((report == NULL) ||
-        __atomic_exchange_n(&strata_mem_refusal_reported, 1, __ATOMIC_ACQ_REL)) {
-        return;
-    }
     snprintf(msg, sizeof(msg),
              "cuCtxSetFlags(CU_CTX_SYNC_MEMOPS) refused on context %p: %s; synchronous copies "
              "and memsets into VMM, stream-ordered and IPC-opened memory may land after the "
              "MPI call reads them: synchronize before calling MPI (reported once)",
              (void *)ctx, strata_cuda_result_str(res, error, sizeof(error)));
-    report(msg);
+    strata_mem_report_once(&strata_mem_refusal_reported, 1, msg);
 }
-
-/* Contexts flagged already, and whether settled (synchronized once).  A
- * context destroyed and another created at the same address would be taken
- * for this one: the contexts Strata meets are primary ones (never destroyed
- * while retained) or long-lived. */
-#define STRATA_MEM_SYNCED_MAX 64
-static struct {
-    CUcontext ctx;
-    int flag_ret; /* what flagging it returned: -1 on a driver without cuCtxSetFlags */
-    int settled;
-} strata_mem_synced[STRATA_MEM_SYNCED_MAX];
-static int strata_mem_nsynced;
-static pthread_mutex_t strata_mem_synced_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The current context (ctx) gets the flag, keeping its other flags. */
 static int strata_mem_ctx_flag_current(CUcontext ctx)
@@ -390,66 +383,131 @@ static int strata_mem_ctx_flag_current(CUcontext ctx)
     return 0;
 }
 
-/* The entry of ctx, -1 when it has none (the lock held). */
-static int strata_mem_ctx_find(CUcontext ctx)
+/*
+ * Settling the current context.  The flag makes the synchronous calls
+ * issued after it complete before they return; what the application issued
+ * before may still be queued (a cuMemcpyHtoD from pageable memory returns
+ * once its source is staged, a cuMemsetD8 at once).  Those calls queue on
+ * the default stream of the thread that issued them: the context's legacy
+ * stream, or with per-thread default streams (nvcc --default-stream
+ * per-thread) that thread's own.  Settling synchronizes both, after the
+ * flag is set (before, a call between the two would be missed).
+ *
+ * Never cuCtxSynchronize: it waits for every stream of the context, Strata's
+ * own too, and coll/strata's queued pipeline parks its stream on a wait for
+ * a counter that the calling thread itself stores once the exchange between
+ * nodes is done; a UCP question from inside that exchange never returned
+ * (cluster_native_late_ctx_2x2).  The legacy stream waits only for earlier
+ * work of blocking streams: Strata's streams that hold such waits, and its
+ * transports' streams, are non-blocking, and its blocking ones (ompi_accel's
+ * copies, coll/strata's copy-out staging) carry copies, which finish on
+ * their own.  Not reached: another thread's per-thread default stream (work
+ * an application hands between its threads it synchronizes itself), and
+ * asynchronous work on the application's own streams, which CUDA-aware MPI
+ * leaves to the application anyway.
+ */
+static void strata_mem_ctx_settle(void)
 {
+    (void)strata_cuda.cuStreamSynchronize(CU_STREAM_LEGACY);
+    (void)strata_cuda.cuStreamSynchronize(CU_STREAM_PER_THREAD);
+}
+
+/*
+ * Contexts met off the data path.  An entry is claimed under the lock, which
+ * is never held across a driver call, and published by raising the count:
+ * the data path reads the table without it.  A context destroyed and another
+ * created at the same address would be taken for this one: the contexts
+ * Strata meets are primary ones (never destroyed while retained) or
+ * long-lived.
+ */
+#define STRATA_MEM_CTX_MAX 64
+enum {
+    STRATA_MEM_CTX_FLAGGING = 1, /* claimed: a thread flags and settles it now */
+    STRATA_MEM_CTX_FLAGGED,      /* done; flag_ret: whether the driver took the flag */
+};
+typedef struct strata_mem_ctx_entry {
+    CUcontext ctx; /* set before the entry is published, never changed */
+    int state;     /* STRATA_MEM_CTX_* */
+    int flag_ret;  /* strata_mem_ctx_flag_current()'s answer, stored before FLAGGED */
+} strata_mem_ctx_entry_t;
+static strata_mem_ctx_entry_t strata_mem_ctxs[STRATA_MEM_CTX_MAX];
+static int strata_mem_nctxs;
+static pthread_mutex_t strata_mem_ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static strata_mem_ctx_entry_t *strata_mem_ctx_find(CUcontext ctx)
+{
+    int n = __atomic_load_n(&strata_mem_nctxs, __ATOMIC_ACQUIRE);
     int i;
 
-    for (i = 0; i < strata_mem_nsynced; ++i) {
-        if (strata_mem_synced[i].ctx == ctx) {
-            return i;
+    for (i = 0; i < n; ++i) {
+        if (strata_mem_ctxs[i].ctx == ctx) {
+            return &strata_mem_ctxs[i];
         }
     }
-    return -1;
+    return NULL;
 }
 
-/* The entry of ctx (flagged when made); -1 when the table is full. */
-static int strata_mem_ctx_entry(CUcontext ctx)
+static int strata_mem_ctx_state(const strata_mem_ctx_entry_t *e)
 {
-    int i = strata_mem_ctx_find(ctx);
+    return __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+}
 
-    if ((i >= 0) || (strata_mem_nsynced == STRATA_MEM_SYNCED_MAX)) {
-        return i;
+/* Whether ctx has the flag: all the data path asks. */
+static int strata_mem_ctx_flagged(CUcontext ctx)
+{
+    const strata_mem_ctx_entry_t *e = strata_mem_ctx_find(ctx);
+
+    return (e != NULL) && (strata_mem_ctx_state(e) == STRATA_MEM_CTX_FLAGGED) &&
+           (__atomic_load_n(&e->flag_ret, __ATOMIC_RELAXED) == 0);
+}
+
+/* ctx's entry, claimed for this thread (*claimed) if no thread had met it;
+ * NULL when the table is full. */
+static strata_mem_ctx_entry_t *strata_mem_ctx_claim(CUcontext ctx, int *claimed)
+{
+    strata_mem_ctx_entry_t *e;
+
+    *claimed = 0;
+    pthread_mutex_lock(&strata_mem_ctxs_lock);
+    e = strata_mem_ctx_find(ctx);
+    if ((e == NULL) && (strata_mem_nctxs < STRATA_MEM_CTX_MAX)) {
+        e        = &strata_mem_ctxs[strata_mem_nctxs];
+        e->ctx   = ctx;
+        e->state = STRATA_MEM_CTX_FLAGGING;
+        __atomic_store_n(&strata_mem_nctxs, strata_mem_nctxs + 1, __ATOMIC_RELEASE);
+        *claimed = 1;
     }
-    strata_mem_synced[strata_mem_nsynced].ctx      = ctx;
-    strata_mem_synced[strata_mem_nsynced].flag_ret = strata_mem_ctx_flag_current(ctx);
-    strata_mem_synced[strata_mem_nsynced].settled  = 0;
-    return strata_mem_nsynced++;
+    pthread_mutex_unlock(&strata_mem_ctxs_lock);
+    return e;
 }
 
-/* ctx was flagged, and settled where asked: nothing left to do for it. */
-static int strata_mem_ctx_done(CUcontext ctx, int settle)
+/* Off the data path: ctx, current on this thread, is flagged and settled
+ * the first time it is met (every time, unrecorded, once the table is
+ * full).  Returns what flagging returned; 0 while another thread is at it. */
+static int strata_mem_ctx_meet(CUcontext ctx)
 {
-    int i, done;
+    strata_mem_ctx_entry_t *e = strata_mem_ctx_find(ctx);
+    int claimed               = 0;
+    int ret;
 
-    pthread_mutex_lock(&strata_mem_synced_lock);
-    i    = strata_mem_ctx_find(ctx);
-    done = (i >= 0) && (strata_mem_synced[i].settled || !settle);
-    pthread_mutex_unlock(&strata_mem_synced_lock);
-    return done;
-}
-
-/* strata_mem_sync_memops_ctx() for ctx, the thread's current context. */
-static int strata_mem_sync_memops_in(CUcontext ctx, int settle)
-{
-    int entry, ret;
-
-    pthread_mutex_lock(&strata_mem_synced_lock);
-    entry = strata_mem_ctx_entry(ctx);
-    ret   = (entry >= 0) ? strata_mem_synced[entry].flag_ret : strata_mem_ctx_flag_current(ctx);
-    if (settle && ((entry < 0) || !strata_mem_synced[entry].settled)) {
-        /* Once per context: work queued before the flag was set may still
-         * be on its way (a pageable cuMemcpyHtoD returns before it lands). */
-        (void)strata_cuda.cuCtxSynchronize();
-        if (entry >= 0) {
-            strata_mem_synced[entry].settled = 1;
-        }
+    if (e == NULL) {
+        e = strata_mem_ctx_claim(ctx, &claimed);
     }
-    pthread_mutex_unlock(&strata_mem_synced_lock);
+    if ((e != NULL) && !claimed) {
+        return (strata_mem_ctx_state(e) == STRATA_MEM_CTX_FLAGGED)
+                   ? __atomic_load_n(&e->flag_ret, __ATOMIC_RELAXED)
+                   : 0;
+    }
+    ret = strata_mem_ctx_flag_current(ctx);
+    strata_mem_ctx_settle();
+    if (e != NULL) {
+        __atomic_store_n(&e->flag_ret, ret, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->state, STRATA_MEM_CTX_FLAGGED, __ATOMIC_RELEASE);
+    }
     return ret;
 }
 
-int strata_mem_sync_memops_ctx(int settle)
+int strata_mem_sync_memops_ctx(void)
 {
     CUcontext ctx = NULL;
 
@@ -457,14 +515,61 @@ int strata_mem_sync_memops_ctx(int settle)
         (strata_cuda.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) || (ctx == NULL)) {
         return -1;
     }
-    return strata_mem_sync_memops_in(ctx, settle);
+    return strata_mem_ctx_meet(ctx);
+}
+
+/*
+ * The data path meets a context no domain, hook or set-up met: allocation
+ * hooks off (UCX_MEMTYPE_CACHE=n, UCX_STRATA_MEMTYPE_HOOKS=n, pml/ob1 with
+ * ompi_accel) and the context made after them.  It is not flagged there:
+ * cuCtxSetFlags takes the context's lock, and UCX saw it deadlock a progress
+ * thread against an application thread inside cudaLaunchKernel, which held
+ * that lock while it waited for the GPU (PRs 10599, 11705).  Each buffer of
+ * such a context is settled instead when first seen (after its attribute is
+ * set), which cannot wait for Strata's streams (strata_mem_ctx_settle) and
+ * holds no lock: cuMemAlloc memory keeps the whole guarantee (written
+ * before: settled; after: the attribute), VMM, pool and IPC-opened memory
+ * for what was written before its first message only.
+ */
+static void strata_mem_ctx_data_path_note(CUcontext ctx)
+{
+    char msg[512];
+
+    if ((ctx == NULL) || (strata_mem_ctx_find(ctx) != NULL) ||
+        __atomic_load_n(&strata_mem_data_path_reported, __ATOMIC_RELAXED)) {
+        return;
+    }
+    snprintf(msg, sizeof(msg),
+             "CUDA context %p first met on the data path (no domain, allocation hook or "
+             "set-up saw it): it is left without CU_CTX_SYNC_MEMOPS, each buffer is settled "
+             "when first seen; synchronous copies and memsets into VMM, stream-ordered and "
+             "IPC-opened memory of it may land after a later MPI call reads them: "
+             "synchronize before calling MPI (reported once)",
+             (void *)ctx);
+    strata_mem_report_once(&strata_mem_data_path_reported, 0, msg);
+}
+
+/* The data path's settling for a buffer seen the first time, in each
+ * context it may have been written from that lacks the flag: the current
+ * one, and the one owning the memory (made current for it). */
+static void strata_mem_settle_unflagged(CUcontext current, CUcontext owner)
+{
+    if ((current != NULL) && !strata_mem_ctx_flagged(current)) {
+        strata_mem_ctx_settle();
+    }
+    if ((owner != NULL) && (owner != current) && !strata_mem_ctx_flagged(owner) &&
+        (strata_cuda.cuCtxSetCurrent(owner) == CUDA_SUCCESS)) {
+        strata_mem_ctx_settle();
+        (void)strata_cuda.cuCtxSetCurrent(current);
+    }
 }
 
 /* The context the memory belongs to: its own for cuMemAlloc memory, the
- * device's primary context (if active) for memory without one.  A primary
- * context Strata retained and has done with needs nothing, active or not:
- * the driver is asked about its state only before that. */
-static CUcontext strata_mem_owner_ctx(const strata_mem_info_t *info, int settle)
+ * device's primary context for memory without one.  On the data path only
+ * a primary context Strata retained already (no driver call); off it, one
+ * that is active, and a context met already needs no question about its
+ * state. */
+static CUcontext strata_mem_owner_ctx(const strata_mem_info_t *info, strata_mem_where_t where)
 {
     CUcontext ctx = (CUcontext)info->ctx;
     int active    = 0;
@@ -475,7 +580,7 @@ static CUcontext strata_mem_owner_ctx(const strata_mem_info_t *info, int settle)
         return ctx;
     }
     ctx = strata_cuda_primary_ctx_retained(info->ordinal);
-    if ((ctx != NULL) && strata_mem_ctx_done(ctx, settle)) {
+    if ((where == STRATA_MEM_DATA_PATH) || ((ctx != NULL) && (strata_mem_ctx_find(ctx) != NULL))) {
         return ctx;
     }
     if ((strata_cuda.cuDevicePrimaryCtxGetState == NULL) ||
@@ -489,48 +594,58 @@ static CUcontext strata_mem_owner_ctx(const strata_mem_info_t *info, int settle)
 /* The pointer attribute, once per buffer: set, it stays; refused
  * (CUDA_ERROR_NOT_SUPPORTED: VMM, pool and IPC-opened memory, whose
  * context flag covers them), it is refused for good.  Other failures (no
- * context yet) are tried again at the next question. */
-static void strata_mem_sync_memops_attr(uintptr_t ptr, const strata_mem_info_t *info)
+ * context yet) are tried again at the next question.  Returns 1 when the
+ * buffer was not known before (a buffer without an id never is). */
+static int strata_mem_sync_memops_attr(uintptr_t ptr, const strata_mem_info_t *info)
 {
     unsigned int one = 1;
     CUresult res;
 
     if (strata_mem_buffer_sync_memops(info->buffer_id, 0)) {
-        return;
+        return 0;
     }
     res = strata_cuda.cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
                                             (CUdeviceptr)ptr);
     if ((res == CUDA_SUCCESS) || (res == CUDA_ERROR_NOT_SUPPORTED)) {
         (void)strata_mem_buffer_sync_memops(info->buffer_id, 1);
     }
+    return info->buffer_id != 0;
 }
 
-int strata_mem_sync_memops_info(uintptr_t ptr, const strata_mem_info_t *info, int settle)
+int strata_mem_sync_memops_info(uintptr_t ptr, const strata_mem_info_t *info,
+                                strata_mem_where_t where)
 {
     CUcontext current = NULL, owner;
-    int ret;
+    int first, ret;
 
     if ((ptr == 0) || (strata_cuda_load() != 0)) {
         return -1;
     }
-    strata_mem_sync_memops_attr(ptr, info);
+    first = strata_mem_sync_memops_attr(ptr, info);
     if (!strata_mem_ctx_sync_memops_on() ||
         (strata_cuda.cuCtxGetCurrent(&current) != CUDA_SUCCESS)) {
         return -1;
     }
-    ret   = (current != NULL) ? strata_mem_sync_memops_in(current, settle) : -1;
-    owner = strata_mem_owner_ctx(info, settle);
-    /* Made current only while it still needs the flag or the settling: this
-     * runs for every buffer UCP detects. */
-    if ((owner != NULL) && (owner != current) && !strata_mem_ctx_done(owner, settle) &&
+    owner = strata_mem_owner_ctx(info, where);
+    if (where == STRATA_MEM_DATA_PATH) {
+        strata_mem_ctx_data_path_note(current);
+        strata_mem_ctx_data_path_note(owner);
+        if (first) {
+            strata_mem_settle_unflagged(current, owner);
+        }
+        return strata_mem_ctx_flagged(current) ? 0 : -1;
+    }
+    ret = (current != NULL) ? strata_mem_ctx_meet(current) : -1;
+    /* Made current only while it still needs the flag and the settling. */
+    if ((owner != NULL) && (owner != current) && (strata_mem_ctx_find(owner) == NULL) &&
         (strata_cuda.cuCtxSetCurrent(owner) == CUDA_SUCCESS)) {
-        (void)strata_mem_sync_memops_in(owner, settle);
+        (void)strata_mem_ctx_meet(owner);
         (void)strata_cuda.cuCtxSetCurrent(current);
     }
     return ret;
 }
 
-int strata_mem_set_sync_memops(uintptr_t ptr, int settle)
+int strata_mem_set_sync_memops(uintptr_t ptr, strata_mem_where_t where)
 {
     strata_mem_info_t info;
 
@@ -540,5 +655,5 @@ int strata_mem_set_sync_memops(uintptr_t ptr, int settle)
     /* A query that fails leaves info saying host memory without a context:
      * the attribute and the current context are still tried. */
     (void)strata_mem_query((const void *)ptr, &info);
-    return strata_mem_sync_memops_info(ptr, &info, settle);
+    return strata_mem_sync_memops_info(ptr, &info, where);
 }

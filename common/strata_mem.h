@@ -73,36 +73,50 @@ strata_mem_kind_t strata_mem_kind_ctx(const void *ptr, int *ordinal, void **ctx)
  * context that issues them (cuCtxSetFlags, driver 12.1 or newer), which
  * covers every kind of memory, and CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the
  * allocation, which only cuMemAlloc and managed memory take.  Strata sets
- * both, as UCX's own CUDA support does, on every context it meets (the
- * context flag unless switched off: strata_mem_ctx_sync_memops_setup).
+ * both, as UCX's own CUDA support does (the context flag unless switched
+ * off: strata_mem_ctx_sync_memops_setup).
  *
- * strata_mem_sync_memops_ctx() flags the context current on this thread.
- * The first time Strata flags a context it also synchronizes it once, so
- * that what the application queued before Strata knew the context has
- * landed too (settle != 0; allocation hooks pass 0: nothing was written to
- * memory allocated just now).  Returns 0 when the context is flagged, -1
- * when it cannot be (no context, or a driver without cuCtxSetFlags).
+ * The flag is set only where Strata meets a context off the data path
+ * (STRATA_MEM_MEET): cuCtxSetFlags takes the context's lock, which an
+ * application thread may hold while it waits for the GPU (UCX PRs 10599 and
+ * 11705).  Once flagged, a context is settled: its default streams are
+ * synchronized once, so that what the application queued there before has
+ * landed too (strata_mem.c says why those streams and never the whole
+ * context).  On the data path (STRATA_MEM_DATA_PATH: a buffer UCP or Open
+ * MPI asks about) the context is only looked up, without a lock; a buffer
+ * of a context that lacks the flag is settled the first time it is seen.
+ * No driver call is made under a lock of Strata's.
  */
-int strata_mem_sync_memops_ctx(int settle);
+typedef enum strata_mem_where {
+    STRATA_MEM_MEET,      /* a domain's open, an allocation hook, the accelerator's set-up */
+    STRATA_MEM_DATA_PATH, /* a buffer handed to a transfer, maybe while Strata's streams wait */
+} strata_mem_where_t;
+
+/* Meets the context current on this thread (STRATA_MEM_MEET): flagged and
+ * settled the first time.  Returns 0 when the context is flagged, -1 when it
+ * cannot be (no context, a driver without cuCtxSetFlags or refusing it). */
+int strata_mem_sync_memops_ctx(void);
 
 /*
  * Everything Strata does for a device buffer it meets at `ptr`: the pointer
  * attribute where the allocation takes it, and the context flag on the
  * current context and on the context the allocation belongs to (the primary
- * context of its device for memory without one: VMM, pools).  Returns as
- * strata_mem_sync_memops_ctx() for the current context.
+ * context of its device for memory without one: VMM, pools), met `where`.
+ * Returns 0 when the current context has the flag, else -1.
  *
  * What is done for a buffer or a context is not asked or done again: the
  * attribute once per buffer id (taken or refused), a context's flag and
- * settling once per context.  Once both are done, the cost is one
- * cuCtxGetCurrent (the current context may be another), so UCP's question
- * about a buffer costs two driver calls with strata_mem_query's.
+ * settling once per context.  On the data path the cost is then one
+ * cuCtxGetCurrent (the current context may be another) and a look at a
+ * table, so UCP's question about a buffer costs two driver calls with
+ * strata_mem_query's.
  */
-int strata_mem_set_sync_memops(uintptr_t ptr, int settle);
+int strata_mem_set_sync_memops(uintptr_t ptr, strata_mem_where_t where);
 
 /* The same for memory strata_mem_query() described already (info, asked
  * about an address in the allocation at `ptr`): no query of its own. */
-int strata_mem_sync_memops_info(uintptr_t ptr, const strata_mem_info_t *info, int settle);
+int strata_mem_sync_memops_info(uintptr_t ptr, const strata_mem_info_t *info,
+                                strata_mem_where_t where);
 
 /*
  * CU_CTX_SYNC_MEMOPS changes the application's context for good: from the
@@ -111,11 +125,13 @@ int strata_mem_sync_memops_info(uintptr_t ptr, const strata_mem_info_t *info, in
  * MPI_Finalize too, and cuCtxGetFlags shows it.  on == 0 (the plugin's
  * setting: UCX_STRATA_CTX_SYNC_MEMOPS, accelerator_cuda_strata_ctx_sync_memops)
  * leaves contexts alone: no flag and no settling; cuMemAlloc memory still
- * gets the pointer attribute.  `report` (may be NULL) takes one line, the
- * first time the driver refuses the flag, naming its error.  Per plugin
- * (each has its own copy of this code); the latest call wins.
+ * gets the pointer attribute.  `report` (may be NULL) takes a line, once
+ * each: a warning (warn != 0) the first time the driver refuses the flag,
+ * naming its error, and a diagnostic the first time the data path meets a
+ * context no domain, hook or set-up met.  Per plugin (each has its own copy
+ * of this code); the latest call wins.
  */
-typedef void (*strata_mem_report_t)(const char *msg);
+typedef void (*strata_mem_report_t)(int warn, const char *msg);
 void strata_mem_ctx_sync_memops_setup(int on, strata_mem_report_t report);
 /* Whether contexts get the flag (the setting; not whether a driver took it). */
 int strata_mem_ctx_sync_memops_on(void);

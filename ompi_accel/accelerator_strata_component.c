@@ -143,10 +143,15 @@ static const char *accelerator_strata_path(void)
     return "mca_accelerator_cuda.so";
 }
 
-/* common/strata_mem's line when the driver refuses CU_CTX_SYNC_MEMOPS. */
-static void accelerator_strata_mem_report(const char *msg)
+/* common/strata_mem's lines: the driver refusing CU_CTX_SYNC_MEMOPS (always
+ * shown), a context first met on the data path (verbosity 10). */
+static void accelerator_strata_mem_report(int warn, const char *msg)
 {
-    opal_output(0, "accelerator:cuda (Strata): %s", msg);
+    if (warn) {
+        opal_output(0, "accelerator:cuda (Strata): %s", msg);
+    } else {
+        opal_output_verbose(10, accelerator_strata_output, "accelerator:cuda (Strata): %s", msg);
+    }
 }
 
 static opal_accelerator_base_module_t *accelerator_strata_init(void)
@@ -183,6 +188,9 @@ static opal_accelerator_base_module_t *accelerator_strata_init(void)
     }
     strata_mem_ctx_sync_memops_setup(accelerator_strata_ctx_sync_memops,
                                      accelerator_strata_mem_report);
+    /* MPI_Init, off the data path: the application's context, if it has one
+     * already, is flagged and settled (common/strata_mem.h). */
+    (void)strata_mem_sync_memops_ctx();
     (void)strata_cuda.cuDriverGetVersion(&driver);
     opal_output_verbose(10, accelerator_strata_output,
                         "accelerator:cuda (Strata): selected (%s), CUDA driver %d.%d, %d "

@@ -370,8 +370,9 @@ int accelerator_strata_get_buffer_id(int dev_id, const void *addr,
     if (res == CUDA_SUCCESS) {
         /* Registration caches key on the id: a buffer freed and allocated
          * again at the same address gets a new one.  Synchronous memory
-         * operations, as for every device buffer Strata hands on. */
-        (void)strata_mem_set_sync_memops((uintptr_t)addr, 1);
+         * operations, as for every device buffer Strata hands on: the data
+         * path, where contexts are only looked up (common/strata_mem.h). */
+        (void)strata_mem_set_sync_memops((uintptr_t)addr, STRATA_MEM_DATA_PATH);
     }
     accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {

@@ -6,7 +6,11 @@
  * Open MPI frees a stream or event with OBJ_RELEASE, so each is an object
  * of a class of this file whose destructor returns the driver's handle.
  * Streams and events are made in the primary context of their device, the
- * context that stays whatever the application does with its own.
+ * context that stays whatever the application does with its own.  Making
+ * them is Open MPI's set-up for a device, off the data path: there the
+ * component meets the contexts in play, the caller's and the device's
+ * primary one (flagged with CU_CTX_SYNC_MEMOPS and settled once:
+ * common/strata_mem.h), which the per-buffer questions only look up.
  */
 #include "ompi_accel/accelerator_strata.h"
 
@@ -15,6 +19,8 @@
 
 #include "opal/constants.h"
 #include "opal/util/output.h"
+
+#include "common/strata_mem.h"
 
 /* The handle is calloc'ed: NULL until the driver made it, so one
  * OBJ_RELEASE undoes any stage of a failed create. */
@@ -88,10 +94,12 @@ int accelerator_strata_create_stream(int dev_id, opal_accelerator_stream_t **str
         OBJ_RELEASE(s);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    (void)strata_mem_sync_memops_ctx();
     if (accelerator_strata_ctx_push(dev_id, &saved, "a stream") != OPAL_SUCCESS) {
         OBJ_RELEASE(s);
         return OPAL_ERROR;
     }
+    (void)strata_mem_sync_memops_ctx();
     res = strata_cuda.cuStreamCreate((CUstream *)s->stream, 0);
     accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {
@@ -125,10 +133,12 @@ int accelerator_strata_create_event(int dev_id, opal_accelerator_event_t **event
         OBJ_RELEASE(e);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    (void)strata_mem_sync_memops_ctx();
     if (accelerator_strata_ctx_push(dev_id, &saved, "an event") != OPAL_SUCCESS) {
         OBJ_RELEASE(e);
         return OPAL_ERROR;
     }
+    (void)strata_mem_sync_memops_ctx();
     res = strata_cuda.cuEventCreate((CUevent *)e->event, CU_EVENT_DISABLE_TIMING);
     accelerator_strata_ctx_pop(saved);
     if (res != CUDA_SUCCESS) {

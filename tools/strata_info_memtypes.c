@@ -84,10 +84,13 @@ static void strata_info_report_hooks(strata_info_t *info, const strata_info_memt
     }
 }
 
-/* What the domain left on GPU 0's context (current): in a job it sets
- * CU_CTX_SYNC_MEMOPS on the contexts it meets, which the application then
- * sees (its synchronous memsets and device-to-device copies block the host). */
-static void strata_info_report_ctx_flag(strata_info_t *info)
+/* What the domain left on GPU 0's context (current, made after the domain
+ * opened): in a job it sets CU_CTX_SYNC_MEMOPS on the contexts it meets off
+ * the data path, which the application then sees (its synchronous memsets
+ * and device-to-device copies block the host).  Without allocation hooks
+ * (`hooked` 0) nothing met this context before the domain was asked about a
+ * buffer, the data path, which never sets the flag (common/strata_mem.h). */
+static void strata_info_report_ctx_flag(strata_info_t *info, int hooked)
 {
     const char *setting = getenv("UCX_STRATA_CTX_SYNC_MEMOPS");
     int off = (setting != NULL) && (!strcasecmp(setting, "n") || !strcasecmp(setting, "no") ||
@@ -113,6 +116,15 @@ static void strata_info_report_ctx_flag(strata_info_t *info)
                          "CU_CTX_SYNC_MEMOPS off (UCX_STRATA_CTX_SYNC_MEMOPS=n): synchronous "
                          "copies and memsets into VMM, stream-ordered or IPC-opened memory may "
                          "land after the MPI call reads them; synchronize before calling MPI");
+    } else if (!hooked) {
+        strata_info_line(info, STRATA_INFO_WARN, "context flag",
+                         "CU_CTX_SYNC_MEMOPS not set on a context made after UCX started: "
+                         "without the allocation hooks Strata first meets it on the data path, "
+                         "where it never sets the flag (cuCtxSetFlags takes the context's "
+                         "lock); each buffer is settled when first seen, but synchronous copies "
+                         "into VMM, stream-ordered or IPC-opened memory after that may land "
+                         "after the MPI call reads them: make the context current before "
+                         "MPI_Init, or synchronize before calling MPI");
     } else {
         /* Asked again here, for the driver's answer (UCX's own warning
          * about it is silenced in strata_info). */
@@ -196,7 +208,7 @@ static void strata_info_check_alloc(strata_info_t *info, uct_md_h md)
         strata_info_report_hooks(info, &seen);
     }
     strata_info_line(info, detection, "detection", "%s", detail);
-    strata_info_report_ctx_flag(info);
+    strata_info_report_ctx_flag(info, seen.alloc_seen);
 out_pop:
     strata_cuda_ctx_pop(saved);
 out_unset:

@@ -40,12 +40,32 @@ static void uct_strata_memhooks_dispatch(ucm_event_type_t type, CUdeviceptr ptr,
     ucm_event_dispatch(type, &event);
 }
 
+/* Nonzero while Strata's own transports call a hooked entry point on the
+ * data path (uct_strata_memhooks_own_call_enter). */
+static __thread int uct_strata_memhooks_own_calls;
+
+void uct_strata_memhooks_own_call_enter(void)
+{
+    ++uct_strata_memhooks_own_calls;
+}
+
+void uct_strata_memhooks_own_call_leave(void)
+{
+    --uct_strata_memhooks_own_calls;
+}
+
 /* Device memory Strata sees allocated, and the context allocating it, are
- * made to complete synchronous memsets and copies before they return
- * (strata_mem.h).  Nothing is written to new memory yet: no settling. */
+ * made to complete synchronous memsets and copies before they return, and
+ * a context met here the first time is settled (strata_mem.h): an
+ * allocation is off the data path.  Called after ucm_event_leave(): the
+ * settling waits for the application's default streams, and libucm's event
+ * lock, which every mmap hook takes, is not held meanwhile.  Strata's own
+ * mappings on the data path (gpu_ipc's) meet nothing. */
 static void uct_strata_memhooks_sync_memops(CUdeviceptr ptr)
 {
-    (void)strata_mem_set_sync_memops((uintptr_t)ptr, 0);
+    if (uct_strata_memhooks_own_calls == 0) {
+        (void)strata_mem_set_sync_memops((uintptr_t)ptr, STRATA_MEM_MEET);
+    }
 }
 
 /* The size of the allocation that starts at ptr, asked before it is freed. */
@@ -75,10 +95,12 @@ static size_t uct_strata_memhooks_range(CUdeviceptr ptr)
         ucm_event_enter(); \
         res = uct_strata_orig_##_func _args; \
         if (res == CUDA_SUCCESS) { \
-            uct_strata_memhooks_sync_memops(*dptr); \
             uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, size, _mem_type); \
         } \
         ucm_event_leave(); \
+        if (res == CUDA_SUCCESS) { \
+            uct_strata_memhooks_sync_memops(*dptr); \
+        } \
         return res; \
     }
 
@@ -120,8 +142,8 @@ UCT_STRATA_FREE_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream stream), (
  * sees, and it may be the only device memory the process has (the deferred
  * scan has then not run): report the mapping itself, as an allocation, and
  * its release.  The pointer attribute belongs to the exporter's allocation;
- * the importing context is flagged, so its own synchronous writes to the
- * mapping land before they return.
+ * the importing context is met (flagged and settled once), so its own
+ * synchronous writes to the mapping land before they return.
  */
 static CUresult (*uct_strata_orig_cuIpcOpenMemHandle)(CUdeviceptr *, CUipcMemHandle, unsigned);
 
@@ -133,11 +155,13 @@ static CUresult uct_strata_hook_cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHa
     ucm_event_enter();
     res = uct_strata_orig_cuIpcOpenMemHandle(dptr, handle, flags);
     if (res == CUDA_SUCCESS) {
-        (void)strata_mem_sync_memops_ctx(0);
         uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr,
                                      uct_strata_memhooks_range(*dptr), UCS_MEMORY_TYPE_CUDA);
     }
     ucm_event_leave();
+    if ((res == CUDA_SUCCESS) && (uct_strata_memhooks_own_calls == 0)) {
+        (void)strata_mem_sync_memops_ctx();
+    }
     return res;
 }
 
@@ -175,11 +199,13 @@ static CUresult uct_strata_hook_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch
     ucm_event_enter();
     res = uct_strata_orig_cuMemAllocPitch(dptr, pitch, width, height, elem);
     if (res == CUDA_SUCCESS) {
-        uct_strata_memhooks_sync_memops(*dptr);
         uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, *dptr, *pitch * height,
                                      UCS_MEMORY_TYPE_CUDA);
     }
     ucm_event_leave();
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_sync_memops(*dptr);
+    }
     return res;
 }
 
@@ -192,10 +218,12 @@ static CUresult uct_strata_hook_cuMemMap(CUdeviceptr ptr, size_t size, size_t of
     ucm_event_enter();
     res = uct_strata_orig_cuMemMap(ptr, size, offset, handle, flags);
     if (res == CUDA_SUCCESS) {
-        uct_strata_memhooks_sync_memops(ptr);
         uct_strata_memhooks_dispatch(UCM_EVENT_MEM_TYPE_ALLOC, ptr, size, UCS_MEMORY_TYPE_CUDA);
     }
     ucm_event_leave();
+    if (res == CUDA_SUCCESS) {
+        uct_strata_memhooks_sync_memops(ptr);
+    }
     return res;
 }
 

@@ -37,6 +37,16 @@ ucs_status_t uct_strata_memhooks_init(ucs_ternary_auto_value_t mode, ucs_on_off_
 void uct_strata_memhooks_register(void);
 void uct_strata_memhooks_unregister(void);
 
+/*
+ * Around Strata's own calls of hooked entry points on the data path (gpu_ipc
+ * mapping a peer's allocation): the hooks still report the mapping, but
+ * meet no context there: no flag, no settling (the application writes
+ * nothing through such a mapping, and cuCtxSetFlags takes the context's
+ * lock: common/strata_mem.h).  Per thread; calls nest.
+ */
+void uct_strata_memhooks_own_call_enter(void);
+void uct_strata_memhooks_own_call_leave(void);
+
 /* Whether allocation hooks are active (for ucx_info / tests). */
 int uct_strata_memhooks_active(void);
 

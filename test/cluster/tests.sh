@@ -363,6 +363,40 @@ cluster_native_budget() {
     BUDGET_WAITS_ONLY=1 coll_device_budget_check 4 2 4 "dd count=$((4 * 1024 * 1024)), 2 nodes" "${files[@]}"
 }
 
+# Issue 42 item 2: a CUDA context Strata first meets on the data path.
+# UCX's memory type cache off (UCX_MEMTYPE_CACHE=n: no allocation hooks, UCP
+# asks gpu_copy about every buffer), the context made after MPI_Init (no
+# domain saw it: test_coll_late_cuda), and the first device traffic a
+# native allreduce across 2 nodes x 2 ranks, device blocks through pml/ucx:
+# UCP's first question about a device buffer comes from inside the queued
+# exchange, while the rank's stream waits for a flag only this thread can
+# store.  Strata must neither synchronize the context there (it waited for
+# that stream: a hang, which the stand-in's waits are given 10 minutes to
+# show) nor set its flag there (each rank says once that it left the context
+# without it); each collective has a 60 s watchdog.
+# cluster_native_late_ctx CACHE: n as above; y (the cache and the hooks on):
+# the hook of the test's first cuMemAlloc meets the context instead, flags
+# and settles it there, and the data path finds it flagged (no such line).
+cluster_native_late_ctx() {
+    local cache=$1 out="$STRATA_TEST_TMP/late.out" lines=0
+    [ "$cache" = n ] && lines=4
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" "$STRATA_CLUSTER_SH" mpirun -- --bind-to none \
+        "${strata_mca_gpu[@]}" $(strata_coll_mca strata) -np 4 --map-by ppr:2:node \
+        -x LD_LIBRARY_PATH -x UCX_TLS=self,sm,tcp,gpu_copy,gpu_ipc -x UCX_NET_DEVICES=eth0 \
+        -x UCX_MEMTYPE_CACHE="$cache" -x UCX_LOG_LEVEL=diag -x CUDA_STANDIN_WAIT_VALUE_MS=600000 \
+        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 \
+        "$T/mpi/test_coll_late_cuda" --timeout 60 >"$out" 2>&1
+    local rc=$?; grep -v "coll:strata: \| UCX  " "$out"
+    grep "between nodes\|first met on the data path" "$out"
+    [ $rc -eq 0 ] && grep -q "test_coll_late_cuda: all checks passed" "$out" || return 1
+    grep -q "MPI_COMM_WORLD: native device allreduce between nodes: device buffers through the pml" "$out" &&
+        grep -q "allreduce MPI_COMM_WORLD count=4099 MPI_INT MPI_SUM device->device: native, .*inter-node" "$out" &&
+        grep -q "MPI_COMM_WORLD: device scratch of .*each call queued on the GPU" "$out" ||
+        { echo "FAIL: the first device allreduce did not run queued, device blocks through the pml"; return 1; }
+    [ "$(grep -c "UCX  DIAG  strata: CUDA context .* first met on the data path" "$out")" -eq "$lines" ] ||
+        { echo "FAIL: expected $lines lines (one per rank with the cache off) about a context first met on the data path"; return 1; }
+}
+
 # The same under Debian's default pml (ob1, TCP between nodes): coll/strata
 # alone keeps device pointers away from it.
 cluster_coll_device_ob1() {
@@ -686,6 +720,8 @@ else
             cluster_allreduce_native_tls self,sm,tcp 2x2 ucx staged
         strata_test cluster_allreduce_native_fault 300 cluster_job 2 "" cluster_allreduce_native_fault
         strata_test cluster_native_budget_2x2 300 cluster_job 2 "" cluster_native_budget
+        strata_test cluster_native_late_ctx_2x2 300 cluster_job 2 "" cluster_native_late_ctx n
+        strata_test cluster_native_late_ctx_hooks_2x2 300 cluster_job 2 "" cluster_native_late_ctx y
         strata_test cluster_allreduce_native_2x2_ob1_direct 300 cluster_job 2 "" cluster_allreduce_native 2x2 ob1 warned \
             --mca coll_strata_allreduce_device_network direct
     fi

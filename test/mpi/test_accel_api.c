@@ -16,9 +16,11 @@
  *  - bad input gets an error code, never a crash: NULL and zero sizes, a
  *    freed device buffer, another process's device address, a range
  *    registered twice, an unregistration of what was never registered;
- *  - after the buffer ids, the rank's context has CU_CTX_SYNC_MEMOPS
- *    (cuCtxGetFlags), or has not with --ctx-flag off (run with
- *    accelerator_cuda_strata_ctx_sync_memops false).
+ *  - after the streams and events (Open MPI's set-up, where the component
+ *    meets contexts) and the buffer ids (the data path, where it only looks
+ *    them up), the rank's context, made after MPI_Init, has
+ *    CU_CTX_SYNC_MEMOPS (cuCtxGetFlags), or has not with --ctx-flag off (run
+ *    with accelerator_cuda_strata_ctx_sync_memops false).
  * Exit 0 when every check passed, 1 otherwise, 77 without a CUDA device.
  */
 #define _GNU_SOURCE
@@ -205,7 +207,7 @@ static void memory(void)
     free(reg);
 }
 
-/* What the buffer ids (strata_mem_set_sync_memops) left on the context. */
+/* What the streams and events (strata_mem_sync_memops_ctx) left on the context. */
 static void ctx_flag(int expected)
 {
     unsigned flags = 0;

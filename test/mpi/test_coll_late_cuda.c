@@ -2,7 +2,7 @@
  * The CUDA driver loaded after MPI_Init, as mpi4py + CuPy do it (MPI starts
  * at import, the driver when the first array is made):
  *
- *   mpirun -np N test_coll_late_cuda
+ *   mpirun -np N test_coll_late_cuda [--timeout S]
  *
  * The program is not linked with libcuda.  It runs a host MPI_Allreduce
  * first (coll/strata looks for a driver and finds none loaded), then
@@ -10,14 +10,20 @@
  * MPI_Bcast and MPI_Allgather on them; every value is checked against the
  * host reference through cuMemcpyDtoH.  A library that decided "no driver"
  * once and for all passes the device pointers to host code: a crash (the
- * CUDA stand-in's device memory faults on a CPU access).  Exit 77 on all
- * ranks when no driver or device can be had.
+ * CUDA stand-in's device memory faults on a CPU access).  Each device
+ * collective has S seconds (default 60): past them a watchdog prints "FAIL
+ * rank R: hang: ..." and exits 1.  Exit 77 on all ranks when no driver or
+ * device can be had.
  */
+#include "stest_watchdog.h"
+
 #include <cuda.h>
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define N 4099 /* elements: a prime, not a multiple of any rank count */
 
@@ -32,7 +38,7 @@ static struct {
     CUresult (*dtoh)(void *, CUdeviceptr, size_t);
 } cu;
 
-static int rank, size;
+static int rank, size, timeout = 60;
 
 static void fail(const char *what, int index, long expected, long got)
 {
@@ -96,6 +102,18 @@ static void check_device(const char *what, CUdeviceptr d, const int *expect, siz
     printf("rank %d: %s on device buffers: ok\n", rank, what);
 }
 
+static void parse_args(int argc, char **argv)
+{
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--timeout") && (i + 1 < argc) && (atoi(argv[i + 1]) > 0)) {
+            timeout = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: test_coll_late_cuda [--timeout S]\n");
+            exit(2);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static int in[N], out[N], expect[N], all[N * 64];
@@ -103,6 +121,8 @@ int main(int argc, char **argv)
     CUdeviceptr din, dout, dall;
 
     MPI_Init(&argc, &argv);
+    parse_args(argc, argv);
+    stest_watchdog_init();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size > 64) {
@@ -129,13 +149,17 @@ int main(int argc, char **argv)
     }
     din = device_copy_of(in, N);
     dout = device_copy_of(out, N);
+    stest_watchdog_arm(rank, "MPI_Allreduce on device buffers", timeout);
     MPI_Allreduce((void *)din, (void *)dout, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    alarm(0);
     check_device("MPI_Allreduce", dout, expect, N);
 
     for (int i = 0; i < N; ++i) {
         expect[i] = 0 * 1000003 + i; /* root 0's input */
     }
+    stest_watchdog_arm(rank, "MPI_Bcast on device buffers", timeout);
     MPI_Bcast((void *)din, N, MPI_INT, 0, MPI_COMM_WORLD);
+    alarm(0);
     check_device("MPI_Bcast", din, expect, N);
 
     (void)cu.htod(din, in, sizeof(int) * N); /* restore this rank's input */
@@ -147,7 +171,9 @@ int main(int argc, char **argv)
     if (cu.alloc(&dall, (size_t)size * N * sizeof(int)) != CUDA_SUCCESS) {
         fail("cuMemAlloc", -1, 0, 0);
     }
+    stest_watchdog_arm(rank, "MPI_Allgather on device buffers", timeout);
     MPI_Allgather((void *)din, N, MPI_INT, (void *)dall, N, MPI_INT, MPI_COMM_WORLD);
+    alarm(0);
     check_device("MPI_Allgather", dall, all, (size_t)size * N);
 
     (void)cu.free(din);

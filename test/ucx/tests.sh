@@ -516,6 +516,28 @@ ucx_ucp_late_cuda() {
         fi
     done
 }
+# A context made after ucp_init with the allocation hooks off
+# (UCX_STRATA_MEMTYPE_HOOKS=n, then UCX_MEMTYPE_CACHE=n): Strata first meets
+# it on the data path, where it never sets CU_CTX_SYNC_MEMOPS (cuCtxSetFlags
+# takes the context's lock; issue 42 item 2): the context is left without it
+# (--ctx-flag off) and each process says so once (diag).  Each buffer is
+# settled when UCP first asks about it (the default streams synchronized),
+# so the test's pageable cuMemcpyHtoD fills, sent at once, arrive right;
+# without that settling the stand-in shows "expected 0x3c, got 0x4f" at the
+# first byte.
+ucx_ucp_late_cuda_hooks_off() {
+    local out="$STRATA_TEST_TMP/out" env n
+    for env in UCX_STRATA_MEMTYPE_HOOKS=n UCX_MEMTYPE_CACHE=n; do
+        echo "== $env"
+        (export "$env" UCX_LOG_LEVEL=diag
+         ucp_tag cumemalloc --late-cuda --ctx-flag off --sizes 1,65537,1MiB+3 --iters 2) >"$out" 2>&1 ||
+            { grep -v " UCX  " "$out" | tail -20; return 1; }
+        grep -v " UCX  " "$out" | grep -v ": ok$"
+        n=$(grep -c "strata: CUDA context .* first met on the data path" "$out")
+        [ "$n" -eq 2 ] ||
+            { echo "FAIL: expected one line per process about a context first met on the data path, got $n"; return 1; }
+    done
+}
 # A process whose only device memory is a peer's allocation opened with CUDA
 # IPC (coll/strata hands such buffers to the pml): a third process owns every
 # device buffer.  With no CUDA context at ucp_init nothing but the IPC
@@ -874,6 +896,9 @@ ucx_strata_info_bad_plugins() {
 }
 
 # What works but slower: hooks off and IPC refused are warnings, exit 0.
+# Hooks off also leave GPU 0's context (made after the domain opened, met
+# only by the detection, the data path) without CU_CTX_SYNC_MEMOPS: a
+# warning that says so (before issue 42 item 2 the data path set it).
 ucx_strata_info_degraded() {
     local out="$STRATA_TEST_TMP/out" rc
     CUDA_STANDIN_DEVICES=2 CUDA_STANDIN_FAIL=cuIpcOpenMemHandle_v2 UCX_STRATA_MEMTYPE_HOOKS=no \
@@ -883,8 +908,9 @@ ucx_strata_info_degraded() {
     strata_info_expect "$out" \
         "WARN  *allocation hooks  *not installed: UCX_STRATA_MEMTYPE_HOOKS is set to no" \
         "OK  *detection  " \
+        "WARN  *context flag  *CU_CTX_SYNC_MEMOPS not set on a context made after UCX started: without the allocation hooks Strata first meets it on the data path, where it never sets the flag" \
         "WARN  *GPU 0 <-> GPU 1  *exported on GPU 0, mapped in another process on GPU 1: in the peer: cuIpcOpenMemHandle: CUDA_ERROR_UNKNOWN" \
-        "^Result: ready for CUDA-aware MPI with Strata (4 warnings)"
+        "^Result: ready for CUDA-aware MPI with Strata (5 warnings)"
 }
 
 # --json: one object that holds the same verdict and every check.
@@ -998,6 +1024,7 @@ elif [ -z "$STRATA_CUDA_LIBDIR" ] || [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; 
     strata_test ucx_memtype_hooks_installed 120 ucx_memtype_hooks_installed
     strata_test ucx_ucp_early_alloc 120 ucx_ucp_early_alloc
     strata_test ucx_ucp_late_cuda 300 ucx_ucp_late_cuda
+    strata_test ucx_ucp_late_cuda_hooks_off 300 ucx_ucp_late_cuda_hooks_off
     strata_test ucx_ucp_ipc_opened 300 ucx_ucp_ipc_opened
     strata_test ucx_ucp_memtype_hooks_off 120 ucx_ucp_memtype_hooks_off
     strata_test ucx_ucp_stale_hooks_off 180 ucx_ucp_stale_hooks_off

@@ -83,10 +83,15 @@ ucs_config_field_t uct_strata_md_config_table[] = {
 
     {NULL}};
 
-/* strata_mem's one line when the driver refuses CU_CTX_SYNC_MEMOPS. */
-static void uct_strata_md_report(const char *msg)
+/* strata_mem's lines: the driver refusing CU_CTX_SYNC_MEMOPS (a warning), a
+ * context first met on the data path (a diagnostic). */
+static void uct_strata_md_report(int warn, const char *msg)
 {
-    ucs_warn("strata: %s", msg);
+    if (warn) {
+        ucs_warn("strata: %s", msg);
+    } else {
+        ucs_diag("strata: %s", msg);
+    }
 }
 
 ucs_status_t uct_strata_mem_info_get(const void *address, size_t length,
@@ -191,9 +196,9 @@ ucs_status_t uct_strata_md_open(const uct_strata_md_desc_t *desc, uct_component_
         ucs_error("cannot open memory domain %s: %s", desc->name, strata_cuda_error());
         return UCS_ERR_NO_DEVICE;
     }
-    /* The application's context, if it has one already: from here on its
-     * synchronous copies and memsets land before they return, and what it
-     * queued before has landed (strata_mem.h).  A driver without
+    /* The application's context, if it has one already, met off the data
+     * path: from here on its synchronous copies and memsets land before they
+     * return, and what it queued before has landed (strata_mem.h).  A driver without
      * cuCtxSetFlags (before 12.1) leaves VMM, stream-ordered and IPC-opened
      * memory without that guarantee. */
     strata_mem_ctx_sync_memops_setup(config->ctx_sync_memops, uct_strata_md_report);
@@ -202,7 +207,7 @@ ucs_status_t uct_strata_md_open(const uct_strata_md_desc_t *desc, uct_component_
                  "CU_CTX_SYNC_MEMOPS; synchronous copies into VMM, stream-ordered or "
                  "IPC-opened memory may land after the MPI call reads them",
                  desc->name);
-    } else if ((strata_mem_sync_memops_ctx(1) != 0) && (strata_cuda.cuCtxSetFlags == NULL)) {
+    } else if ((strata_mem_sync_memops_ctx() != 0) && (strata_cuda.cuCtxSetFlags == NULL)) {
         ucs_diag("%s: the CUDA driver has no cuCtxSetFlags (CUDA 12.1): synchronous copies "
                  "into VMM, stream-ordered or IPC-opened memory may land after the MPI call "
                  "reads them; synchronize before calling MPI",

@@ -157,12 +157,13 @@ static ucs_status_t uct_gpu_copy_md_mem_query(uct_md_h uct_md, const void *addre
     if (info.mem_type == UCS_MEMORY_TYPE_HOST) {
         return UCS_ERR_INVALID_ADDR;
     }
-    /* Memory the allocation hooks did not see (hooks off, allocated before
-     * UCX started, or in a context Strata had not met) gets synchronous
-     * memory operations when UCP first asks about it, and its context is
-     * settled once (strata_mem.h). */
+    /* The data path, maybe inside coll/strata's exchange while its stream
+     * waits for this thread: memory the allocation hooks did not see (hooks
+     * off, allocated before UCX started) gets its pointer attribute, and is
+     * settled once if its context lacks the flag, which is never set here
+     * (strata_mem.h). */
     if (info.mem_type == UCS_MEMORY_TYPE_CUDA) {
-        (void)strata_mem_sync_memops_info(info.base, &info.mem, 1);
+        (void)strata_mem_sync_memops_info(info.base, &info.mem, STRATA_MEM_DATA_PATH);
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
         mem_attr->mem_type = info.mem_type;

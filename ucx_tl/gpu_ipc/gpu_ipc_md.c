@@ -14,6 +14,7 @@
 #endif
 #include "gpu_ipc_md.h"
 #include "../base/gpu_base_device_reset.h"
+#include "../strata_memhooks.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
@@ -582,6 +583,7 @@ static ucs_status_t uct_gpu_ipc_cache_map_cb(void *arg, const uct_gpu_ipc_key_t 
      * from another thread, happens there too; a reset of that context
      * drops it first (uct_gpu_ipc_device_reset). */
     *map_ctx_p = ctx;
+    uct_strata_memhooks_own_call_enter();
     switch (key->handle_type) {
     case UCT_GPU_IPC_HANDLE_LEGACY:
         status = uct_gpu_ipc_map_legacy(key, mapped_p);
@@ -593,6 +595,7 @@ static ucs_status_t uct_gpu_ipc_cache_map_cb(void *arg, const uct_gpu_ipc_key_t 
         status = UCS_ERR_UNREACHABLE;
         break;
     }
+    uct_strata_memhooks_own_call_leave();
     strata_cuda_ctx_pop(saved);
     return status;
 }
