@@ -54,6 +54,16 @@ void st_child_done(void) __attribute__((noreturn));
  * (NULL-terminated) and stderr to stderr_fd (-1: unchanged). */
 pid_t st_spawn_sub(const char *mode, const char *const *env, int stderr_fd);
 
+/* A thread's job (standin_selftest_order.c): after 100 ms, `released`
+ * set, then `value` stored in *flag (release order), as another process
+ * or the host meets a stream's wait. */
+typedef struct st_release {
+    volatile uint32_t *flag;
+    uint32_t value;
+    volatile int released;
+} st_release_t;
+void *st_release_later(void *arg);
+
 /* The groups of checks, by file: _device.c, _mem.c, _ipc.c, _kernel.c, _dmabuf.c,
  * _order.c, _queue.c. */
 void st_test_driver(void);

@@ -19,22 +19,7 @@
 
 /* The words two processes share (ST_QUEUES_FILE): the condition of A's
  * wait, and each one's progress. */
-enum { ST_QUEUE_FLAG, ST_QUEUE_A_QUEUED, ST_QUEUE_B_DONE, ST_QUEUE_WORDS = 16 };
-
-typedef struct st_queue_release {
-    uint32_t *flag;
-    volatile int released;
-} st_queue_release_t;
-
-static void *st_queue_release_later(void *arg)
-{
-    st_queue_release_t *r = arg;
-
-    usleep(100000);
-    r->released = 1;
-    __atomic_store_n(r->flag, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
+enum { ST_QUEUE_FLAG, ST_QUEUE_A_QUEUED, ST_QUEUE_B_DONE };
 
 /* A copy from pinned memory on `stream`: whether it can finish while a
  * wait not met is queued on another stream (queries never wait). */
@@ -67,26 +52,28 @@ static void st_queue_check_landed(CUstream stream, CUdeviceptr d, unsigned seed)
  * all, or a and c on queue 1, b with the default stream on queue 0. */
 int st_sub_queues(int queues)
 {
-    st_queue_release_t r  = {NULL, 0};
+    st_release_t r        = {NULL, 1, 0};
     unsigned char *pinned = NULL;
+    uint32_t *flag        = NULL;
     CUstream a, b, c;
     pthread_t thread;
     CUdeviceptr d;
 
     st_ctx_setup(0);
     d = st_alloc(ST_QUEUE_SIZE);
-    ST_OK(cuMemHostAlloc((void **)&r.flag, 64, 0));
+    ST_OK(cuMemHostAlloc((void **)&flag, 64, 0));
+    r.flag = flag;
     ST_OK(cuMemHostAlloc((void **)&pinned, ST_QUEUE_SIZE, 0));
     ST_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
     ST_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
     ST_OK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
-    *r.flag = 0;
+    *flag = 0;
     st_fill(pinned, ST_QUEUE_SIZE, 91, 0);
-    ST_OK(cuStreamWaitValue32(a, (CUdeviceptr)(uintptr_t)r.flag, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    ST_OK(cuStreamWaitValue32(a, (CUdeviceptr)(uintptr_t)flag, 1, CU_STREAM_WAIT_VALUE_GEQ));
     ST_EQ("a copy on stream b runs past stream a's wait (queues)", st_queue_copy_runs(b, d, pinned),
           queues > 1);
     ST_TRUE("a copy on stream c waits behind stream a's wait", !st_queue_copy_runs(c, d, pinned));
-    ST_EQ("thread started", pthread_create(&thread, NULL, st_queue_release_later, &r), 0);
+    ST_EQ("thread started", pthread_create(&thread, NULL, st_release_later, &r), 0);
     ST_OK(cuStreamSynchronize(c));
     ST_TRUE("stream c finished only after the wait was met", r.released);
     pthread_join(thread, NULL);
@@ -94,7 +81,7 @@ int st_sub_queues(int queues)
     ST_OK(cuStreamDestroy(a));
     ST_OK(cuStreamDestroy(b));
     ST_OK(cuStreamDestroy(c));
-    ST_OK(cuMemFreeHost(r.flag));
+    ST_OK(cuMemFreeHost(flag));
     ST_OK(cuMemFreeHost(pinned));
     ST_OK(cuMemFree(d));
     return 0;
