@@ -1417,6 +1417,15 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
             CUDA_STANDIN_CONNECTIONS=1 strata_test "mpi_coll_device_native_budget_${coll}_np4_queues1" 300 \
                 coll_device_native_budget 4 "$coll" 4 -x CUDA_STANDIN_CONNECTIONS
         done
+        # UCX's copy streams in the same queues; a rank whose stream breaks
+        # stores its counters from the host, which its peers' hosts wait for
+        CUDA_STANDIN_CONNECTIONS=1 strata_test mpi_coll_device_native_ucx_queues1 300 \
+            coll_device 4 ucx --mca coll_strata_allreduce_device_algorithm native -- \
+            --quiet --only allreduce,iallreduce,reduce
+        CUDA_STANDIN_CONNECTIONS=1 strata_test mpi_coll_device_native_signal_fails_queues1 120 \
+            coll_device_native_memop_fails cuStreamWriteValue64_v2
+        CUDA_STANDIN_CONNECTIONS=1 strata_test mpi_coll_device_native_await_fails_queues1 120 \
+            coll_device_native_memop_fails cuStreamWaitValue64_v2
         strata_test mpi_coll_free_loop_device 600 coll_free_loop device
         strata_test mpi_coll_free_loop_host 600 coll_free_loop host
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
