@@ -13,6 +13,9 @@
  *    declares a copy done before its event completes reads stale data.
  *  - IPC handles name the exporter's memfd (/proc/<pid>/fd/<fd>), so another
  *    process really maps the same bytes.
+ *  - With CUDA_STANDIN_CONNECTIONS=N streams share N first-in first-out
+ *    hardware queues (cuda_standin_hwq.c), so a wait queued in front of the
+ *    work that would meet it hangs, as on a GPU.
  *
  * Every exported entry point runs through CUDA_STANDIN_CALL (fault injection,
  * initialization and context checks, the global lock, tracing).
