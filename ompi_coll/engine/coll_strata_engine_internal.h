@@ -74,20 +74,39 @@ typedef struct mca_coll_strata_node_queue_ops_t {
      * exchange's work never waits for a peer's; off: back to the
      * pipeline's */
     void (*exchange)(struct mca_coll_strata_node_t *node, bool on);
+    /* The ordering between the two queues, as the GPU's own dependencies
+     * (events), besides the flags the host reads: handoff marks `slot`'s
+     * exchange work queued so far on the exchange's queue; follow makes
+     * later work of the exchange's queue (into_exchange) wait for `slot`'s
+     * mark, or later work of the pipeline's wait for `slot`'s handoff. */
+    int (*handoff)(struct mca_coll_strata_node_t *node, int slot);
+    int (*follow)(struct mca_coll_strata_node_t *node, int slot, bool into_exchange);
+    /* let queued work go on where it needs this process to ask (the CUDA
+     * stand-in runs work only at its own process's driver calls); never
+     * waits, reports nothing: the drain does */
+    void (*poll)(struct mca_coll_strata_node_t *node);
     /* wait until everything queued is done: the call's one host-side wait */
     int (*drain)(struct mca_coll_strata_node_t *node);
 } mca_coll_strata_node_queue_ops_t;
 
-/* One local rank's progress flags, each on its own cache line. */
+/* One local rank's progress flags, each on its own cache line.  Beside
+ * each progress counter (the word after it) the queued driver keeps the
+ * value of it this rank has queued its stream's store of: queued, maybe
+ * not stored yet (coll_strata_pipeline_queued.c: a wait on the counter is
+ * queued only once that store is queued ahead of it). */
 typedef struct mca_coll_strata_shm_flags_t {
     uint64_t copied_in; /* chunks whose input this rank wrote to its slot */
-    char pad0[56];
+    uint64_t copied_in_queued;
+    char pad0[48];
     uint64_t reduced; /* (slice owners) chunks whose inputs were read */
-    char pad1[56];
+    uint64_t reduced_queued;
+    char pad1[48];
     uint64_t published; /* (slice owners) chunks whose result slice is final */
-    char pad2[56];
+    uint64_t published_queued;
+    char pad2[48];
     uint64_t copied_out; /* chunks this rank copied out of the result area */
-    char pad3[56];
+    uint64_t copied_out_queued;
+    char pad3[48];
     /* 1 once this rank has closed its mappings of its peers' device scratch
      * (coll_strata_node_device_setup.c: a rank frees its own only then) */
     uint64_t device_closed;
@@ -114,6 +133,18 @@ typedef struct mca_coll_strata_shm_flags_t {
     uint64_t input_failed[MCA_COLL_STRATA_SLOTS_MAX];
     uint64_t result_failed[MCA_COLL_STRATA_SLOTS_MAX];
 } mca_coll_strata_shm_flags_t;
+
+/* The offset of the queued store's record beside progress counter `_field`
+ * (an offset into mca_coll_strata_shm_flags_t). */
+#define MCA_COLL_STRATA_SHM_QUEUED(_field) ((_field) + sizeof(uint64_t))
+#define MCA_COLL_STRATA_SHM_QUEUED_BESIDE(_name) \
+    _Static_assert(offsetof(mca_coll_strata_shm_flags_t, _name##_queued) == \
+                       MCA_COLL_STRATA_SHM_QUEUED(offsetof(mca_coll_strata_shm_flags_t, _name)), \
+                   #_name "_queued must follow " #_name)
+MCA_COLL_STRATA_SHM_QUEUED_BESIDE(copied_in);
+MCA_COLL_STRATA_SHM_QUEUED_BESIDE(reduced);
+MCA_COLL_STRATA_SHM_QUEUED_BESIDE(published);
+MCA_COLL_STRATA_SHM_QUEUED_BESIDE(copied_out);
 
 /* coll_strata_shm.c: collective over node_comm; a rank that is not
  * `willing` (its own set-up already failed) still takes part and makes the

@@ -4,7 +4,8 @@
  *   coll_strata_node_device.c         the primitives (copy, reduce,
  *                                     complete) and a call's run
  *   coll_strata_node_device_queue.c   the queue: stream memory operations
- *                                     on the node's flags (queued driver)
+ *                                     on the node's flags, events between
+ *                                     its two streams (queued driver)
  *   coll_strata_node_device_setup.c   set-up, teardown and the reaping of
  *                                     scratch that peers still map
  *   coll_strata_node_device_kernel.c  which kernel reduces an op on a
@@ -32,10 +33,12 @@ struct mca_coll_strata_node_device_t {
     /* Queued calls (coll_strata_pipeline_queued.c, where super.queue is
      * set): the node's progress flags as the GPU addresses them (the
      * segment's flags registered with the driver, this process's mapping),
-     * and one event per slot marking a chunk's reduction. */
+     * one event per slot marking a chunk's reduction on `stream`, and with
+     * a rail one per slot marking the end of its exchange on `net`. */
     CUdeviceptr flags_dev;
     void *flags_host;
     CUevent events[MCA_COLL_STRATA_SLOTS_MAX];
+    CUevent exchanged[MCA_COLL_STRATA_SLOTS_MAX];
     CUevent legacy;      /* the legacy default stream at the call's start */
     const char *coll;    /* the call in progress ("MPI_Allreduce"), for messages */
     CUdeviceptr scratch; /* this rank's */

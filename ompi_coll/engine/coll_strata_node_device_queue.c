@@ -6,6 +6,15 @@
  * rank registers with the driver; a slot's mark is an event recorded on
  * the pipeline's stream, queried (never waited for) by the host before it
  * starts that chunk's exchange between nodes.
+ *
+ * The two streams' dependencies on each other (the exchange reads the
+ * reduction, the copy-out reads the exchange's result) are also events the
+ * other stream waits for (follow): the host orders them already, but an
+ * ordering made only through stream memory operations or the host is not
+ * visible to CUDA (the driver's "Stream Memory Operations"), whose
+ * scheduler then may put the work in the wrong order on the hardware
+ * queues the streams share (docs/design.md, "Ordering of device work
+ * across processes").
  */
 #include "coll_strata_node_device.h"
 
@@ -79,6 +88,41 @@ static int mca_coll_strata_node_device_marked(mca_coll_strata_node_t *node, int 
                                               "cuEventQuery", done);
 }
 
+static int mca_coll_strata_node_device_handoff(mca_coll_strata_node_t *node, int slot)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+
+    if (d->no_context || NULL == d->net) {
+        return MPI_ERR_OTHER;
+    }
+    return mca_coll_strata_node_device_status(
+        d, strata_cuda.cuEventRecord(d->exchanged[slot], d->net), "cuEventRecord");
+}
+
+static int mca_coll_strata_node_device_follow(mca_coll_strata_node_t *node, int slot,
+                                              bool into_exchange)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+
+    if (d->no_context || NULL == d->net) {
+        return MPI_ERR_OTHER;
+    }
+    return mca_coll_strata_node_device_status(
+        d,
+        into_exchange ? strata_cuda.cuStreamWaitEvent(d->net, d->events[slot], 0)
+                      : strata_cuda.cuStreamWaitEvent(d->stream, d->exchanged[slot], 0),
+        "cuStreamWaitEvent");
+}
+
+static void mca_coll_strata_node_device_poll(mca_coll_strata_node_t *node)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+
+    if (!d->no_context) {
+        (void)strata_cuda.cuStreamQuery(d->stream);
+    }
+}
+
 static void mca_coll_strata_node_device_exchange(mca_coll_strata_node_t *node, bool on)
 {
     mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
@@ -103,6 +147,9 @@ const mca_coll_strata_node_queue_ops_t mca_coll_strata_node_device_queue = {
     .mark = mca_coll_strata_node_device_mark,
     .marked = mca_coll_strata_node_device_marked,
     .exchange = mca_coll_strata_node_device_exchange,
+    .handoff = mca_coll_strata_node_device_handoff,
+    .follow = mca_coll_strata_node_device_follow,
+    .poll = mca_coll_strata_node_device_poll,
     .drain = mca_coll_strata_node_device_drain,
 };
 
@@ -134,8 +181,10 @@ bool mca_coll_strata_node_device_queue_setup(mca_coll_strata_node_device_t *d,
         return false;
     }
     for (int i = 0; i < d->nslots; ++i) {
-        /* timing off: only queried for completion */
-        if (CUDA_SUCCESS != strata_cuda.cuEventCreate(&d->events[i], CU_EVENT_DISABLE_TIMING)) {
+        /* timing off: only queried for completion, or waited for by a stream */
+        if (CUDA_SUCCESS != strata_cuda.cuEventCreate(&d->events[i], CU_EVENT_DISABLE_TIMING) ||
+            (NULL != d->net && CUDA_SUCCESS != strata_cuda.cuEventCreate(
+                                                   &d->exchanged[i], CU_EVENT_DISABLE_TIMING))) {
             return false;
         }
     }

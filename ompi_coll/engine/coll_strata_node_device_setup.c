@@ -70,6 +70,10 @@ static void mca_coll_strata_node_device_close(mca_coll_strata_node_device_t *d)
             (void)strata_cuda.cuEventDestroy(d->events[i]);
             d->events[i] = NULL;
         }
+        if (NULL != d->exchanged[i]) {
+            (void)strata_cuda.cuEventDestroy(d->exchanged[i]);
+            d->exchanged[i] = NULL;
+        }
     }
     if (NULL != d->flags_host) {
         (void)strata_cuda.cuMemHostUnregister(d->flags_host);

@@ -30,6 +30,27 @@
  * the exchange is done; the queued copy-out waits for that on the GPU.  So
  * between nodes too the host waits for its GPU once per call.
  *
+ * No wait before the work that meets it.  Streams share a few hardware
+ * queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default; under MPS the clients
+ * of a GPU share the server's), each first-in first-out, and a wait not
+ * met holds up its whole queue: the exchange's copies and folds, UCX's
+ * copy streams, another communicator's stream, or under MPS another
+ * rank's.  Ordering through stream memory operations is invisible to
+ * CUDA's scheduler (the driver's "Stream Memory Operations").  So the host
+ * queues a wait on a counter only once what meets it is queued ahead of
+ * it: every rank it names has queued its store of the value (the record
+ * beside each counter, stored right after the store is queued) or stored
+ * it; `published` between nodes is stored by the owners' hosts, so a
+ * chunk's copy-out is queued only once its exchanges are done.  Then in
+ * the order work was queued, everything a wait names comes before it, on
+ * whichever queue, and no queue ever holds up what it waits for.  The host
+ * waits there for its peers' hosts, never for a GPU (still one host wait
+ * for the GPU per call), progressing the exchanges meanwhile.  The two
+ * streams' dependencies are also events (the exchange follows the
+ * reduction's mark, the copy-out the exchange's handoff), so CUDA sees
+ * them; UCX's copies are ordered by the host, which publishes a chunk only
+ * once its messages are done.
+ *
  * Failures.  A failed copy or kernel is noted and the chunk goes on; a
  * failed wait or store leaves the queue unusable, and nothing more is
  * queued.  At the end the host waits for its stream (the one wait); if the
@@ -94,21 +115,77 @@ static bool mca_coll_strata_queued_ok(mca_coll_strata_queued_t *s, uint64_t c, i
     return !s->broken;
 }
 
+static bool mca_coll_strata_queued_exchange(mca_coll_strata_queued_t *s);
+
+/* Nothing moved: let the stream's work go on, progress the pml, and after
+ * a few idle polls give the core away (ranks often oversubscribe cores). */
+static void mca_coll_strata_queued_idle(mca_coll_strata_queued_t *s, unsigned *idle)
+{
+    s->q->poll(s->p->node);
+    opal_progress();
+    if (++*idle > MCA_COLL_STRATA_QUEUED_SPINS) {
+        sched_yield();
+    }
+}
+
+/* One turn of the host's loop: the exchanges between nodes, or an idle poll. */
+static void mca_coll_strata_queued_turn(mca_coll_strata_queued_t *s, unsigned *idle)
+{
+    if (s->exchanges && mca_coll_strata_queued_exchange(s)) {
+        *idle = 0;
+    } else {
+        mca_coll_strata_queued_idle(s, idle);
+    }
+}
+
+/* Whether each of local ranks [0, nranks) has queued its store of `value`
+ * in counter `field` (the record beside the counter) or stored it. */
+static bool mca_coll_strata_queued_ahead(const mca_coll_strata_shm_t *shm, size_t field, int nranks,
+                                         uint64_t value)
+{
+    for (int r = 0; r < nranks; ++r) {
+        const char *flags = (const char *)&shm->flags[r];
+
+        if (mca_coll_strata_flag_load(
+                (const uint64_t *)(flags + MCA_COLL_STRATA_SHM_QUEUED(field))) < value &&
+            mca_coll_strata_flag_load((const uint64_t *)(flags + field)) < value) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A wait is queued behind what meets it (see the top): the host waits
+ * here until that is queued or stored, for its peers' hosts only. */
 static bool mca_coll_strata_queued_await(mca_coll_strata_queued_t *s, uint64_t c, size_t field,
                                          int nranks, uint64_t value)
 {
     mca_coll_strata_pipeline_t *p = s->p;
+    unsigned idle = 0;
 
     /* 0: no earlier chunk to wait for */
-    return 0 == value ||
-           mca_coll_strata_queued_ok(s, c, s->q->await(p->node, field, nranks, value));
+    if (0 == value) {
+        return true;
+    }
+    while (!mca_coll_strata_queued_ahead(p->shm, field, nranks, value)) {
+        mca_coll_strata_queued_turn(s, &idle);
+    }
+    return mca_coll_strata_queued_ok(s, c, s->q->await(p->node, field, nranks, value));
 }
 
+/* The store queued, its record beside the counter says so: a peer may now
+ * queue a wait for it. */
 static bool mca_coll_strata_queued_signal(mca_coll_strata_queued_t *s, uint64_t c, size_t field)
 {
     mca_coll_strata_pipeline_t *p = s->p;
+    uint64_t value = p->base + c + 1;
 
-    return mca_coll_strata_queued_ok(s, c, s->q->signal(p->node, field, p->base + c + 1));
+    if (!mca_coll_strata_queued_ok(s, c, s->q->signal(p->node, field, value))) {
+        return false;
+    }
+    mca_coll_strata_flag_store(
+        (uint64_t *)((char *)&p->shm->flags[p->me] + MCA_COLL_STRATA_SHM_QUEUED(field)), value);
+    return true;
 }
 
 /* Whether the slot's input area is known free without a wait: a
@@ -173,6 +250,12 @@ static void mca_coll_strata_queued_out(mca_coll_strata_queued_t *s, uint64_t c)
                                           p->base + c + 1)) {
             return;
         }
+        /* this rank's own slice came from its exchange, on the other stream */
+        if (s->exchanges) {
+            mca_coll_strata_queued_note(
+                s, c, MCA_COLL_STRATA_PART_OWN,
+                s->q->follow(p->node, mca_coll_strata_pipeline_slot(p, c), false));
+        }
         mca_coll_strata_queued_note(s, c, MCA_COLL_STRATA_PART_OWN,
                                     mca_coll_strata_pipeline_issue_out(p, c));
     }
@@ -204,7 +287,7 @@ static bool mca_coll_strata_queued_node_failed(const mca_coll_strata_queued_t *s
 static bool mca_coll_strata_queued_exchange(mca_coll_strata_queued_t *s)
 {
     mca_coll_strata_pipeline_t *p = s->p;
-    uint64_t nslots = (uint64_t)p->shm->nslots;
+    uint64_t nslots = (uint64_t)p->shm->nslots, published = p->next_publish;
     bool moved = false;
 
     s->q->exchange(p->node, true);
@@ -227,6 +310,11 @@ static bool mca_coll_strata_queued_exchange(mca_coll_strata_queued_t *s)
         if (!done) {
             break;
         }
+        if (c < s->reduced) { /* the exchange's work follows the reduction */
+            mca_coll_strata_queued_note(
+                s, c, MCA_COLL_STRATA_PART_RESULT,
+                s->q->follow(p->node, mca_coll_strata_pipeline_slot(p, c), true));
+        }
         mca_coll_strata_pipeline_reduce_target(p, c, &dst, &len);
         mca_coll_strata_pipeline_inter_start(
             p, c, dst, len, c >= s->reduced || mca_coll_strata_queued_node_failed(s, -1));
@@ -237,29 +325,13 @@ static bool mca_coll_strata_queued_exchange(mca_coll_strata_queued_t *s)
         moved = true;
         mca_coll_strata_queued_tell(s); /* a failure the exchange brought */
     }
+    /* what this rank's copy-out of each published chunk follows */
+    for (uint64_t c = published; c < p->next_publish; ++c) {
+        mca_coll_strata_queued_note(s, c, MCA_COLL_STRATA_PART_OWN,
+                                    s->q->handoff(p->node, mca_coll_strata_pipeline_slot(p, c)));
+    }
     s->q->exchange(p->node, false);
     return moved;
-}
-
-
-/* Nothing moved: progress the pml, and after a few idle polls give the
- * core away (ranks often oversubscribe cores). */
-static void mca_coll_strata_queued_idle(unsigned *idle)
-{
-    opal_progress();
-    if (++*idle > MCA_COLL_STRATA_QUEUED_SPINS) {
-        sched_yield();
-    }
-}
-
-/* One turn of the host's loop between nodes: the exchanges, or an idle poll. */
-static void mca_coll_strata_queued_turn(mca_coll_strata_queued_t *s, unsigned *idle)
-{
-    if (mca_coll_strata_queued_exchange(s)) {
-        *idle = 0;
-    } else {
-        mca_coll_strata_queued_idle(idle);
-    }
 }
 
 /* The stream stopped early or failed: the host stores every counter of the
@@ -294,7 +366,7 @@ static void mca_coll_strata_queued_end(mca_coll_strata_queued_t *s)
     __atomic_store_n(&shm->flags[p->me].call_done, s->end, __ATOMIC_RELEASE);
     for (int r = 0; r < shm->nranks; ++r) {
         while (__atomic_load_n(&shm->flags[r].call_done, __ATOMIC_ACQUIRE) < s->end) {
-            mca_coll_strata_queued_idle(&idle);
+            mca_coll_strata_queued_idle(s, &idle);
         }
     }
     if (mca_coll_strata_queued_node_failed(s, p->me) && OMPI_SUCCESS == p->node_error) {

@@ -342,7 +342,7 @@ cluster_coll_device() {
 # phase queued on the GPUs, the exchange's copies and folds on its own
 # stream polled, never waited for.  At most 4 host-side waits per rank per
 # call, counted by the stand-in over 2 and 4 calls
-# (test/mpi/tests.sh's coll_device_budget_check).
+# (test/mpi/tests.sh's coll_device_budget_check).  MPIRUN_ARGS: more of them.
 cluster_native_budget() {
     local dir=$STRATA_TEST_TMP calls f files=()
     . "$STRATA_SRCDIR/test/mpi/tests.sh" --functions-only
@@ -352,7 +352,7 @@ cluster_native_budget() {
         CUDA_STANDIN_COUNTS="$f.counts" CUDA_STANDIN_DEVICES=2 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" \
             strata_mpirun_cluster -np 4 --map-by ppr:2:node $(strata_coll_mca strata) \
             -x LD_LIBRARY_PATH -x CUDA_STANDIN_COUNTS -x CUDA_STANDIN_DEVICES \
-            --mca coll_strata_verbose 10 --mca coll_strata_device_segment_size 1m \
+            --mca coll_strata_verbose 10 --mca coll_strata_device_segment_size 1m "$@" \
             "$T/mpi/test_coll_device" --mode repeat --only allreduce --kinds dd \
             --count $((4 * 1024 * 1024)) --calls "$calls" --timeout 300 >"$f.out" 2>&1 || { cat "$f.out"; return 1; }
         grep -v "coll:strata: MPI COMM\|cost model" "$f.out"
@@ -395,6 +395,34 @@ cluster_native_late_ctx() {
         { echo "FAIL: the first device allreduce did not run queued, device blocks through the pml"; return 1; }
     [ "$(grep -c "UCX  DIAG  strata: CUDA context .* first met on the data path" "$out")" -eq "$lines" ] ||
         { echo "FAIL: expected $lines lines (one per rank with the cache off) about a context first met on the data path"; return 1; }
+}
+
+# The queued native allreduce across nodes on the stand-in's hardware queues
+# (issue 42 item 1; CUDA_STANDIN_CONNECTIONS, set by the caller, reaches every
+# node): each process's streams share its context's few FIFO queues, so the
+# copy-out's wait for a chunk's publication must not stand in front of the
+# exchange's own copies and folds (the second stream) or UCX's (its copy
+# streams).  4 MiB per rank in 1 MiB chunks, 3 calls, values checked; PML ucx
+# (device blocks to UCX's transports) or ob1 (staged through pinned memory).
+# cluster_native_queues PLACEMENT PML
+cluster_native_queues() {
+    local placement=$1 pml=$2 map launch out="$STRATA_TEST_TMP/queues.out"
+    case "$placement" in
+    2x2) map=(-np 4 --map-by ppr:2:node) ;;
+    3+1) map=(-np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1") ;;
+    esac
+    if [ "$pml" = ucx ]; then
+        launch=("$STRATA_CLUSTER_SH" mpirun -- --bind-to none "${strata_mca_gpu[@]}"
+                -x UCX_TLS=self,sm,tcp,gpu_copy,gpu_ipc -x UCX_NET_DEVICES=eth0)
+    else
+        launch=(strata_mpirun_cluster)
+    fi
+    LD_LIBRARY_PATH="$(strata_cuda_ld_path)" "${launch[@]}" $(strata_coll_mca strata-native) \
+        "${map[@]}" -x LD_LIBRARY_PATH -x CUDA_STANDIN_CONNECTIONS --mca coll_strata_verbose 10 \
+        --mca coll_strata_device_segment_size 1m "$T/mpi/test_coll_device" --mode repeat \
+        --only allreduce --kinds dd --count $((1024 * 1024)) --calls 3 --timeout 120 >"$out" 2>&1
+    local rc=$?; grep -v "coll:strata: " "$out"
+    [ $rc -eq 0 ] && grep -q "MPI_COMM_WORLD: device scratch of .*each call queued on the GPU" "$out"
 }
 
 # The same under Debian's default pml (ob1, TCP between nodes): coll/strata
@@ -722,6 +750,16 @@ else
         strata_test cluster_native_budget_2x2 300 cluster_job 2 "" cluster_native_budget
         strata_test cluster_native_late_ctx_2x2 300 cluster_job 2 "" cluster_native_late_ctx n
         strata_test cluster_native_late_ctx_hooks_2x2 300 cluster_job 2 "" cluster_native_late_ctx y
+        # issue 42 item 1: on the stand-in's hardware queues, 1 and 2 per
+        # process (test/cuda_standin/README: CUDA_STANDIN_CONNECTIONS)
+        for n in 1 2; do
+            CUDA_STANDIN_CONNECTIONS=$n strata_test "cluster_native_budget_2x2_queues$n" 300 \
+                cluster_job 2 "" cluster_native_budget -x CUDA_STANDIN_CONNECTIONS
+            CUDA_STANDIN_CONNECTIONS=$n strata_test "cluster_allreduce_native_2x2_ucx_queues$n" 300 \
+                cluster_job 2 "" cluster_native_queues 2x2 ucx
+        done
+        CUDA_STANDIN_CONNECTIONS=1 strata_test cluster_allreduce_native_3+1_ob1_queues1 300 \
+            cluster_job 2 "" cluster_native_queues 3+1 ob1
         strata_test cluster_allreduce_native_2x2_ob1_direct 300 cluster_job 2 "" cluster_allreduce_native 2x2 ob1 warned \
             --mca coll_strata_allreduce_device_network direct
     fi

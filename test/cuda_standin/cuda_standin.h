@@ -13,6 +13,9 @@
  *    declares a copy done before its event completes reads stale data.
  *  - IPC handles name the exporter's memfd (/proc/<pid>/fd/<fd>), so another
  *    process really maps the same bytes.
+ *  - With CUDA_STANDIN_CONNECTIONS=N streams share N first-in first-out
+ *    hardware queues (cuda_standin_hwq.c), so a wait queued in front of the
+ *    work that would meet it hangs, as on a GPU.
  *
  * Every exported entry point runs through CUDA_STANDIN_CALL (fault injection,
  * initialization and context checks, the global lock, tracing).
@@ -205,6 +208,7 @@ typedef struct cuda_standin_config {
     unsigned order_seed;
     int wait_value_ms;      /* CUDA_STANDIN_WAIT_VALUE_MS */
     int mps;                /* CUDA_STANDIN_MPS */
+    int connections;        /* CUDA_STANDIN_CONNECTIONS: 0, streams run each on their own */
     char counts_path[4096]; /* CUDA_STANDIN_COUNTS: "" for none */
     /* CUDA_STANDIN_FAIL: the result forced on each entry point, or
      * CUDA_SUCCESS where the call runs normally. */
@@ -417,6 +421,11 @@ typedef struct cuda_standin_op {
     uint64_t wait_stream, wait_seq; /* WAIT */
     const struct strata_reduce_host_kernel *kernel; /* KERNEL: which, and a copy */
     unsigned char params[256];                      /* of its parameter */
+    /* CUDA_STANDIN_CONNECTIONS: the hardware queue it runs on, its place
+     * there, and its wait's slot in the device's shared pool (MPS) or -1 */
+    struct cuda_standin_hwq *hwq;
+    uint64_t hwq_ticket;
+    int hwq_slot;
 } cuda_standin_op_t;
 
 typedef struct CUstream_st cuda_standin_stream_t;
@@ -438,6 +447,38 @@ void cuda_standin_stream_progress_random(void);
 /* Frees what a dropped or finished operation owns. */
 void cuda_standin_op_release(cuda_standin_op_t *op);
 
+/* --- Hardware queues (cuda_standin_hwq.c, CUDA_STANDIN_CONNECTIONS). --- */
+
+/* CUDA_DEVICE_MAX_CONNECTIONS's range */
+#define CUDA_STANDIN_HWQ_MAX 32
+
+typedef struct cuda_standin_hwq cuda_standin_hwq_t;
+
+int cuda_standin_hwq_enabled(void);
+/* The queue of a stream created now in ctx (round-robin), and the default
+ * stream's (queue 0) for work queued in ctx; NULL when out of memory. */
+cuda_standin_hwq_t *cuda_standin_hwq_for_stream(CUcontext ctx);
+cuda_standin_hwq_t *cuda_standin_hwq_for_default(CUcontext ctx);
+unsigned cuda_standin_hwq_index(const cuda_standin_hwq_t *queue);
+/* op (its seq set) joins the queue's FIFO: op->hwq, hwq_ticket, hwq_slot. */
+CUresult cuda_standin_hwq_push(cuda_standin_hwq_t *queue, cuda_standin_stream_t *stream,
+                               cuda_standin_op_t *op);
+/* An operation queued on op's queue before op and not run yet: which (its
+ * stream and position), 0 when none is left. */
+int cuda_standin_hwq_earlier(const cuda_standin_op_t *op, cuda_standin_stream_t **stream_p,
+                             uint64_t *seq_p);
+/* MPS: a wait of another process (*pid_p) holds op's queue up before op. */
+int cuda_standin_hwq_foreign(const cuda_standin_op_t *op, pid_t *pid_p);
+/* Another thread runs an operation of the queue. */
+int cuda_standin_hwq_busy(const cuda_standin_hwq_t *queue);
+/* This thread runs an operation of the queue: take returns what release
+ * restores (a nested run of the same thread keeps it taken). */
+int cuda_standin_hwq_take(cuda_standin_hwq_t *queue);
+void cuda_standin_hwq_release(cuda_standin_hwq_t *queue, int nested);
+/* op ran: it leaves its queue's FIFO (and the shared pool). */
+void cuda_standin_hwq_done(cuda_standin_op_t *op);
+void cuda_standin_hwq_forget(void);
+
 /* --- Copies (cuda_standin_copy.c), run by queued operations. --- */
 
 CUresult cuda_standin_copy_run(const cuda_standin_op_t *op);
@@ -448,6 +489,8 @@ CUresult cuda_standin_memset_run(const cuda_standin_op_t *op);
 void cuda_standin_memop_run(const cuda_standin_op_t *op);
 /* A WAIT_VALUE whose condition holds now; 1 for every other operation. */
 int cuda_standin_memop_ready(const cuda_standin_op_t *op);
+/* CLOCK_MONOTONIC in milliseconds: what CUDA_STANDIN_WAIT_VALUE_MS measures. */
+uint64_t cuda_standin_memop_now_ms(void);
 
 /* --- VMM (cuda_standin_vmm.c). --- */
 

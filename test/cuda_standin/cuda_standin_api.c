@@ -145,6 +145,12 @@ static int cuda_standin_parse_mps(const char *value, const char **why)
     return cuda_standin_parse_int(value, 0, 1, &cuda_standin_config.mps);
 }
 
+static int cuda_standin_parse_connections(const char *value, const char **why)
+{
+    *why = "expected a number of queues from 1 to 32, or 0 for none";
+    return cuda_standin_parse_int(value, 0, CUDA_STANDIN_HWQ_MAX, &cuda_standin_config.connections);
+}
+
 static int cuda_standin_parse_counts(const char *value, const char **why)
 {
     *why = "expected a file name shorter than 4096 bytes";
@@ -249,6 +255,12 @@ static const cuda_standin_setting_t cuda_standin_settings[] = {
      "daemon (processes sharing a GPU run side by side; the stand-in's behaviour is "
      "otherwise the same)",
      cuda_standin_parse_mps},
+    {"CUDA_STANDIN_CONNECTIONS", "0",
+     "N: each context's streams (a device's, with CUDA_STANDIN_MPS=1: every process's on it) "
+     "share N first-in first-out hardware queues, round-robin, and a cuStreamWaitValue not "
+     "met holds up its whole queue, as CUDA_DEVICE_MAX_CONNECTIONS queues do on a GPU; 0: "
+     "each stream runs on its own",
+     cuda_standin_parse_connections},
     {"CUDA_STANDIN_COUNTS", "",
      "FILE: each process appends 'pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N "
      "ptrq=N calls=N' at exit: host-side waits, kernel launches, copies by direction and "

@@ -16,6 +16,12 @@
  * synchronization with blocking streams.  A WAIT runs the other stream's
  * work up to the recorded position first.  Positions only ever refer to work
  * queued earlier, so this never cycles.
+ *
+ * With CUDA_STANDIN_CONNECTIONS=N the streams share N hardware queues
+ * (cuda_standin_hwq.c): an operation also runs only after everything queued
+ * before it on its queue, by any stream, and one at a time per queue, so an
+ * unmet cuStreamWaitValue holds up every stream of its queue.  That too
+ * only ever waits for work queued earlier.
  */
 #include "cuda_standin.h"
 
@@ -40,6 +46,9 @@ struct CUstream_st {
     int running;
     pthread_t runner;
     int query_delay;    /* NOT_READY answers left before cuStreamQuery runs the work */
+    /* CUDA_STANDIN_CONNECTIONS: the hardware queue (NULL for the default
+     * stream, whose work goes to queue 0 of the context it is queued in) */
+    cuda_standin_hwq_t *hwq;
     struct CUstream_st *next;
 };
 
@@ -128,8 +137,21 @@ static CUresult cuda_standin_stream_push(cuda_standin_stream_t *stream, const cu
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *node      = *op;
-    node->seq  = ++stream->enqueued;
+    node->seq  = stream->enqueued + 1;
     node->next = NULL;
+    if (cuda_standin_hwq_enabled()) {
+        cuda_standin_hwq_t *hwq = (stream->hwq != NULL)
+                                      ? stream->hwq
+                                      : cuda_standin_hwq_for_default(cuda_standin_ctx_current());
+        CUresult status         = (hwq != NULL) ? cuda_standin_hwq_push(hwq, stream, node)
+                                                : CUDA_ERROR_OUT_OF_MEMORY;
+
+        if (status != CUDA_SUCCESS) {
+            free(node);
+            return status;
+        }
+    }
+    stream->enqueued = node->seq;
     if (stream->tail != NULL) {
         stream->tail->next = node;
     } else {
@@ -219,6 +241,115 @@ static void cuda_standin_stream_run_op(const cuda_standin_op_t *op)
     }
 }
 
+/* --- Running queued work on hardware queues (CUDA_STANDIN_CONNECTIONS) --- */
+
+/* Another thread runs an operation of the stream or of op's queue. */
+static int cuda_standin_stream_queue_busy(const cuda_standin_stream_t *stream,
+                                          const cuda_standin_op_t *op)
+{
+    return (stream->running && !pthread_equal(stream->runner, pthread_self())) ||
+           cuda_standin_hwq_busy(op->hwq);
+}
+
+/* MPS: another process's wait ahead of op on the shared queue holds it up;
+ * one that does for CUDA_STANDIN_WAIT_VALUE_MS faults as an unmet wait of
+ * this process would (and after a fault nothing is held up any more). */
+static int cuda_standin_stream_queue_foreign(const cuda_standin_op_t *op, uint64_t *since_ms)
+{
+    uint64_t now;
+    pid_t pid;
+
+    if ((cuda_standin_sticky_error() != CUDA_SUCCESS) || !cuda_standin_hwq_foreign(op, &pid)) {
+        *since_ms = 0;
+        return 0;
+    }
+    now = cuda_standin_memop_now_ms();
+    if (*since_ms == 0) {
+        *since_ms = now;
+    } else if (now - *since_ms > (uint64_t)cuda_standin_config.wait_value_ms) {
+        cuda_standin_fault(CUDA_ERROR_LAUNCH_TIMEOUT,
+                           "hardware queue %u held up by a cuStreamWaitValue of process %d "
+                           "for %d ms (CUDA_STANDIN_WAIT_VALUE_MS)",
+                           cuda_standin_hwq_index(op->hwq), (int)pid,
+                           cuda_standin_config.wait_value_ms);
+        return 0;
+    }
+    return 1;
+}
+
+static int cuda_standin_stream_run_queued(cuda_standin_stream_t *stream, uint64_t seq, int poll);
+
+/* Whether op would block now: a wait not met, or a WAIT on work that
+ * cannot run now (which runs what it can of that work). */
+static int cuda_standin_stream_queue_would_block(const cuda_standin_op_t *op)
+{
+    cuda_standin_stream_t *other;
+
+    if (op->kind == CUDA_STANDIN_OP_WAIT_VALUE) {
+        return !cuda_standin_memop_ready(op);
+    }
+    if (op->kind == CUDA_STANDIN_OP_WAIT) {
+        other = cuda_standin_stream_by_id(op->wait_stream);
+        return (other != NULL) && cuda_standin_stream_run_queued(other, op->wait_seq, 1);
+    }
+    return 0;
+}
+
+/* The stream's work up to seq, each operation after the earlier ones of
+ * its hardware queue (whichever stream queued them), run with its stream
+ * and queue taken: an operation that waits holds both.  `poll` (a query,
+ * the seeded order): where that would block, stop and return 1 instead,
+ * with what could run run. */
+static int cuda_standin_stream_run_queued(cuda_standin_stream_t *stream, uint64_t seq, int poll)
+{
+    const struct timespec pause = {0, 20000};
+    uint64_t since_ms           = 0, earlier_seq;
+    cuda_standin_stream_t *earlier;
+    cuda_standin_op_t *op;
+    int nested_stream, nested_queue;
+
+    while ((stream->head != NULL) && (stream->completed < seq)) {
+        op = stream->head;
+        if (cuda_standin_stream_queue_busy(stream, op)) {
+            if (poll) {
+                return 1;
+            }
+            cuda_standin_lock_pause(&pause);
+            continue;
+        }
+        if (cuda_standin_hwq_earlier(op, &earlier, &earlier_seq)) {
+            if (cuda_standin_stream_run_queued(earlier, earlier_seq, poll)) {
+                return 1;
+            }
+            continue;
+        }
+        if (cuda_standin_stream_queue_foreign(op, &since_ms) ||
+            (poll && cuda_standin_stream_queue_would_block(op))) {
+            if (poll) {
+                return 1;
+            }
+            cuda_standin_lock_pause(&pause);
+            continue;
+        }
+        nested_stream   = stream->running;
+        stream->running = 1;
+        stream->runner  = pthread_self();
+        nested_queue    = cuda_standin_hwq_take(op->hwq);
+        stream->head    = op->next;
+        if (stream->head == NULL) {
+            stream->tail = NULL;
+        }
+        cuda_standin_stream_run_op(op);
+        stream->completed = op->seq;
+        cuda_standin_hwq_release(op->hwq, nested_queue);
+        cuda_standin_hwq_done(op);
+        stream->running = nested_stream;
+        cuda_standin_op_release(op);
+        free(op);
+    }
+    return 0;
+}
+
 /* The operation leaves the queue before it runs, so that a WAIT running
  * another stream that waits on this one finds this stream consistent. */
 static CUresult cuda_standin_stream_run_to(cuda_standin_stream_t *stream, uint64_t seq)
@@ -227,6 +358,11 @@ static CUresult cuda_standin_stream_run_to(cuda_standin_stream_t *stream, uint64
     pthread_t self              = pthread_self();
     int mine                    = stream->running && pthread_equal(stream->runner, self);
     cuda_standin_op_t *op;
+
+    if (cuda_standin_hwq_enabled()) {
+        (void)cuda_standin_stream_run_queued(stream, seq, 0);
+        return cuda_standin_sticky_error();
+    }
 
     while (stream->running && !mine) {
         cuda_standin_lock_pause(&pause);
@@ -254,6 +390,12 @@ static CUresult cuda_standin_stream_run_to(cuda_standin_stream_t *stream, uint64
  * is simply not done: NOT_READY, with the work before it run. */
 static CUresult cuda_standin_stream_run_ready(cuda_standin_stream_t *stream, uint64_t seq)
 {
+    if (cuda_standin_hwq_enabled()) {
+        int blocked     = cuda_standin_stream_run_queued(stream, seq, 1);
+        CUresult status = cuda_standin_sticky_error();
+
+        return ((status == CUDA_SUCCESS) && blocked) ? CUDA_ERROR_NOT_READY : status;
+    }
     if (stream->running && !pthread_equal(stream->runner, pthread_self()) &&
         (stream->completed < seq)) {
         return CUDA_ERROR_NOT_READY; /* another thread is running it, maybe waiting */
@@ -331,6 +473,10 @@ void cuda_standin_stream_progress_random(void)
         return;
     }
     s = candidates[cuda_standin_order_next() % n];
+    if (cuda_standin_hwq_enabled()) {
+        (void)cuda_standin_stream_run_queued(s, s->head->seq, 1);
+        return;
+    }
     if ((s->head != NULL) && (s->head->kind != CUDA_STANDIN_OP_WAIT) &&
         cuda_standin_memop_ready(s->head)) {
         (void)cuda_standin_stream_run_to(s, s->head->seq);
@@ -350,14 +496,21 @@ static CUresult cuda_standin_stream_create(CUstream *phstream, unsigned int flag
     if (s == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    s->magic             = CUDA_STANDIN_STREAM_MAGIC;
+    s->magic = CUDA_STANDIN_STREAM_MAGIC;
+    s->ctx   = cuda_standin_ctx_current();
+    if (cuda_standin_hwq_enabled() && ((s->hwq = cuda_standin_hwq_for_stream(s->ctx)) == NULL)) {
+        free(s);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     s->id                = ++cuda_standin_stream_last_id;
-    s->ctx               = cuda_standin_ctx_current();
     s->flags             = flags;
     s->next              = cuda_standin_streams;
     cuda_standin_streams = s;
     *phstream            = s;
     cuda_standin_note("stream %p flags 0x%x", (void *)s, flags);
+    if (s->hwq != NULL) {
+        cuda_standin_note("hardware queue %u", cuda_standin_hwq_index(s->hwq));
+    }
     return CUDA_SUCCESS;
 }
 
@@ -666,6 +819,7 @@ void cuda_standin_stream_forget(void)
         free(e);
     }
     cuda_standin_stream_drop_ops(&cuda_standin_default);
+    cuda_standin_hwq_forget();
     cuda_standin_default.enqueued    = 0;
     cuda_standin_default.completed   = 0;
     cuda_standin_default.query_delay = 0;

@@ -13,8 +13,9 @@
  * This file has the helpers, the settings groups and main(); the other
  * groups are in standin_selftest_device.c (driver, devices, contexts),
  * standin_selftest_mem.c (memory, copies, streams, attributes),
- * standin_selftest_ipc.c (legacy IPC and VMM with a second process) and
- * standin_selftest_dmabuf.c (dma-buf export).
+ * standin_selftest_ipc.c (legacy IPC and VMM with a second process),
+ * standin_selftest_dmabuf.c (dma-buf export) and standin_selftest_queue.c
+ * (hardware queues).
  */
 #define _GNU_SOURCE
 #include "standin_selftest.h"
@@ -246,7 +247,7 @@ void st_child_done(void)
 
 /* --- Settings, each in a fresh process (the library reads them once) --- */
 
-static pid_t st_spawn_sub(const char *mode, const char *const *env, int stderr_fd)
+pid_t st_spawn_sub(const char *mode, const char *const *env, int stderr_fd)
 {
     pid_t pid = st_fork();
 
@@ -440,6 +441,12 @@ static int st_run_sub(const char *mode)
         return st_sub_order_seed();
     } else if (strcmp(mode, "counts") == 0) {
         return st_sub_counts();
+    } else if (strcmp(mode, "queues-1") == 0) {
+        return st_sub_queues(1);
+    } else if (strcmp(mode, "queues-2") == 0) {
+        return st_sub_queues(2);
+    } else if (strcmp(mode, "queues-processes") == 0) {
+        return st_sub_queues_processes();
     }
     fprintf(stderr, "unknown sub-mode %s\n", mode);
     return 2;
@@ -479,6 +486,7 @@ int main(int argc, char **argv)
     st_test_dmabuf();
     st_test_order();
     st_test_settings();
+    st_test_queues();
 
     printf("standin_selftest: all %d checks passed\n", st_checks);
     return 0;

@@ -50,9 +50,22 @@ void st_expect_child_ok(const char *what, pid_t pid);
 void st_expect_child_signal(const char *what, pid_t pid, int sig);
 /* Ends a forked child that passed: reports its own count of checks. */
 void st_child_done(void) __attribute__((noreturn));
+/* This program again as "--sub MODE", with env's NAME, VALUE pairs set
+ * (NULL-terminated) and stderr to stderr_fd (-1: unchanged). */
+pid_t st_spawn_sub(const char *mode, const char *const *env, int stderr_fd);
+
+/* A thread's job (standin_selftest_order.c): after 100 ms, `released`
+ * set, then `value` stored in *flag (release order), as another process
+ * or the host meets a stream's wait. */
+typedef struct st_release {
+    volatile uint32_t *flag;
+    uint32_t value;
+    volatile int released;
+} st_release_t;
+void *st_release_later(void *arg);
 
 /* The groups of checks, by file: _device.c, _mem.c, _ipc.c, _kernel.c, _dmabuf.c,
- * _order.c. */
+ * _order.c, _queue.c. */
 void st_test_driver(void);
 void st_test_memory(void);
 void st_test_ipc(void);
@@ -60,9 +73,13 @@ void st_test_vmm(void);
 void st_test_kernels(void);
 void st_test_dmabuf(void);
 void st_test_order(void);
+void st_test_queues(void);
 /* Sub-processes (standin_selftest --sub MODE) of standin_selftest_order.c. */
 int st_sub_wait_timeout(void);
 int st_sub_order_seed(void);
 int st_sub_counts(void);
+/* ... and of standin_selftest_queue.c. */
+int st_sub_queues(int queues);
+int st_sub_queues_processes(void);
 
 #endif /* STANDIN_SELFTEST_H */

@@ -111,13 +111,7 @@ static void st_test_order_ctx_flag(CUstream nb)
     st_group_end();
 }
 
-typedef struct st_release {
-    volatile uint32_t *flag;
-    uint32_t value;
-    volatile int released;
-} st_release_t;
-
-static void *st_release_later(void *arg)
+void *st_release_later(void *arg)
 {
     st_release_t *r = arg;
 

@@ -1292,7 +1292,7 @@ coll_device_native_budget() {
 # it stays staged: mpi_coll_device_native_auto_shared), queued.
 coll_device_native_budget_mps() {
     CUDA_STANDIN_DEVICES=1 CUDA_STANDIN_MPS=1 coll_device_native_budget 4 allreduce 4 \
-        -x CUDA_STANDIN_MPS
+        -x CUDA_STANDIN_MPS "$@"
 }
 
 # The budget's check on the pipeline the host drives chunk by chunk (as
@@ -1494,6 +1494,31 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_budget_detects 300 coll_device_native_budget_detects
         strata_test mpi_threads_native_np3 300 coll_threads strata-native 3
         strata_test mpi_threads_auto_np4 300 coll_threads strata 4
+        # issue 42 item 1: the queued native path on the stand-in's hardware
+        # queues (CUDA_STANDIN_CONNECTIONS, test/cuda_standin/README): a
+        # context's streams share 1 or 2 FIFO queues (under MPS the 4 ranks'
+        # streams on their one GPU share them), so a wait queued in front of
+        # the work that meets it hangs; before the fix two communicators'
+        # calls on threads timed out in such a wait (mpi_threads_native_np3)
+        for n in 1 2; do
+            CUDA_STANDIN_CONNECTIONS=$n strata_test "mpi_threads_native_np3_queues$n" 300 \
+                coll_threads strata-native 3
+            CUDA_STANDIN_CONNECTIONS=$n strata_test "mpi_coll_device_native_budget_mps_np4_queues$n" 300 \
+                coll_device_native_budget_mps -x CUDA_STANDIN_CONNECTIONS
+        done
+        for coll in allreduce bcast; do
+            CUDA_STANDIN_CONNECTIONS=1 strata_test "mpi_coll_device_native_budget_${coll}_np4_queues1" 300 \
+                coll_device_native_budget 4 "$coll" 4 -x CUDA_STANDIN_CONNECTIONS
+        done
+        # UCX's copy streams in the same queues; a rank whose stream breaks
+        # stores its counters from the host, which its peers' hosts wait for
+        CUDA_STANDIN_CONNECTIONS=1 strata_test mpi_coll_device_native_ucx_queues1 300 \
+            coll_device 4 ucx --mca coll_strata_allreduce_device_algorithm native -- \
+            --quiet --only allreduce,iallreduce,reduce
+        CUDA_STANDIN_CONNECTIONS=1 strata_test mpi_coll_device_native_signal_fails_queues1 120 \
+            coll_device_native_memop_fails cuStreamWriteValue64_v2
+        CUDA_STANDIN_CONNECTIONS=1 strata_test mpi_coll_device_native_await_fails_queues1 120 \
+            coll_device_native_memop_fails cuStreamWaitValue64_v2
         strata_test mpi_coll_free_loop_device 600 coll_free_loop device
         strata_test mpi_coll_free_loop_host 600 coll_free_loop host
         strata_test mpi_reduce_kernels_host 120 reduce_kernels
