@@ -77,13 +77,13 @@ static int mca_coll_strata_allreduce_piece(mca_coll_strata_module_t *module,
                                           a->kinds);
 }
 
-static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module,
-                                            const mca_coll_strata_bufs_t *bufs, const void *sbuf,
-                                            void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                            bool *ran)
+/* The pipeline's arguments of an allreduce: the whole vector, every rank
+ * (in place: the input is rbuf). */
+static void mca_coll_strata_allreduce_args(mca_coll_strata_pipeline_args_t *a, const void *sbuf,
+                                           void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                           struct ompi_op_t *op, const char *coll)
 {
-    mca_coll_strata_pipeline_args_t a = {
+    *a = (mca_coll_strata_pipeline_args_t){
         .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
         .out = rbuf,
         .count = (size_t)count,
@@ -91,9 +91,19 @@ static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module,
         .out_hi = (size_t)count,
         .dtype = dtype,
         .op = op,
-        .coll = "MPI_Allreduce",
+        .coll = coll,
     };
+}
 
+static int mca_coll_strata_allreduce_native(mca_coll_strata_module_t *module,
+                                            const mca_coll_strata_bufs_t *bufs, const void *sbuf,
+                                            void *rbuf, int count, struct ompi_datatype_t *dtype,
+                                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                            bool *ran)
+{
+    mca_coll_strata_pipeline_args_t a;
+
+    mca_coll_strata_allreduce_args(&a, sbuf, rbuf, count, dtype, op, "MPI_Allreduce");
     return mca_coll_strata_reduction_native(module, comm, bufs, &a, "allreduce", ran);
 }
 
@@ -103,17 +113,9 @@ int mca_coll_strata_iallreduce_host(mca_coll_strata_module_t *module, mca_coll_s
                                     struct ompi_communicator_t *comm, ompi_request_t **request,
                                     bool *ran)
 {
-    mca_coll_strata_pipeline_args_t a = {
-        .sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf,
-        .out = rbuf,
-        .count = (size_t)count,
-        .out_lo = 0,
-        .out_hi = (size_t)count,
-        .dtype = dtype,
-        .op = op,
-        .coll = "MPI_Iallreduce",
-    };
+    mca_coll_strata_pipeline_args_t a;
 
+    mca_coll_strata_allreduce_args(&a, sbuf, rbuf, count, dtype, op, "MPI_Iallreduce");
     return mca_coll_strata_reduction_istart(module, comm, st, &a, "iallreduce", request, ran);
 }
 

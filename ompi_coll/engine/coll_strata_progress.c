@@ -177,6 +177,20 @@ static bool mca_coll_strata_progress_start(void)
     return true;
 }
 
+/* Wake the thread wherever it sleeps, to look again (the lock held: the
+ * doorbell it naps on stays mapped meanwhile). */
+static void mca_coll_strata_progress_nudge(void)
+{
+    __atomic_add_fetch(&mca_coll_strata_progress.work, 1, __ATOMIC_RELEASE);
+    (void)mca_coll_strata_progress_futex(&mca_coll_strata_progress.work, FUTEX_WAKE_PRIVATE, 1,
+                                         NULL);
+    if (NULL != mca_coll_strata_progress.napping_on) {
+        __atomic_add_fetch(mca_coll_strata_progress.napping_on, 1, __ATOMIC_SEQ_CST);
+        (void)mca_coll_strata_progress_futex(mca_coll_strata_progress.napping_on, FUTEX_WAKE,
+                                             INT_MAX, NULL);
+    }
+}
+
 void mca_coll_strata_progress_set_mode(int mode)
 {
     mca_coll_strata_progress.mode = mode;
@@ -213,14 +227,7 @@ void mca_coll_strata_progress_watch(mca_coll_strata_engine_t *e)
             mca_coll_strata_progress.watched = w;
         }
         /* a thread asleep (idle, or on another engine's doorbell) looks */
-        __atomic_add_fetch(&mca_coll_strata_progress.work, 1, __ATOMIC_RELEASE);
-        (void)mca_coll_strata_progress_futex(&mca_coll_strata_progress.work, FUTEX_WAKE_PRIVATE, 1,
-                                             NULL);
-        if (NULL != mca_coll_strata_progress.napping_on) {
-            __atomic_add_fetch(mca_coll_strata_progress.napping_on, 1, __ATOMIC_SEQ_CST);
-            (void)mca_coll_strata_progress_futex(mca_coll_strata_progress.napping_on, FUTEX_WAKE,
-                                                 INT_MAX, NULL);
-        }
+        mca_coll_strata_progress_nudge();
     }
     pthread_mutex_unlock(&mca_coll_strata_progress.lock);
 }
@@ -249,14 +256,7 @@ void mca_coll_strata_progress_finalize(void)
         return;
     }
     mca_coll_strata_progress.stop = true;
-    __atomic_add_fetch(&mca_coll_strata_progress.work, 1, __ATOMIC_RELEASE);
-    (void)mca_coll_strata_progress_futex(&mca_coll_strata_progress.work, FUTEX_WAKE_PRIVATE, 1,
-                                         NULL);
-    if (NULL != mca_coll_strata_progress.napping_on) {
-        __atomic_add_fetch(mca_coll_strata_progress.napping_on, 1, __ATOMIC_SEQ_CST);
-        (void)mca_coll_strata_progress_futex(mca_coll_strata_progress.napping_on, FUTEX_WAKE,
-                                             INT_MAX, NULL);
-    }
+    mca_coll_strata_progress_nudge();
     pthread_mutex_unlock(&mca_coll_strata_progress.lock);
     pthread_join(mca_coll_strata_progress.thread, NULL);
     mca_coll_strata_progress.running = false;
