@@ -96,8 +96,9 @@ static int accelerator_strata_register(void)
     accelerator_strata_ctx_sync_memops = true;
     (void)mca_base_component_var_register(
         c, "strata_ctx_sync_memops",
-        "Set CU_CTX_SYNC_MEMOPS on the CUDA contexts of the device buffers this component is "
-        "asked about, as Strata's UCX transports do (UCX_STRATA_CTX_SYNC_MEMOPS): synchronous "
+        "Set CU_CTX_SYNC_MEMOPS on the CUDA contexts this component meets off the data path "
+        "(the current one in MPI_Init, those Open MPI makes streams and events in), as "
+        "Strata's UCX transports do (UCX_STRATA_CTX_SYNC_MEMOPS): synchronous "
         "memsets and copies issued in them land before they return. It changes the "
         "application's contexts for good (every synchronous cudaMemset and device-to-device "
         "cudaMemcpy blocks the host, after MPI_Finalize too). false: contexts are left alone, "

@@ -69,12 +69,13 @@ ucs_config_field_t uct_strata_md_config_table[] = {
      ucs_offsetof(uct_strata_md_config_t, copy_pin_host), UCS_CONFIG_TYPE_BOOL},
 
     {"CTX_SYNC_MEMOPS", "y",
-     "Set CU_CTX_SYNC_MEMOPS on the CUDA contexts Strata meets (the application's\n"
-     "current one at ucp_init, those that allocate or open device memory, those a\n"
-     "buffer UCP asks about belongs to), so that synchronous memsets and copies\n"
-     "issued in them land before they return. This changes the application's\n"
-     "contexts for good: from then on every synchronous cudaMemset and device-to-\n"
-     "device cudaMemcpy blocks the host, also after ucp_cleanup/MPI_Finalize. 'n':\n"
+     "Set CU_CTX_SYNC_MEMOPS on the CUDA contexts Strata meets off the data path\n"
+     "(the application's current one at ucp_init, those that allocate or open\n"
+     "device memory while the allocation hooks are on), so that synchronous\n"
+     "memsets and copies issued in them land before they return. This changes the\n"
+     "application's contexts for good: from then on every synchronous cudaMemset\n"
+     "and device-to-device cudaMemcpy blocks the host, also after\n"
+     "ucp_cleanup/MPI_Finalize. 'n':\n"
      "leave contexts alone; then a synchronous memset or copy into VMM, stream-\n"
      "ordered or IPC-opened memory right before a send may be read before it lands\n"
      "(the first bytes of a message stale, as seen on an H200): synchronize first.\n"
