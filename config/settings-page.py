@@ -9,11 +9,15 @@ Usage:
   config/settings-page.py --builddir BUILD                 the page, on stdout
   config/settings-page.py --builddir BUILD --update PAGE   rewrite PAGE; the
       sections this build cannot list (accelerator/cuda needs Open MPI 5.0)
-      are kept from PAGE as they are
+      are kept from PAGE as they are: after changing one of their help
+      texts, regenerate with a 5.0 build (the Debian 13 tree's,
+      build/debian13-build) or --check says which text is stale
   config/settings-page.py --builddir BUILD --check PAGE    compare: exit 1 and
       name each setting registered but not in PAGE, in PAGE but no longer
-      registered, or whose default, type or help text differs; sections the
-      build cannot list are named as not checked
+      registered, or whose default, type or help text differs; of a section
+      the build cannot list (accelerator/cuda on Open MPI 4.1), each help
+      text of PAGE must still be a string of the sources that register it
+      (ompi_accel/*.c), so a help text changed there fails on every build
   --docs FILE...  (with --check) also fail when FILE names a setting of
       Strata's that PAGE does not list
 
@@ -55,6 +59,14 @@ OMPI_SECTIONS = [
      "this section, and its check runs in the Debian 13 tree (the debian13 layer's unit "
      "tests)."),
 ]
+
+# Sections a build may be unable to list (accelerator/cuda is built only
+# against Open MPI 5.0), and the folder whose sources register them.  Where
+# the build cannot list such a section, the page's help texts are checked
+# against those sources' string literals instead, so that a help text
+# changed in the source fails the check on every build, not only on the
+# one that can run ompi_info on it.
+SOURCE_CHECKED = {"accelerator": "ompi_accel"}
 
 # UCX: (section id, prefix, title, what the section says first).
 UCX_SECTIONS = [
@@ -323,6 +335,45 @@ def facts_of(block):
     return lines[2] if len(lines) > 2 else ""
 
 
+C_LITERAL = r'"(?:[^"\\\n]|\\.)*"'
+C_LITERAL_RUN = re.compile(C_LITERAL + r"(?:\s*" + C_LITERAL + r")*")
+
+
+def c_strings(folder):
+    """Every run of adjacent C string literals in folder's .c files, joined as
+    the compiler joins them (the common escapes undone)."""
+    found = set()
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".c"):
+            continue
+        with open(os.path.join(folder, name)) as f:
+            text = f.read()
+        for m in C_LITERAL_RUN.finditer(text):
+            joined = "".join(lit[1:-1] for lit in re.findall(C_LITERAL, m.group(0)))
+            found.add(joined.replace('\\"', '"').replace("\\\\", "\\"))
+    return found
+
+
+def help_of(block):
+    """The help text of one setting's block (what follows its facts line)."""
+    return "\n".join(block.split("\n")[4:]).strip()
+
+
+def source_check(sid, section_text):
+    """Problems with a section this build cannot list: each help text of the
+    page must be one of its sources' strings."""
+    srcdir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          SOURCE_CHECKED[sid])
+    strings = c_strings(srcdir)
+    problems, checked = [], 0
+    for name, block in settings_of(section_text).items():
+        checked += 1
+        if help_of(block) not in strings:
+            problems.append("%s: its help text on the page is not in %s/*.c (changed there? "
+                            "regenerate the section with a build that lists it)" % (name, SOURCE_CHECKED[sid]))
+    return problems, checked
+
+
 def compare(page_path, built):
     try:
         with open(page_path) as f:
@@ -332,7 +383,13 @@ def compare(page_path, built):
     problems, checked = [], 0
     for sid in all_ids():
         if sid not in built:
-            print("settings-page: %s: not checked here (this build does not list it)" % sid)
+            if sid in SOURCE_CHECKED and sid in page:
+                found, n = source_check(sid, page[sid])
+                problems += found
+                print("settings-page: %s: this build does not list it; %d help texts "
+                      "checked against %s/*.c" % (sid, n, SOURCE_CHECKED[sid]))
+            else:
+                print("settings-page: %s: not checked here (this build does not list it)" % sid)
             continue
         if sid not in page:
             problems.append("%s: section missing from %s" % (sid, page_path))
