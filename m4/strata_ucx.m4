@@ -103,6 +103,8 @@ AC_DEFUN([STRATA_CHECK_UCX], [
 
         STRATA_FIND_UCX_SRC
         UCX_CPPFLAGS="-I\$(top_builddir)/ucx_tl/ucx_build -isystem $strata_ucx_src/src $strata_ucx_public_cppflags"
+        # coll/strata's own exchange between nodes needs UCP's public API only
+        UCX_PUBLIC_CPPFLAGS="$strata_ucx_public_cppflags"
         strata_have_ucx=yes
     ])
 
@@ -125,6 +127,7 @@ AC_DEFUN([STRATA_CHECK_UCX], [
     AC_SUBST([UCX_CPPFLAGS])
     AC_SUBST([UCX_LDFLAGS])
     AC_SUBST([UCX_LIBS])
+    AC_SUBST([UCX_PUBLIC_CPPFLAGS])
     AC_SUBST([ucxmoduledir])
 ])
 

@@ -298,12 +298,14 @@ static void mca_coll_strata_register_device(void)
     mca_coll_strata_register_enum(
         "progress",
         "Progress of the nonblocking collectives strata runs on its pipeline: auto (a progress "
-        "thread, started at the first nonblocking call it can advance, moves the calls of "
-        "communicators within one node while the application computes without calling MPI; "
-        "it sleeps when nothing moves and costs no CPU when idle), thread (the same, started "
-        "when the first communicator is set up), calls (inside MPI calls only, as Open MPI's "
-        "own nonblocking collectives). Calls across nodes progress inside MPI calls in every "
-        "mode",
+        "thread, started at the first nonblocking call it can advance, moves the calls while "
+        "the application computes without calling MPI; it sleeps when nothing moves and costs "
+        "no CPU when idle; across nodes their exchanges go on a UCP worker of strata's own, "
+        "set up with each communicator, not on the pml), thread (the same, started when the "
+        "first communicator is set up), calls (inside MPI calls only, as Open MPI's own "
+        "nonblocking collectives; no UCP worker). The ranks of a communicator agree on its "
+        "worker: one rank with calls makes the calls across nodes progress inside MPI calls "
+        "on every rank",
         mca_coll_strata_progress_table, -1, &mca_coll_strata_component.progress);
 
     mca_coll_strata_component.settings.device_queue = 1;

@@ -44,7 +44,7 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
                                         struct ompi_communicator_t *comm)
 {
     char why[PATH_MAX + 128] = "";
-    int mine[2], all[2], all_ok, rc;
+    int mine[3], all[3], all_ok, rc;
 
     /* (a no-op: the collective that set strata up agreed them first) */
     (void)mca_coll_strata_settings_ready(module, comm);
@@ -61,13 +61,16 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
         rc = (OMPI_SUCCESS == rc) ? node_rc : rc;
     }
 
-    /* One agreement for two facts: whether every rank is set up, and whether
+    /* One agreement for three facts: whether every rank is set up, whether
      * any rank has a CUDA driver (only then do device allreduces ask the
      * ranks whether all of them can run on the GPUs: host-only jobs never
-     * pay for that question). */
+     * pay for that question), and whether some rank progresses nonblocking
+     * calls inside MPI calls only (coll_strata_progress=calls: then no rank
+     * sets up the transport a progress thread needs between nodes). */
     mine[0] = (OMPI_SUCCESS == rc) ? 0 : 1;
     mine[1] = strata_mem_driver_present() ? 1 : 0;
-    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 2, MPI_INT, MPI_MAX);
+    mine[2] = mca_coll_strata_progress_threaded() ? 0 : 1;
+    rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 3, MPI_INT, MPI_MAX);
     all_ok = (OMPI_SUCCESS == rc) && !all[0];
     module->engine.any_driver = all_ok && all[1];
     /* after the agreement: it needs every rank's topology.  A broadcast
@@ -76,6 +79,12 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
     if (all_ok && OMPI_SUCCESS != (rc = mca_coll_strata_network_setup(module, comm))) {
         snprintf(why, sizeof(why), "cannot broadcast the network figures (%d)", rc);
         all_ok = 0;
+    }
+    /* the rail's own transport for nonblocking calls between nodes
+     * (collective over each rail; without it they use the pml and progress
+     * inside MPI calls only) */
+    if (all_ok && !all[2] && module->engine.topo.nnodes > 1) {
+        (void)mca_coll_strata_wire_setup(&module->engine);
     }
     if (!all_ok) {
         mca_coll_strata_module_warn(comm, why);

@@ -8,6 +8,7 @@
  * sub-communicators.
  */
 #include "coll_strata_pipeline.h"
+#include "coll_strata_wire.h"
 
 #include <string.h>
 
@@ -33,6 +34,7 @@ void mca_coll_strata_engine_release(mca_coll_strata_engine_t *e)
      * call is done */
     mca_coll_strata_progress_unwatch(e);
     mca_coll_strata_pipeline_drain(e);
+    mca_coll_strata_wire_ucp_release(e);
     mca_coll_strata_node_device_release(e);
     mca_coll_strata_pipeline_release(e);
     mca_coll_strata_topo_release(&e->topo);
@@ -41,6 +43,7 @@ void mca_coll_strata_engine_release(mca_coll_strata_engine_t *e)
 void mca_coll_strata_engine_finalize(void)
 {
     mca_coll_strata_progress_finalize();
+    mca_coll_strata_wire_ucp_finalize();
     /* MPI_Finalize: the peers are closing theirs now */
     mca_coll_strata_node_device_reap(10.0);
 }

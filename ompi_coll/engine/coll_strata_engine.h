@@ -37,6 +37,7 @@ struct mca_coll_strata_xchg_t;
 struct mca_coll_strata_node_ops_t;
 struct mca_coll_strata_node_queue_ops_t;
 struct mca_coll_strata_shm_flags_t;
+struct mca_coll_strata_wire_ucp_t;
 
 /* Most shared-memory slots (chunks in flight) a communicator may have. */
 #define MCA_COLL_STRATA_SLOTS_MAX 64
@@ -161,6 +162,9 @@ typedef struct mca_coll_strata_engine_t {
      * whether a thread is turning them (coll_strata_pipeline_nb.c) */
     struct mca_coll_strata_pipeline_call_t *nb_head, *nb_tail;
     int nb_driving;
+    /* the rail's connections on coll/strata's own UCP worker, which the
+     * nonblocking calls' exchanges use (coll_strata_wire_ucp.c), or NULL */
+    struct mca_coll_strata_wire_ucp_t *wire_ucp;
 } mca_coll_strata_engine_t;
 
 /* coll_strata_engine.c: a new communicator's engine (nothing set up yet);
@@ -185,6 +189,14 @@ void mca_coll_strata_engine_finalize(void);
 void mca_coll_strata_progress_set_mode(int mode);
 void mca_coll_strata_progress_early(void);
 void mca_coll_strata_progress_finalize(void);
+/* Whether this process may progress nonblocking calls in a thread (the
+ * setting is not `calls`): what a communicator's set-up agrees on before
+ * it sets up the network transport that thread needs. */
+bool mca_coll_strata_progress_threaded(void);
+/* coll_strata_wire_ucp.c (coll_strata_wire.h): the rail's own transport for
+ * nonblocking calls between nodes, set up in the communicator's set-up
+ * (collective over the engine's rail; false: none, the pml then) */
+bool mca_coll_strata_wire_setup(mca_coll_strata_engine_t *e);
 
 /* Seconds on the monotonic clock (the network measurement, the exchange's
  * patience with a refusing pml). */

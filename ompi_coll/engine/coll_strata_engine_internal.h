@@ -194,7 +194,13 @@ typedef struct mca_coll_strata_xchg_t {
     /* this member's result is wrong (set before start when its input is);
      * the exchange goes on and tells its peers (coll_strata_xchg.c) */
     bool failed;
-    ompi_request_t *reqs[2]; /* receive, send */
+    /* how its messages travel (coll_strata_wire.h); the step's requests
+     * on it, receive then send (the wire's own type; NULL: none in flight);
+     * the wire's state for this exchange */
+    const struct mca_coll_strata_wire_ops_t *wire;
+    void *reqs[2];
+    void *wire_ctx;   /* the engine's connections on the wire */
+    void *wire_state; /* this exchange's (slot's) own */
     char signal[64];         /* what a failed member sends: one element at most */
     /* the step's send the pml refused, to be posted again (as the news of
      * the failure), and since when (CLOCK_MONOTONIC seconds; 0: not refused) */
@@ -207,6 +213,7 @@ typedef struct mca_coll_strata_xchg_t {
     bool post_next;
 } mca_coll_strata_xchg_t;
 
+/* start: x's fields set by the caller (x->wire NULL: the pml) */
 void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x);
 void mca_coll_strata_xchg_progress(mca_coll_strata_xchg_t *x, bool *done);
 

@@ -64,6 +64,9 @@ typedef struct mca_coll_strata_pipeline_t {
      * queued driver tells the node at the end of the call */
     bool shared_failed;
     bool fail_copy_out; /* coll_strata_test_fail=copy_out: every copy-out of this call */
+    /* its exchanges between nodes go on the engine's ucp wire (a
+     * nonblocking call where the rail has one), not the pml */
+    bool on_ucp_wire;
     /* next chunk (0..nchunks) for each stage of this rank */
     uint64_t next_in, next_reduce, next_publish, next_out;
 } mca_coll_strata_pipeline_t;

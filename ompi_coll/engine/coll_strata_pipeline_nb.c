@@ -39,6 +39,8 @@ struct mca_coll_strata_pipeline_call_t {
     size_t *node_parts;
     const char *coll;
     bool done; /* its last chunk is copied out */
+    /* the progress thread may turn it: none of its exchanges enters the pml */
+    bool threadable;
     struct mca_coll_strata_pipeline_call_t *next;
 };
 
@@ -67,9 +69,10 @@ static void mca_coll_strata_pipeline_nb_let_go(mca_coll_strata_engine_t *e)
 }
 
 /* Turn the oldest call (the engine driven by this thread) while it moves;
- * a finished one leaves the queue and the next becomes the oldest.
- * Whether anything moved. */
-static bool mca_coll_strata_pipeline_nb_turns(mca_coll_strata_engine_t *e)
+ * a finished one leaves the queue and the next becomes the oldest.  The
+ * progress thread (`in_thread`) stops at a call it may not turn.  Whether
+ * anything moved. */
+static bool mca_coll_strata_pipeline_nb_turns(mca_coll_strata_engine_t *e, bool in_thread)
 {
     bool any = false;
 
@@ -77,6 +80,9 @@ static bool mca_coll_strata_pipeline_nb_turns(mca_coll_strata_engine_t *e)
         mca_coll_strata_pipeline_call_t *call = e->nb_head;
         bool moved = false;
 
+        if (in_thread && !call->threadable) {
+            break;
+        }
         mca_coll_strata_pipeline_host_turn(&call->p, &moved);
         if (call->p.next_out == call->p.nchunks) {
             call->done = true;
@@ -92,6 +98,21 @@ static bool mca_coll_strata_pipeline_nb_turns(mca_coll_strata_engine_t *e)
         any = true;
     }
     return any;
+}
+
+/* Whether the call's exchanges go on the engine's ucp wire: where the rail
+ * set one up, for elements without gaps (the wire sends bytes, the pml
+ * elements; predefined types are the same on every rank, so every member
+ * decides alike). */
+static bool mca_coll_strata_pipeline_nb_ucp(const mca_coll_strata_pipeline_t *p)
+{
+    size_t size = 0;
+
+    if (NULL == p->e->wire_ucp || NULL == p->dtype) {
+        return false;
+    }
+    ompi_datatype_type_size(p->dtype, &size);
+    return size == (size_t)p->extent;
 }
 
 int mca_coll_strata_pipeline_start(mca_coll_strata_engine_t *e,
@@ -111,6 +132,9 @@ int mca_coll_strata_pipeline_start(mca_coll_strata_engine_t *e,
     call->coll = a->coll;
     mca_coll_strata_pipeline_nb_drive(e);
     mca_coll_strata_pipeline_prepare(e, a, &call->decision, node, &call->p);
+    call->p.on_ucp_wire = mca_coll_strata_pipeline_nb_ucp(&call->p);
+    call->threadable = mca_coll_strata_progress_wanted(e) &&
+                       (1 == e->topo.nnodes || NULL == e->topo.rail_comm || call->p.on_ucp_wire);
     if (NULL != call->p.node_parts) {
         memcpy(call->node_parts, call->p.node_parts, sizeof(size_t) * nparts);
         call->p.node_parts = call->node_parts;
@@ -124,9 +148,9 @@ int mca_coll_strata_pipeline_start(mca_coll_strata_engine_t *e,
         e->nb_tail = call;
     }
     /* what can move at once (this rank's copies in) moves now */
-    (void)mca_coll_strata_pipeline_nb_turns(e);
+    (void)mca_coll_strata_pipeline_nb_turns(e, false);
     mca_coll_strata_pipeline_nb_let_go(e);
-    if (!call->done && mca_coll_strata_progress_wanted(e)) {
+    if (!call->done && call->threadable) {
         mca_coll_strata_progress_watch(e); /* the rest while the caller computes */
     }
     *out = call;
@@ -141,7 +165,7 @@ bool mca_coll_strata_pipeline_advance(mca_coll_strata_pipeline_call_t *call)
         return true;
     }
     if (mca_coll_strata_pipeline_nb_try_drive(e)) {
-        (void)mca_coll_strata_pipeline_nb_turns(e);
+        (void)mca_coll_strata_pipeline_nb_turns(e, false);
         mca_coll_strata_pipeline_nb_let_go(e);
     }
     return __atomic_load_n(&call->done, __ATOMIC_ACQUIRE);
@@ -153,7 +177,8 @@ bool mca_coll_strata_pipeline_nb_progress(mca_coll_strata_engine_t *e)
 
     if (NULL != __atomic_load_n(&e->nb_head, __ATOMIC_ACQUIRE) &&
         mca_coll_strata_pipeline_nb_try_drive(e)) {
-        moved = mca_coll_strata_pipeline_nb_turns(e);
+        /* a call whose exchanges enter the pml is left to MPI calls */
+        moved = mca_coll_strata_pipeline_nb_turns(e, true);
         mca_coll_strata_pipeline_nb_let_go(e);
     }
     return moved;
@@ -175,7 +200,7 @@ void mca_coll_strata_pipeline_drain(mca_coll_strata_engine_t *e)
     }
     mca_coll_strata_pipeline_nb_drive(e);
     while (NULL != e->nb_head) {
-        if (!mca_coll_strata_pipeline_nb_turns(e)) {
+        if (!mca_coll_strata_pipeline_nb_turns(e, false)) {
             /* the pml's progress (this engine skipped: it is driven here) */
             opal_progress();
         }

@@ -8,6 +8,7 @@
  * returns; it never waits for a flag, and it never calls a driver.
  */
 #include "coll_strata_pipeline.h"
+#include "coll_strata_wire.h"
 
 #include <stddef.h>
 
@@ -252,6 +253,10 @@ void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_
         x->op = p->op;
         x->node = p->node;
         x->tag = 1 + slot;
+        x->wire = NULL; /* the pml */
+        if (p->on_ucp_wire) {
+            mca_coll_strata_wire_ucp_bind(p->e, x, slot);
+        }
         x->done = false;
         mca_coll_strata_xchg_start(x);
         break;

@@ -14,17 +14,21 @@
  *   - on a word of its own (a process-private futex) while nothing is
  *     watched: an idle thread costs no CPU.
  * Which calls it may turn: those of communicators within one node, whose
- * steps are copies and reductions in the node's segment.  Between nodes a
- * call's exchange enters the pml, whose locks are off in a process that
- * asked for MPI_THREAD_SINGLE or FUNNELED: those calls progress inside MPI
- * calls only, until the exchange between nodes has a transport of its own
- * (docs/design.md, "Nonblocking collectives on the pipeline").
+ * steps are copies and reductions in the node's segment, and those of
+ * communicators across nodes whose rail has coll/strata's own UCP wire
+ * (coll_strata_wire_ucp.c): their exchanges never enter the pml, whose
+ * locks are off in a process that asked for MPI_THREAD_SINGLE or FUNNELED.
+ * Where there is no such wire, calls between nodes progress inside MPI
+ * calls only (docs/design.md, "Nonblocking collectives on the pipeline").
+ * While such a call waits, the thread sleeps on the doorbell as for any
+ * other, and the wire's watcher wakes it when a message arrives.
  *
  * The watched engines are a list under one mutex, which the thread holds
  * while it turns them (short: a turn never waits) and never while it
  * sleeps; an engine leaves the list before it is released.
  */
 #include "coll_strata_pipeline.h"
+#include "coll_strata_wire.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -100,6 +104,19 @@ static bool mca_coll_strata_progress_pass(mca_coll_strata_engine_t **wait)
     return moved;
 }
 
+/* Whether a watched engine has calls whose exchanges go on the ucp wire
+ * (the lock held). */
+static bool mca_coll_strata_progress_on_wire(void)
+{
+    for (mca_coll_strata_progress_entry_t *w = mca_coll_strata_progress.watched; NULL != w;
+         w = w->next) {
+        if (NULL != w->e->wire_ucp) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void *mca_coll_strata_progress_main(void *arg)
 {
     (void)arg;
@@ -121,6 +138,12 @@ static void *mca_coll_strata_progress_main(void *arg)
             doorbell = &slept->shm.flags[0].doorbell;
             __atomic_add_fetch(&slept->shm.flags[0].sleepers, 1, __ATOMIC_SEQ_CST);
             seen = __atomic_load_n(doorbell, __ATOMIC_SEQ_CST);
+            /* a call on the ucp wire: its messages ring too (the watcher),
+             * armed before the last look */
+            if (mca_coll_strata_progress_on_wire() && !mca_coll_strata_wire_ucp_watch()) {
+                __atomic_sub_fetch(&slept->shm.flags[0].sleepers, 1, __ATOMIC_SEQ_CST);
+                continue;
+            }
             if (mca_coll_strata_progress_pass(&wait) || wait != slept) {
                 /* (the lock is held: slept cannot have been released) */
                 __atomic_sub_fetch(&slept->shm.flags[0].sleepers, 1, __ATOMIC_SEQ_CST);
@@ -191,15 +214,33 @@ static void mca_coll_strata_progress_nudge(void)
     }
 }
 
+void mca_coll_strata_progress_wake(void)
+{
+    pthread_mutex_lock(&mca_coll_strata_progress.lock);
+    if (mca_coll_strata_progress.running) {
+        mca_coll_strata_progress_nudge();
+    }
+    pthread_mutex_unlock(&mca_coll_strata_progress.lock);
+}
+
 void mca_coll_strata_progress_set_mode(int mode)
 {
     mca_coll_strata_progress.mode = mode;
 }
 
+bool mca_coll_strata_progress_threaded(void)
+{
+    return MCA_COLL_STRATA_PROGRESS_CALLS != mca_coll_strata_progress.mode;
+}
+
+/* Within one node; or across nodes with no exchange of this rank's that
+ * enters the pml: a rank on no rail takes no part in them, a rail with the
+ * ucp wire carries them there. */
 bool mca_coll_strata_progress_wanted(const mca_coll_strata_engine_t *e)
 {
-    return MCA_COLL_STRATA_PROGRESS_CALLS != mca_coll_strata_progress.mode && 1 == e->topo.nnodes &&
-           NULL != e->shm.flags;
+    return MCA_COLL_STRATA_PROGRESS_CALLS != mca_coll_strata_progress.mode &&
+           NULL != e->shm.flags &&
+           (1 == e->topo.nnodes || NULL == e->topo.rail_comm || NULL != e->wire_ucp);
 }
 
 void mca_coll_strata_progress_early(void)

@@ -13,6 +13,9 @@
  * every message of a slot is sent and received in schedule order, so the
  * pml's ordering matches them.
  *
+ * The messages travel on the exchange's wire (coll_strata_wire.h: the
+ * pml, or coll/strata's own UCP worker for nonblocking calls).
+ *
  * The vector lives in the node area (host shared memory, or device memory
  * on the GPU path).  A step's message is received into the slot's scratch
  * and folded into the vector by the node area's reduction (on the GPU for
@@ -35,12 +38,12 @@
  * MCA_COLL_STRATA_XCHG_REFUSED_S seconds is given up on, with an error
  * naming the peer, which may then wait forever: nothing is left to tell it.
  */
-#include "coll_strata_engine_internal.h"
+#include "coll_strata_wire.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "ompi/constants.h"
-#include "ompi/mca/pml/pml.h"
 
 
 #define MCA_COLL_STRATA_XCHG_REFUSED_S 30.0
@@ -94,29 +97,28 @@ static void mca_coll_strata_xchg_send(mca_coll_strata_xchg_t *x)
     }
     rc = mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_ISEND)
              ? OMPI_ERR_TEMP_OUT_OF_RESOURCE
-             : MCA_PML_CALL(isend(send_ptr, send_count, x->dtype, s->send_peer, x->tag,
-                                  MCA_PML_BASE_SEND_STANDARD, x->comm, &x->reqs[1]));
+             : x->wire->send(x, send_ptr, send_count, s->send_peer);
     if (OMPI_SUCCESS == rc) {
         x->send_pending = false;
         return;
     }
-    x->reqs[1] = MPI_REQUEST_NULL;
     if (0.0 == x->send_refused_at) {
         x->send_refused_at = mca_coll_strata_now();
     }
     mca_coll_strata_xchg_fail(x);
     if (mca_coll_strata_now() - x->send_refused_at > MCA_COLL_STRATA_XCHG_REFUSED_S) {
         opal_output(0,
-                    "coll:strata: the pml refused a send to rank %d of %s for "
+                    "coll:strata: the %s refused a send to rank %d of %s for "
                     "%.0f s (%d); giving up: that rank may wait for it forever",
-                    s->send_peer, x->comm->c_name, MCA_COLL_STRATA_XCHG_REFUSED_S, rc);
+                    x->wire->name, s->send_peer, x->comm->c_name, MCA_COLL_STRATA_XCHG_REFUSED_S,
+                    rc);
         x->send_pending = false;
     }
 }
 
-/* Post the messages of step x->step.  A receive the pml refuses is left
- * NULL (complete) and the exchange marked failed; a refused send is posted
- * again (mca_coll_strata_xchg_send). */
+/* Post the messages of step x->step.  A receive the wire refuses is left
+ * unposted (complete) and the exchange marked failed; a refused send is
+ * posted again (mca_coll_strata_xchg_send). */
 static void mca_coll_strata_xchg_post(mca_coll_strata_xchg_t *x)
 {
     mca_coll_strata_sched_step_t *s = &x->cur;
@@ -125,16 +127,13 @@ static void mca_coll_strata_xchg_post(mca_coll_strata_xchg_t *x)
 
     mca_coll_strata_sched_step(&x->sched, ompi_comm_rank(x->comm), x->step, s);
     send_count = s->send_count;
-    x->reqs[0] = x->reqs[1] = MPI_REQUEST_NULL;
     if (s->recv_peer >= 0) {
         recv_ptr = (MCA_COLL_STRATA_FOLD_NONE == s->fold) ? mca_coll_strata_xchg_at(x, s->recv_off)
                                                           : x->scratch;
         if (NULL != x->stage_recv) {
             recv_ptr = x->stage_recv;
         }
-        if (OMPI_SUCCESS != MCA_PML_CALL(irecv(recv_ptr, s->recv_count, x->dtype, s->recv_peer,
-                                               x->tag, x->comm, &x->reqs[0]))) {
-            x->reqs[0] = MPI_REQUEST_NULL;
+        if (OMPI_SUCCESS != x->wire->recv(x, recv_ptr, s->recv_count, s->recv_peer)) {
             mca_coll_strata_xchg_fail(x);
         }
     }
@@ -152,29 +151,21 @@ static void mca_coll_strata_xchg_post(mca_coll_strata_xchg_t *x)
     }
 }
 
-/* Both requests of the step are complete: did the peer's message arrive
- * whole?  A request that ended in error is not freed by the test (MPI's
- * rule for MPI_ERR_IN_STATUS): free it here. */
-static void mca_coll_strata_xchg_check(mca_coll_strata_xchg_t *x, int rc,
-                                       const ompi_status_public_t *status)
+/* Both messages of the step are complete: did the peer's message arrive
+ * whole? */
+static void mca_coll_strata_xchg_check(mca_coll_strata_xchg_t *x, int rc, size_t received)
 {
     size_t size;
 
     if (OMPI_SUCCESS != rc) {
-        for (int i = 0; i < 2; ++i) {
-            if (MPI_REQUEST_NULL != x->reqs[i]) {
-                (void)ompi_request_free(&x->reqs[i]);
-            }
-        }
         mca_coll_strata_xchg_fail(x);
         return;
     }
     if (x->cur.recv_peer < 0) {
         return;
     }
-    /* _ucount: the bytes received (what MPI_Get_count reads) */
     ompi_datatype_type_size(x->dtype, &size);
-    if (status->_ucount != x->cur.recv_count * size) {
+    if (received != x->cur.recv_count * size) {
         mca_coll_strata_xchg_fail(x);
     }
 }
@@ -224,7 +215,10 @@ void mca_coll_strata_xchg_start(mca_coll_strata_xchg_t *x)
     x->sched.n = ompi_comm_size(x->comm);
     x->sched.count = x->count;
     x->nsteps = mca_coll_strata_sched_nsteps(&x->sched);
-    x->reqs[0] = x->reqs[1] = MPI_REQUEST_NULL;
+    if (NULL == x->wire) {
+        x->wire = &mca_coll_strata_wire_pml;
+    }
+    x->reqs[0] = x->reqs[1] = NULL;
     x->send_pending = false;
     x->node_busy = false;
     x->post_next = false;
@@ -256,8 +250,8 @@ static bool mca_coll_strata_xchg_node_done(mca_coll_strata_xchg_t *x)
 void mca_coll_strata_xchg_progress(mca_coll_strata_xchg_t *x, bool *done)
 {
     while (mca_coll_strata_xchg_node_done(x) && x->step < x->nsteps) {
-        ompi_status_public_t status[2];
-        int completed = 0, rc;
+        size_t received = 0;
+        int rc = OMPI_SUCCESS;
 
         if (x->post_next) {
             x->post_next = false;
@@ -270,11 +264,10 @@ void mca_coll_strata_xchg_progress(mca_coll_strata_xchg_t *x, bool *done)
                 break;
             }
         }
-        rc = ompi_request_test_all(2, x->reqs, &completed, status);
-        if (!completed && OMPI_SUCCESS == rc) {
+        if (!x->wire->test(x, &rc, &received)) {
             break;
         }
-        mca_coll_strata_xchg_check(x, rc, &status[0]);
+        mca_coll_strata_xchg_check(x, rc, received);
         mca_coll_strata_xchg_finish_step(x);
         /* the next step's receive may land where the fold reads: after it */
         x->post_next = x->step < x->nsteps;

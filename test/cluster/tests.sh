@@ -75,6 +75,67 @@ cluster_reductions() {
     done
 }
 
+# cluster_map PLACEMENT: the mpirun placement arguments (cluster_allreduce's
+# names, and 2+1+1+1+1: five nodes)
+cluster_map() {
+    case "$1" in
+    2x2) echo -np 4 --map-by ppr:2:node ;;
+    4x2) echo -np 8 --map-by ppr:2:node ;;
+    3+1) echo -np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1" ;;
+    2+2+1) echo -np 5 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:2,$STRATA_CLUSTER-n3:1" ;;
+    bynode) echo -np 4 --map-by node ;;
+    esac
+}
+
+# Nonblocking reductions across nodes at PLACEMENT (issue 43): every op and
+# type of test_allreduce_ops --nonblocking for COLL on MPI_COMM_WORLD, each
+# rank checking its part against its own reference; verbosity 20 must show
+# the pipeline with an exchange between nodes, and verbosity 10 that every
+# rail set up coll/strata's own UCP wire (which those exchanges use).
+cluster_ireductions() {
+    local coll=$1 placement=$2 out="$STRATA_TEST_TMP/out" name rc; shift 2
+    case "$coll" in
+    allreduce) name=iallreduce ;;
+    reduce) name=MPI_Ireduce ;;
+    reduce_scatter_block) name=MPI_Ireduce_scatter_block ;;
+    esac
+    # shellcheck disable=SC2046  # the placement's words
+    strata_mpirun_cluster $(cluster_map "$placement") $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        "$T/mpi/test_allreduce_ops" --quiet --nonblocking --only-comm world --max-bytes 256K --coll "$coll" "$@" \
+        >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    grep -o "coll:strata: strata rail of [^:]*: UCP wire set up\|coll:strata: .*no UCP wire.*" "$out" | sort | uniq -c
+    grep "coll:strata: $name MPI_COMM_WORLD" "$out" |
+        grep -o "[a-z]*, [0-9]* slice(s), inter-node [a-z_]*\|module below strata ([^)]*)" | sort | uniq -c
+    [ $rc -eq 0 ] || return 1
+    grep -q "coll:strata: $name MPI_COMM_WORLD .*inter-node \(ring\|ring_rs\|doubling\|halving_doubling\)," "$out" ||
+        { echo "no $name ran strata's pipeline across nodes"; return 1; }
+    grep -q "coll:strata: strata rail of MPI_COMM_WORLD: UCP wire set up" "$out" ||
+        { echo "MPI_COMM_WORLD's rails set up no UCP wire"; return 1; }
+}
+
+# An MPI_Iallreduce across nodes at PLACEMENT whose ranks then compute
+# without calling MPI (test_icoll_progress.c): with coll_strata_progress
+# MODE the result must land meanwhile (EXPECT thread: the progress thread
+# turns the call, its exchanges on the UCP wire) or must not (EXPECT calls:
+# no wire is set up, the call waits for MPI to be called).
+cluster_icoll_progress() {
+    local placement=$1 mode=$2 expect=$3 out="$STRATA_TEST_TMP/out" rc; shift 3
+    # shellcheck disable=SC2046
+    strata_mpirun_cluster $(cluster_map "$placement") $(strata_coll_mca strata) --mca coll_strata_progress "$mode" \
+        --mca coll_strata_verbose 10 "$T/mpi/test_icoll_progress" --expect "$expect" "$@" >"$out" 2>&1
+    rc=$?; grep -v "coll:strata" "$out"
+    grep -o "coll:strata: strata rail of [^:]*: UCP wire set up\|coll:strata: progress thread started.*" "$out" |
+        sort | uniq -c
+    [ $rc -eq 0 ] && grep -q "test_icoll_progress: OK ($expect" "$out" || return 1
+    if [ "$expect" = thread ]; then
+        grep -q "coll:strata: strata rail of MPI_COMM_WORLD: UCP wire set up" "$out" ||
+            { echo "no UCP wire: the thread could not have turned the exchange"; return 1; }
+    else
+        ! grep -q "UCP wire set up" "$out" || { echo "a UCP wire with coll_strata_progress=calls"; return 1; }
+    fi
+}
+
 # MPI_Bcast and MPI_Allgather on strata's pipeline across nodes at PLACEMENT
 # (2+2+1: uneven; bynode: ranks dealt round the nodes, so node order is not
 # rank order; 2+1+1+1+1: five nodes), each bcast schedule forced in turn
@@ -703,6 +764,12 @@ else
     strata_test cluster_copy_colls_bynode 300 cluster_job 2 "" cluster_copy_colls bynode
     strata_test cluster_copy_colls_2+1+1+1+1 300 cluster_job 5 "" cluster_copy_colls 2+1+1+1+1 --only-comm world
     strata_test cluster_allgather_inter_fault_2x2 300 cluster_job 2 "" cluster_allgather_inter_fault
+    # nonblocking calls across nodes: values, the UCP wire, progress without MPI calls
+    strata_test cluster_iallreduce_ops_2+2+1 300 cluster_job 3 "" cluster_ireductions allreduce 2+2+1 --max-bytes 64K
+    strata_test cluster_ireduce_scatter_block_ops_bynode 300 cluster_job 2 "" cluster_ireductions reduce_scatter_block bynode
+    strata_test cluster_icoll_progress_2x2_sleep 180 cluster_job 2 "" cluster_icoll_progress 2x2 auto thread
+    strata_test cluster_icoll_progress_3+1_busy 180 cluster_job 2 "" cluster_icoll_progress 3+1 thread thread --compute busy
+    strata_test cluster_icoll_progress_2x2_calls 180 cluster_job 2 "" cluster_icoll_progress 2x2 calls calls
     strata_test cluster_allreduce_inter_2x2 400 cluster_job 2 "" cluster_allreduce_inter 2x2
     strata_test cluster_allreduce_inter_2+2+1 400 cluster_job 3 "" cluster_allreduce_inter 2+2+1
     strata_test cluster_allreduce_inter_4x2 600 cluster_job 4 "" cluster_allreduce_inter 4x2
