@@ -10,8 +10,10 @@
  *   coll_strata_sched.h     the schedules between nodes (ring, recursive
  *                           doubling, halving-doubling, their halves, the
  *                           bcast trees): member r's step i
+ *   coll_strata_codec.h     the wire formats of compression between nodes
+ *                           (bf16, fp16, fp8 with per-block scales)
  * This header is the room's interface: the other rooms include it, not the
- * two above.
+ * three above.
  *
  * May include: the C library only; nothing of Open MPI and no other room.
  */
@@ -20,5 +22,6 @@
 
 #include "coll_strata_decision.h"
 #include "coll_strata_sched.h"
+#include "coll_strata_codec.h"
 
 #endif /* MCA_COLL_STRATA_LOGIC_H */

@@ -52,6 +52,13 @@ unit_coll_sched() {
     "$STRATA_BUILDDIR/test/unit/test_sched"
 }
 
+# The wire formats of compression between nodes (bf16, fp16, fp8 with
+# per-block scales): rounding against a table of every value of each
+# format, blocks through pack and unpack, specials, limits (test_codec.c).
+unit_codec() {
+    "$STRATA_BUILDDIR/test/unit/test_codec" && "$STRATA_BUILDDIR/test/unit/test_codec" --seed 7
+}
+
 # The scale simulator against closed forms: zero network costs give the node
 # phases, alpha-only costs the cost model's formula (test/sim/strata_sim.c).
 unit_sim_self_check() {
@@ -65,6 +72,7 @@ unit_gpu_ipc_cache() {
 strata_test unit_settings_page 120 unit_settings_page
 strata_test unit_coll_decision 60 unit_coll_decision
 strata_test unit_coll_sched 120 unit_coll_sched
+strata_test unit_codec 60 unit_codec
 strata_test unit_sim_self_check 60 unit_sim_self_check
 # Built with the UCX module only (it compiles ucx_tl/gpu_ipc against UCX's
 # headers): a build without UCX, e.g. where UCX's source is not at hand, has
