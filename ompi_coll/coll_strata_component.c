@@ -339,6 +339,39 @@ static void mca_coll_strata_register_device(void)
         &mca_coll_strata_component.settings.reduce_min);
 }
 
+/* coll_strata_compress's values (logic/coll_strata_codec.h) */
+static const mca_coll_strata_name_t mca_coll_strata_compress_table[] = {
+    {MCA_COLL_STRATA_CODEC_NONE, "none"},
+    {MCA_COLL_STRATA_CODEC_BF16, "bf16"},
+    {MCA_COLL_STRATA_CODEC_FP16, "fp16"},
+    {MCA_COLL_STRATA_CODEC_FP8, "fp8"},
+    {0, NULL},
+};
+
+/* Compression between nodes (colls/coll_strata_reduction.c chooses it per
+ * call; the exchange packs and widens: engine/coll_strata_xchg.c). */
+static void mca_coll_strata_register_compress(void)
+{
+    mca_coll_strata_component.settings.compress = MCA_COLL_STRATA_CODEC_NONE;
+    mca_coll_strata_register_enum(
+        "compress",
+        "The format float and double sums cross the network in between nodes, on "
+        "communicators without the info key strata_compress (which overrides it per "
+        "communicator): none (exact, the default), bf16 (bfloat16), fp16 (IEEE half after a "
+        "power-of-two scale per block of 128), fp8 (E4M3 after the same scale). Inside a node "
+        "every reduction stays exact; every rank gets the same result. For MPI_Allreduce, "
+        "MPI_Reduce, MPI_Reduce_scatter(_block) and their nonblocking forms with MPI_SUM on "
+        "contiguous MPI_FLOAT or MPI_DOUBLE on host buffers (and staged device ones); every "
+        "other call stays exact",
+        mca_coll_strata_compress_table, -1, &mca_coll_strata_component.settings.compress);
+    mca_coll_strata_component.settings.compress_min = 65536;
+    mca_coll_strata_register_size(
+        "compress_min",
+        "Bytes of a call's vector from which compression between nodes applies (smaller "
+        "calls are bound by latency, not bytes: they stay exact)",
+        &mca_coll_strata_component.settings.compress_min);
+}
+
 /* MPI_Bcast and MPI_Allgather on the pipeline (colls/coll_strata_copies.c). */
 static void mca_coll_strata_register_copies(void)
 {
@@ -415,6 +448,7 @@ static int mca_coll_strata_component_register(void)
     mca_coll_strata_register_stage();
     mca_coll_strata_register_device();
     mca_coll_strata_register_copies();
+    mca_coll_strata_register_compress();
 
     mca_coll_strata_component.test_fail = "";
     (void)mca_base_component_var_register(

@@ -129,10 +129,40 @@ int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_thr
                                 comm->c_name); \
     }
 
+/*
+ * The info key strata_compress (compression between nodes on this
+ * communicator: none, bf16, fp16, fp8).  Open MPI keeps a key that
+ * MPI_Comm_set_info gives only where a component subscribed to it: then
+ * MPI_Comm_get_info returns it as set, and colls/ reads it at each call
+ * that could compress (coll_strata_reduction.c).  An unknown value is
+ * reported here, by the communicator's rank 0, once per setting, and kept;
+ * its calls stay exact.  No
+ * value (""): the key stays unset, coll_strata_compress applies.
+ */
+static mca_coll_strata_info_str_t mca_coll_strata_module_compress_info(opal_infosubscriber_t *obj,
+                                                                       mca_coll_strata_info_str_t key,
+                                                                       mca_coll_strata_info_str_t value)
+{
+    mca_coll_strata_codec_t codec;
+
+    if (NULL == value || '\0' == value[0]) {
+        return NULL;
+    }
+    if (!mca_coll_strata_codec_parse(value, &codec) &&
+        0 == ompi_comm_rank((struct ompi_communicator_t *)obj)) {
+        opal_output(0,
+                    "coll:strata: warning: %s: info key %s=\"%s\" is not none, bf16, fp16 or "
+                    "fp8: its calls stay exact",
+                    ((struct ompi_communicator_t *)obj)->c_name, key, value);
+    }
+    return value;
+}
+
 static int mca_coll_strata_module_enable(mca_coll_base_module_t *base,
                                          struct ompi_communicator_t *comm)
 {
     mca_coll_strata_module_t *module = (mca_coll_strata_module_t *)base;
+    static char compress_key[] = MCA_COLL_STRATA_INFO_COMPRESS, unset[] = "";
 
     MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_SAVE)
     /* set-up and pieces agree through the first two; set-up hands the
@@ -145,6 +175,8 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *base,
                                 comm->c_name);
         return OMPI_ERROR;
     }
+    (void)opal_infosubscribe_subscribe(&comm->super, compress_key, unset,
+                                       mca_coll_strata_module_compress_info);
     return OMPI_SUCCESS;
 }
 

@@ -36,6 +36,41 @@
 #include "opal/threads/mutex.h"
 #endif
 
+/* Info objects: a key's value (a string object of its own in 5.0), and the
+ * callbacks of info subscriptions (const strings in 5.0). */
+#include "opal/util/info.h"
+#include "opal/util/info_subscriber.h"
+
+#if MCA_STRATA_OMPI_5
+typedef const char *mca_coll_strata_info_str_t;
+#else
+typedef char *mca_coll_strata_info_str_t;
+#endif
+
+/* `key`'s value in `info` into buf (len bytes, terminated, cut short if
+ * longer); false where the key is not set. */
+static inline bool mca_coll_strata_info_get(opal_info_t *info, const char *key, char *buf,
+                                            size_t len)
+{
+    int flag = 0;
+#if MCA_STRATA_OMPI_5
+    opal_cstring_t *value = NULL;
+
+    if (NULL == info || OPAL_SUCCESS != opal_info_get(info, key, &value, &flag) || !flag) {
+        return false;
+    }
+    snprintf(buf, len, "%s", value->string);
+    OBJ_RELEASE(value);
+    return true;
+#else
+    if (NULL == info || OPAL_SUCCESS != opal_info_get(info, key, (int)len - 1, buf, &flag)) {
+        return false;
+    }
+    buf[len - 1] = '\0';
+    return 0 != flag;
+#endif
+}
+
 /* The version of the coll component structure (ompi/mca/coll/coll.h). */
 #if MCA_STRATA_OMPI_5
 #define MCA_COLL_STRATA_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0

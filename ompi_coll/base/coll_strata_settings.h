@@ -55,6 +55,11 @@ typedef struct mca_coll_strata_settings_t {
     size_t bcast_min;
     int allgather_algorithm;
     size_t allgather_min;
+    /* compression between nodes on communicators without the info key
+     * strata_compress (MCA_COLL_STRATA_CODEC_*), and the bytes from which
+     * it applies */
+    int compress;
+    size_t compress_min;
 } mca_coll_strata_settings_t;
 
 /* Bytes of one chunk of the native device path: device_segment_size

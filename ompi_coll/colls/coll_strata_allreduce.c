@@ -38,9 +38,10 @@ int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void 
                                    int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                    struct ompi_communicator_t *comm, const char *kinds)
 {
-    mca_coll_strata_decision_t scratch;
+    mca_coll_strata_decision_t scratch, compressed;
     const mca_coll_strata_decision_t *decision;
     const char *why = NULL;
+    char note[48];
 
     /* the host path: staging, if any, happened around it */
     decision = mca_coll_strata_reduction_host_decision(module, count, dtype, op, comm, &scratch,
@@ -49,13 +50,22 @@ int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void 
         return mca_coll_strata_allreduce_fallback(module, sbuf, rbuf, count, dtype, op, comm, kinds,
                                                   (NULL == decision) ? why : decision->reason);
     }
+    /* the cached decision says how, this call's communicator what format
+     * crosses between nodes */
+    compressed = *decision;
+    compressed.codec = mca_coll_strata_reduction_codec(module, comm, (size_t)count, dtype, op,
+                                                       decision);
+    if (MCA_COLL_STRATA_CODEC_NONE != compressed.codec) {
+        decision = &compressed;
+    }
 
     MCA_COLL_STRATA_VERBOSE(20,
                             "allreduce %s count=%d %s %s %s: %s, %d slice(s), inter-node %s, "
-                            "%d node(s) (%s)",
+                            "%d node(s)%s (%s)",
                             comm->c_name, count, dtype->name, mca_coll_strata_op_name(op), kinds,
                             mca_coll_strata_alg_name(decision->algorithm), decision->nslices,
                             mca_coll_strata_inter_name(decision->inter), module->engine.topo.nnodes,
+                            mca_coll_strata_reduction_codec_note(decision, note, sizeof(note)),
                             decision->reason);
     return mca_coll_strata_pipeline_allreduce(&module->engine, sbuf, rbuf, (size_t)count, dtype, op,
                                               decision, &module->engine.node_host);

@@ -11,6 +11,7 @@
  * where its part of the result goes (coll_strata_allreduce.c,
  * coll_strata_reductions.c); both call this one, never each other.
  */
+#include "../base/coll_strata_ompi.h"
 #include "../comm/coll_strata_module.h"
 #include "coll_strata_colls_internal.h"
 #include "../staging/coll_strata_stage.h"
@@ -125,6 +126,51 @@ const char *mca_coll_strata_reduction_inter_name(const mca_coll_strata_module_t 
                : mca_coll_strata_inter_name(d->inter);
 }
 
+/*
+ * The format this host-path call's exchange between nodes sends in: the
+ * communicator's info key strata_compress where set, else
+ * coll_strata_compress, for a sum of MPI_FLOAT or MPI_DOUBLE of at least
+ * coll_strata_compress_min bytes whose exchange is one of strata's own
+ * (ring, doubling, halving-doubling; the rail's own allreduce cannot
+ * compress); everything else exact.  Every input is the same on every rank
+ * (the key is set by the collective MPI_Comm_set_info), so every rank
+ * chooses alike.
+ */
+mca_coll_strata_codec_t mca_coll_strata_reduction_codec(const mca_coll_strata_module_t *module,
+                                                        struct ompi_communicator_t *comm,
+                                                        size_t count, struct ompi_datatype_t *dtype,
+                                                        struct ompi_op_t *op,
+                                                        const mca_coll_strata_decision_t *d)
+{
+    mca_coll_strata_codec_t codec = (mca_coll_strata_codec_t)module->settings.compress;
+    char value[32];
+
+    if (module->engine.topo.nnodes < 2 || MPI_SUM != op || (MPI_FLOAT != dtype && MPI_DOUBLE != dtype) ||
+        (MCA_COLL_STRATA_INTER_RING != d->inter && MCA_COLL_STRATA_INTER_RD != d->inter &&
+         MCA_COLL_STRATA_INTER_RHD != d->inter)) {
+        return MCA_COLL_STRATA_CODEC_NONE;
+    }
+    if (count * (size_t)(MPI_FLOAT == dtype ? 4 : 8) < module->settings.compress_min) {
+        return MCA_COLL_STRATA_CODEC_NONE;
+    }
+    if (mca_coll_strata_info_get(comm->super.s_info, MCA_COLL_STRATA_INFO_COMPRESS, value,
+                                 sizeof(value)) &&
+        !mca_coll_strata_codec_parse(value, &codec)) {
+        return MCA_COLL_STRATA_CODEC_NONE; /* said when it was set */
+    }
+    return codec;
+}
+
+const char *mca_coll_strata_reduction_codec_note(const mca_coll_strata_decision_t *d, char *buf,
+                                                 size_t len)
+{
+    if (MCA_COLL_STRATA_CODEC_NONE == d->codec) {
+        return "";
+    }
+    snprintf(buf, len, ", compressed %s between nodes", mca_coll_strata_codec_name(d->codec));
+    return buf;
+}
+
 int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
                                    struct ompi_communicator_t *comm,
                                    const mca_coll_strata_pipeline_args_t *a, bool *ran)
@@ -132,6 +178,7 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
     mca_coll_strata_decision_t scratch, d;
     const mca_coll_strata_decision_t *decision = NULL;
     const char *why = "more than INT_MAX elements";
+    char note[48];
 
     *ran = false;
     if (a->count <= (size_t)INT_MAX) {
@@ -149,13 +196,16 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
         d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
         d.nslices = 1;
     }
+    d.codec = mca_coll_strata_reduction_codec(module, comm, a->count, a->dtype, a->op, &d);
     MCA_COLL_STRATA_VERBOSE(20,
                             "%s %s count=%zu %s %s: %s, %d slice(s), inter-node %s, %d node(s), "
-                            "this rank's part %zu element(s) (%s)",
+                            "this rank's part %zu element(s)%s (%s)",
                             a->coll, comm->c_name, a->count, a->dtype->name,
                             mca_coll_strata_op_name(a->op), mca_coll_strata_alg_name(d.algorithm),
                             d.nslices, mca_coll_strata_reduction_inter_name(module, a, &d),
-                            module->engine.topo.nnodes, a->out_hi - a->out_lo, d.reason);
+                            module->engine.topo.nnodes, a->out_hi - a->out_lo,
+                            mca_coll_strata_reduction_codec_note(&d, note, sizeof(note)),
+                            d.reason);
     *ran = true;
     return mca_coll_strata_pipeline_run(&module->engine, a, &d, &module->engine.node_host);
 }
@@ -207,6 +257,7 @@ int mca_coll_strata_reduction_istart(mca_coll_strata_module_t *module,
     mca_coll_strata_decision_t scratch, d;
     const mca_coll_strata_decision_t *decision = NULL;
     const char *why = "more than INT_MAX elements";
+    char note[48];
 
     *ran = false;
     if (!mca_coll_strata_nonblocking_ready(module)) {
@@ -239,15 +290,18 @@ int mca_coll_strata_reduction_istart(mca_coll_strata_module_t *module,
         d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
         d.nslices = 1;
     }
+    d.codec = mca_coll_strata_reduction_codec(module, comm, a->count, a->dtype, a->op, &d);
     MCA_COLL_STRATA_VERBOSE(20,
                             "%s %s count=%zu %s %s %s: %s, %d slice(s), inter-node %s, "
-                            "%d node(s), this rank's part %zu element(s) (%s)",
+                            "%d node(s), this rank's part %zu element(s)%s (%s)",
                             name, comm->c_name, a->count, a->dtype->name,
                             mca_coll_strata_op_name(a->op),
                             (NULL != st) ? mca_coll_strata_bufs_kinds(&st->bufs) : "host->host",
                             mca_coll_strata_alg_name(d.algorithm), d.nslices,
                             mca_coll_strata_reduction_inter_name(module, a, &d),
-                            module->engine.topo.nnodes, a->out_hi - a->out_lo, d.reason);
+                            module->engine.topo.nnodes, a->out_hi - a->out_lo,
+                            mca_coll_strata_reduction_codec_note(&d, note, sizeof(note)),
+                            d.reason);
     *ran = true;
     return mca_coll_strata_pipeline_istart(module, comm, st, a, &d, NULL, NULL, request);
 }

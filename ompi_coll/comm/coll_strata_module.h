@@ -115,6 +115,10 @@ typedef struct mca_coll_strata_bounce_cache_t {
     int ordinal; /* device whose context allocated it */
 } mca_coll_strata_bounce_cache_t;
 
+/* The info key that chooses a communicator's compression between nodes
+ * (coll_strata_compress's values; coll_strata_module.c subscribes to it). */
+#define MCA_COLL_STRATA_INFO_COMPRESS "strata_compress"
+
 /*
  * The allreduce decisions of the last few host calls, per (count, datatype,
  * op): what a code's loop of dot products and norms asks again and again
@@ -126,6 +130,7 @@ typedef struct mca_coll_strata_bounce_cache_t {
  * one communicator are ordered by MPI, so no lock.  Direct-mapped by count.
  */
 #define MCA_COLL_STRATA_AR_CACHE_SIZE 4
+
 typedef struct mca_coll_strata_ar_cached_t {
     int count; /* 0: empty (a count of 0 never reaches a decision) */
     struct ompi_datatype_t *dtype;

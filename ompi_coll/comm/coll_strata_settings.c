@@ -72,6 +72,8 @@ static const mca_coll_strata_setting_t mca_coll_strata_settings_table[] = {
     MCA_COLL_STRATA_SETTING("bcast_min", SIZE, bcast_min),
     MCA_COLL_STRATA_SETTING("allgather_algorithm", INT, allgather_algorithm),
     MCA_COLL_STRATA_SETTING("allgather_min", SIZE, allgather_min),
+    MCA_COLL_STRATA_SETTING("compress", INT, compress),
+    MCA_COLL_STRATA_SETTING("compress_min", SIZE, compress_min),
 };
 
 #define MCA_COLL_STRATA_NSETTINGS \

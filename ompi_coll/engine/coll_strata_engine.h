@@ -97,6 +97,9 @@ typedef struct mca_coll_strata_node_t {
     char *inter_recv;
     char *inter_stage;
     size_t inter_slot_bytes;
+    /* per slot, where a compressed exchange packs the block it sends
+     * (host areas with a rail; NULL: this area does not compress) */
+    char *inter_packed;
 } mca_coll_strata_node_t;
 
 typedef struct mca_coll_strata_node_device_t mca_coll_strata_node_device_t;

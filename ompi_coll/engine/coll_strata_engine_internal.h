@@ -187,6 +187,13 @@ typedef struct mca_coll_strata_xchg_t {
      * the node area's memory; NULL: sent and received in place */
     char *stage_send;
     char *stage_recv;
+    /* compression between nodes (coll_strata_codec.h; NONE: exact): each
+     * block sent is packed into `packed`, each received one arrives packed
+     * in `scratch` and is widened into the vector; the sender keeps the
+     * rounded values it sent (so every node ends with the same result) */
+    mca_coll_strata_codec_t codec;
+    char *packed;
+    bool packed_ready; /* this step's block is packed (a refused send is posted again) */
     int tag;
     int step, nsteps;
     mca_coll_strata_sched_step_t cur; /* the step in flight */

@@ -286,10 +286,13 @@ int mca_coll_strata_pipeline_setup(mca_coll_strata_engine_t *e, const mca_coll_s
     /* An exchange receives at most one chunk: one slot's bytes per chunk in
      * flight. */
     if (NULL != e->topo.rail_comm) {
+        /* and where a compressed exchange packs what it sends: never more
+         * than the elements (coll_strata_codec.h) */
         e->node_host.inter_recv = malloc(slot_bytes * (size_t)nslots);
-        if (NULL == e->node_host.inter_recv) {
+        e->node_host.inter_packed = malloc(slot_bytes * (size_t)nslots);
+        if (NULL == e->node_host.inter_recv || NULL == e->node_host.inter_packed) {
             snprintf(why, why_len, "cannot allocate %zu bytes of exchange scratch",
-                     slot_bytes * (size_t)nslots);
+                     2 * slot_bytes * (size_t)nslots);
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
     }
@@ -301,6 +304,8 @@ void mca_coll_strata_pipeline_release(mca_coll_strata_engine_t *e)
     mca_coll_strata_shm_detach(&e->shm);
     free(e->node_host.inter_recv);
     e->node_host.inter_recv = NULL;
+    free(e->node_host.inter_packed);
+    e->node_host.inter_packed = NULL;
     /* as many as pipeline_setup made */
     for (int i = 0; NULL != e->xchgs && i < e->nxchgs; ++i) {
         free(e->xchgs[i].bounds);

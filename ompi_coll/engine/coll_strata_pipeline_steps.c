@@ -252,6 +252,13 @@ void mca_coll_strata_pipeline_inter_start(mca_coll_strata_pipeline_t *p, uint64_
         x->dtype = p->dtype;
         x->op = p->op;
         x->node = p->node;
+        /* the call's format between nodes, where this area can pack (host
+         * memory: every member of the call is on the host area alike) */
+        x->codec = MCA_COLL_STRATA_CODEC_NONE;
+        if (MCA_COLL_STRATA_CODEC_NONE != p->decision->codec && NULL != p->node->inter_packed) {
+            x->codec = p->decision->codec;
+            x->packed = p->node->inter_packed + (size_t)slot * p->node->inter_slot_bytes;
+        }
         x->tag = 1 + slot;
         x->wire = NULL; /* the pml */
         if (p->on_ucp_wire) {

@@ -24,15 +24,19 @@
 
 typedef struct mca_coll_strata_wire_ops_t {
     const char *name;
-    /* Post the step's receive (up to `count` elements of x->dtype from rail
+    /* Post the step's receive (up to `count` elements of `dtype` from rail
      * rank `peer`, into `buf`) or its send; an error status means refused,
-     * nothing posted. */
-    int (*recv)(mca_coll_strata_xchg_t *x, void *buf, size_t count, int peer);
-    int (*send)(mca_coll_strata_xchg_t *x, const void *buf, size_t count, int peer);
+     * nothing posted.  `dtype`: the exchange's, or MPI_BYTE for packed
+     * (compressed) blocks. */
+    int (*recv)(mca_coll_strata_xchg_t *x, void *buf, size_t count,
+                struct ompi_datatype_t *dtype, int peer);
+    int (*send)(mca_coll_strata_xchg_t *x, const void *buf, size_t count,
+                struct ompi_datatype_t *dtype, int peer);
     /* Whether both of the step's messages are complete (a posted one not
      * yet: false).  Then every request is freed, *rc is the first error of
-     * either and *received the bytes the receive took (SIZE_MAX: more
-     * came than it had room for, the news of a failure). */
+     * either and *received the bytes the receive took, counted as the
+     * receive's datatype counts them (SIZE_MAX: more came than it had room
+     * for, the news of a failure). */
     bool (*test)(mca_coll_strata_xchg_t *x, int *rc, size_t *received);
 } mca_coll_strata_wire_ops_t;
 

@@ -13,20 +13,20 @@
 #include "ompi/mca/pml/pml.h"
 
 static int mca_coll_strata_wire_pml_recv(mca_coll_strata_xchg_t *x, void *buf, size_t count,
-                                         int peer)
+                                         struct ompi_datatype_t *dtype, int peer)
 {
     ompi_request_t *req = MPI_REQUEST_NULL;
-    int rc = MCA_PML_CALL(irecv(buf, count, x->dtype, peer, x->tag, x->comm, &req));
+    int rc = MCA_PML_CALL(irecv(buf, count, dtype, peer, x->tag, x->comm, &req));
 
     x->reqs[0] = (OMPI_SUCCESS == rc) ? req : NULL;
     return rc;
 }
 
 static int mca_coll_strata_wire_pml_send(mca_coll_strata_xchg_t *x, const void *buf,
-                                         size_t count, int peer)
+                                         size_t count, struct ompi_datatype_t *dtype, int peer)
 {
     ompi_request_t *req = MPI_REQUEST_NULL;
-    int rc = MCA_PML_CALL(isend((void *)buf, count, x->dtype, peer, x->tag,
+    int rc = MCA_PML_CALL(isend((void *)buf, count, dtype, peer, x->tag,
                                 MCA_PML_BASE_SEND_STANDARD, x->comm, &req));
 
     x->reqs[1] = (OMPI_SUCCESS == rc) ? req : NULL;

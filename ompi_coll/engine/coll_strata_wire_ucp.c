@@ -59,6 +59,7 @@
 typedef struct mca_coll_strata_wire_ucp_xs_t {
     ucp_tag_recv_info_t info;
     int recv_peer;
+    struct ompi_datatype_t *recv_dtype;
     bool recv_posted;               /* a receive of this step was posted */
     ucs_status_t recv_status;       /* once complete */
     ucs_status_t send_status;       /* once complete (UCS_OK before) */
@@ -364,13 +365,16 @@ static mca_coll_strata_wire_ucp_xs_t *mca_coll_strata_wire_ucp_xs(mca_coll_strat
     return (mca_coll_strata_wire_ucp_xs_t *)x->wire_state;
 }
 
-static size_t mca_coll_strata_wire_ucp_bytes(const mca_coll_strata_xchg_t *x, size_t count)
+static size_t mca_coll_strata_wire_ucp_bytes(struct ompi_datatype_t *dtype, size_t count)
 {
-    return count * (size_t)x->extent;
+    ptrdiff_t extent;
+
+    ompi_datatype_type_extent(dtype, &extent);
+    return count * (size_t)extent;
 }
 
 static int mca_coll_strata_wire_ucp_recv(mca_coll_strata_xchg_t *x, void *buf, size_t count,
-                                         int peer)
+                                         struct ompi_datatype_t *dtype, int peer)
 {
     struct mca_coll_strata_wire_ucp_t *w = x->wire_ctx;
     mca_coll_strata_wire_ucp_xs_t *xs = mca_coll_strata_wire_ucp_xs(x);
@@ -383,7 +387,7 @@ static int mca_coll_strata_wire_ucp_recv(mca_coll_strata_xchg_t *x, void *buf, s
     prm.recv_info.tag_info = &xs->info;
     xs->info.length = 0;
     pthread_mutex_lock(&W.lock);
-    sp = ucp_tag_recv_nbx(W.worker, buf, mca_coll_strata_wire_ucp_bytes(x, count),
+    sp = ucp_tag_recv_nbx(W.worker, buf, mca_coll_strata_wire_ucp_bytes(dtype, count),
                           mca_coll_strata_wire_ucp_tag(w, peer, x->tag), UINT64_MAX, &prm);
     pthread_mutex_unlock(&W.lock);
     if (UCS_PTR_IS_ERR(sp)) {
@@ -392,13 +396,14 @@ static int mca_coll_strata_wire_ucp_recv(mca_coll_strata_xchg_t *x, void *buf, s
     }
     xs->recv_posted = true;
     xs->recv_peer = peer;
+    xs->recv_dtype = dtype;
     xs->recv_status = UCS_PTR_IS_PTR(sp) ? UCS_INPROGRESS : UCS_OK;
     x->reqs[0] = UCS_PTR_IS_PTR(sp) ? sp : NULL;
     return OMPI_SUCCESS;
 }
 
 static int mca_coll_strata_wire_ucp_send(mca_coll_strata_xchg_t *x, const void *buf,
-                                         size_t count, int peer)
+                                         size_t count, struct ompi_datatype_t *dtype, int peer)
 {
     struct mca_coll_strata_wire_ucp_t *w = x->wire_ctx;
     mca_coll_strata_wire_ucp_xs_t *xs = mca_coll_strata_wire_ucp_xs(x);
@@ -412,7 +417,7 @@ static int mca_coll_strata_wire_ucp_send(mca_coll_strata_xchg_t *x, const void *
         return OMPI_SUCCESS;
     }
     pthread_mutex_lock(&W.lock);
-    sp = ucp_tag_send_nbx(w->eps[peer], buf, mca_coll_strata_wire_ucp_bytes(x, count),
+    sp = ucp_tag_send_nbx(w->eps[peer], buf, mca_coll_strata_wire_ucp_bytes(dtype, count),
                           mca_coll_strata_wire_ucp_tag(w, w->me, x->tag), &prm);
     pthread_mutex_unlock(&W.lock);
     if (UCS_PTR_IS_ERR(sp)) {
@@ -480,12 +485,14 @@ static bool mca_coll_strata_wire_ucp_test(mca_coll_strata_xchg_t *x, int *rc, si
         } else if (UCS_OK != xs->recv_status) {
             *rc = OMPI_ERROR;
         } else {
-            /* bytes in the exchange's elements, as the pml counts them */
+            /* bytes in the receive's elements, as the pml counts them */
             size_t size;
+            ptrdiff_t extent;
 
-            ompi_datatype_type_size(x->dtype, &size);
-            *received = (0 == xs->info.length % (size_t)x->extent)
-                            ? xs->info.length / (size_t)x->extent * size
+            ompi_datatype_type_size(xs->recv_dtype, &size);
+            ompi_datatype_type_extent(xs->recv_dtype, &extent);
+            *received = (0 == xs->info.length % (size_t)extent)
+                            ? xs->info.length / (size_t)extent * size
                             : SIZE_MAX;
         }
     }

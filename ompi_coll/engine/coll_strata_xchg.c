@@ -79,6 +79,50 @@ static char *mca_coll_strata_xchg_at(const mca_coll_strata_xchg_t *x, size_t off
     return x->buf + off * (size_t)x->extent;
 }
 
+/* The codec's element type for the exchange's datatype (compression runs
+ * only on MPI_FLOAT and MPI_DOUBLE: colls/ chose it). */
+static mca_coll_strata_codec_elem_t mca_coll_strata_xchg_elem(const mca_coll_strata_xchg_t *x)
+{
+    return (4 == x->extent) ? MCA_COLL_STRATA_CODEC_FLOAT : MCA_COLL_STRATA_CODEC_DOUBLE;
+}
+
+/* A compressed step's block packed, once (host memory: the codec runs on
+ * this CPU), and the sender's own copy replaced by the values as rounded:
+ * what it sent is what it keeps, so the nodes that combine their blocks
+ * (recursive doubling) or take the owner's (the allgather half) all hold
+ * the same bits.  The bytes on the wire. */
+static size_t mca_coll_strata_xchg_pack(mca_coll_strata_xchg_t *x, char *block, size_t count)
+{
+    mca_coll_strata_codec_elem_t elem = mca_coll_strata_xchg_elem(x);
+
+    if (!x->packed_ready) {
+        mca_coll_strata_codec_pack(x->codec, elem, block, count, x->packed);
+        mca_coll_strata_codec_unpack(x->codec, elem, x->packed, count, block, false);
+        x->packed_ready = true;
+    }
+    return mca_coll_strata_codec_bytes(x->codec, count);
+}
+
+/* A compressed doubling or halving-doubling among a number of members
+ * that is not a power of two ends by sending the whole result back to the
+ * members folded in (coll_strata_sched.h), packed, and its sender keeps the
+ * values as rounded: a member of the power-of-two core that skips that last
+ * step rounds its result the same way (the same vector, the same blocks),
+ * or it would keep other bits than its peers. */
+static void mca_coll_strata_xchg_round_like_fold(mca_coll_strata_xchg_t *x)
+{
+    const mca_coll_strata_sched_step_t *s = &x->cur;
+    int n = x->sched.n;
+
+    if (MCA_COLL_STRATA_CODEC_NONE == x->codec || x->step != x->nsteps - 1 ||
+        s->send_peer >= 0 || s->recv_peer >= 0 || 0 == (n & (n - 1)) ||
+        (MCA_COLL_STRATA_SCHED_RD != x->sched.alg && MCA_COLL_STRATA_SCHED_RHD != x->sched.alg)) {
+        return;
+    }
+    x->packed_ready = false;
+    (void)mca_coll_strata_xchg_pack(x, x->buf, x->count);
+}
+
 /* Post (again) the step's send: its data, or the news of a failure.  A
  * refusal marks the exchange failed and leaves the send pending, to be
  * posted again by the progress (see the top). */
@@ -88,16 +132,22 @@ static void mca_coll_strata_xchg_send(mca_coll_strata_xchg_t *x)
     size_t send_count = s->send_count;
     char *send_ptr = (NULL != x->stage_send) ? x->stage_send
                                              : mca_coll_strata_xchg_at(x, s->send_off);
+    struct ompi_datatype_t *dtype = x->dtype;
     int rc;
 
     if (x->failed) {
-        /* the news (see the top): host memory, whatever the node area */
+        /* the news (see the top): host memory, whatever the node area (a
+         * packed block's length never matches 0 or 1 element either) */
         send_count = (0 == send_count) ? 1 : 0;
         send_ptr = x->signal;
+    } else if (MCA_COLL_STRATA_CODEC_NONE != x->codec) {
+        send_count = mca_coll_strata_xchg_pack(x, send_ptr, send_count);
+        send_ptr = x->packed;
+        dtype = MPI_BYTE;
     }
     rc = mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_ISEND)
              ? OMPI_ERR_TEMP_OUT_OF_RESOURCE
-             : x->wire->send(x, send_ptr, send_count, s->send_peer);
+             : x->wire->send(x, send_ptr, send_count, dtype, s->send_peer);
     if (OMPI_SUCCESS == rc) {
         x->send_pending = false;
         return;
@@ -127,13 +177,26 @@ static void mca_coll_strata_xchg_post(mca_coll_strata_xchg_t *x)
 
     mca_coll_strata_sched_step(&x->sched, ompi_comm_rank(x->comm), x->step, s);
     send_count = s->send_count;
+    x->packed_ready = false;
+    mca_coll_strata_xchg_round_like_fold(x);
+    x->packed_ready = false;
     if (s->recv_peer >= 0) {
+        size_t recv_count = s->recv_count;
+        struct ompi_datatype_t *dtype = x->dtype;
+
         recv_ptr = (MCA_COLL_STRATA_FOLD_NONE == s->fold) ? mca_coll_strata_xchg_at(x, s->recv_off)
                                                           : x->scratch;
         if (NULL != x->stage_recv) {
             recv_ptr = x->stage_recv;
         }
-        if (OMPI_SUCCESS != x->wire->recv(x, recv_ptr, s->recv_count, s->recv_peer)) {
+        if (MCA_COLL_STRATA_CODEC_NONE != x->codec) {
+            /* packed into the scratch (never larger than the elements),
+             * widened into place when it is in */
+            recv_ptr = x->scratch;
+            recv_count = mca_coll_strata_codec_bytes(x->codec, s->recv_count);
+            dtype = MPI_BYTE;
+        }
+        if (OMPI_SUCCESS != x->wire->recv(x, recv_ptr, recv_count, dtype, s->recv_peer)) {
             mca_coll_strata_xchg_fail(x);
         }
     }
@@ -165,7 +228,9 @@ static void mca_coll_strata_xchg_check(mca_coll_strata_xchg_t *x, int rc, size_t
         return;
     }
     ompi_datatype_type_size(x->dtype, &size);
-    if (received != x->cur.recv_count * size) {
+    if (received != ((MCA_COLL_STRATA_CODEC_NONE != x->codec)
+                         ? mca_coll_strata_codec_bytes(x->codec, x->cur.recv_count)
+                         : x->cur.recv_count * size)) {
         mca_coll_strata_xchg_fail(x);
     }
 }
@@ -180,6 +245,10 @@ static void mca_coll_strata_xchg_finish_step(mca_coll_strata_xchg_t *x)
 
     if (x->failed || s->recv_peer < 0) {
         /* nothing received, or the result is wrong anyway */
+    } else if (MCA_COLL_STRATA_CODEC_NONE != x->codec) {
+        /* widened into place, or added in (a sum: in either order the same) */
+        mca_coll_strata_codec_unpack(x->codec, mca_coll_strata_xchg_elem(x), x->scratch,
+                                     s->recv_count, block, MCA_COLL_STRATA_FOLD_NONE != s->fold);
     } else if (MCA_COLL_STRATA_FOLD_NONE == s->fold) {
         if (NULL != x->stage_recv) {
             mca_coll_strata_xchg_copy(x, block, x->stage_recv, s->recv_count);

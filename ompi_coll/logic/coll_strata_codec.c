@@ -27,7 +27,8 @@ typedef struct {
 } mca_coll_strata_codec_fmt_t;
 
 static const mca_coll_strata_codec_fmt_t mca_coll_strata_codec_fmts[] = {
-    [MCA_COLL_STRATA_CODEC_BF16] = {.mant = 7, .emin = -126, .emax = 127, .bias = 127, .bytes = 2},
+    [MCA_COLL_STRATA_CODEC_BF16] = {.mant = 7, .emin = -126, .emax = 127, .bias = 127, .bytes = 2,
+                                    .scaled = true},
     [MCA_COLL_STRATA_CODEC_FP16] = {.mant = 10, .emin = -14, .emax = 15, .bias = 15, .bytes = 2,
                                     .scaled = true},
     [MCA_COLL_STRATA_CODEC_FP8] = {.mant = 3, .emin = -6, .emax = 7, .bias = 7, .bytes = 1,
@@ -73,7 +74,8 @@ size_t mca_coll_strata_codec_bytes(mca_coll_strata_codec_t codec, size_t count)
 }
 
 /* x (finite, already scaled) rounded to the format: ties to even; beyond
- * the largest finite value, an infinity (only unscaled bf16 gets there). */
+ * the largest finite value, an infinity (codec_round only: a block's scale
+ * keeps every element below it). */
 static double mca_coll_strata_codec_round_fmt(const mca_coll_strata_codec_fmt_t *f, double x)
 {
     int e;
@@ -166,7 +168,10 @@ static void mca_coll_strata_codec_store(mca_coll_strata_codec_elem_t elem, void 
 
 /* The block's scale: 2^k bringing its largest finite magnitude to
  * [2^(emax-1), 2^emax), where rounding cannot pass the largest finite
- * value; 0 for a block without a finite nonzero value. */
+ * value; one binade lower where that magnitude would round up to 2^emax,
+ * so that a block packed again after it was unpacked (a ring forwards
+ * what it received) gets the same scale and keeps the same bits; 0 for a
+ * block without a finite nonzero value. */
 static double mca_coll_strata_codec_max(mca_coll_strata_codec_elem_t elem)
 {
     return (MCA_COLL_STRATA_CODEC_FLOAT == elem) ? (double)FLT_MAX : DBL_MAX;
@@ -177,6 +182,7 @@ static int mca_coll_strata_codec_scale(const mca_coll_strata_codec_fmt_t *f,
                                        size_t lo, size_t n)
 {
     double m = 0.0;
+    int k;
 
     for (size_t i = lo; i < lo + n; ++i) {
         double a = fabs(mca_coll_strata_codec_load(elem, src, i));
@@ -185,7 +191,11 @@ static int mca_coll_strata_codec_scale(const mca_coll_strata_codec_fmt_t *f,
             m = a;
         }
     }
-    return (0.0 == m) ? 0 : (f->emax - 1) - ilogb(m);
+    if (0.0 == m) {
+        return 0;
+    }
+    k = (f->emax - 1) - ilogb(m);
+    return (mca_coll_strata_codec_round_fmt(f, ldexp(m, k)) >= ldexp(1.0, f->emax)) ? k - 1 : k;
 }
 
 static void mca_coll_strata_codec_put(uint8_t *w, int bytes, uint32_t bits)
@@ -234,9 +244,10 @@ void mca_coll_strata_codec_pack(mca_coll_strata_codec_t codec, mca_coll_strata_c
             double r = isfinite(x) ? mca_coll_strata_codec_round_fmt(f, ldexp(x, k)) : x;
 
             /* a value rounded up past its own type's largest finite value
-             * (FLT_MAX rounds up to 2^128) takes the format's value below */
-            if (isfinite(x) && f->scaled && fabs(ldexp(r, -k)) > mca_coll_strata_codec_max(elem)) {
-                r = copysign(ldexp(2.0 - ldexp(1.0, -f->mant), f->emax - 1), x);
+             * (FLT_MAX rounds up to 2^128) takes the format's largest
+             * value of its own binade instead */
+            if (isfinite(x) && fabs(ldexp(r, -k)) > mca_coll_strata_codec_max(elem)) {
+                r = copysign(ldexp(2.0 - ldexp(1.0, -f->mant), ilogb(ldexp(x, k))), x);
             }
 
             mca_coll_strata_codec_put(w, f->bytes, mca_coll_strata_codec_encode(f, r));

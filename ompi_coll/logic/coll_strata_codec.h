@@ -6,15 +6,22 @@
  * blocks it sends and receives (docs/design.md, "Compression between
  * nodes").
  *
- *   BF16  each element rounded to bfloat16 (8 exponent bits, 7 stored
- *         mantissa bits): the sign and exponent range of float, no scale.
- *   FP16  IEEE half (5 exponent bits, 10 mantissa bits) after a per-block
- *         power-of-two scale that brings the block's largest finite
- *         magnitude to [2^14, 2^15], so nothing overflows and small blocks
+ *   BF16  bfloat16 (8 exponent bits, 7 stored mantissa bits) after a
+ *         per-block power-of-two scale that brings the block's largest
+ *         finite magnitude to [2^126, 2^127): float's range needs none, but
+ *         doubles beyond it (or below its subnormals) would become
+ *         infinities or zeros without it.
+ *   FP16  IEEE half (5 exponent bits, 10 mantissa bits) after the same kind
+ *         of scale, to [2^14, 2^15), so nothing overflows and small blocks
  *         keep their precision.
  *   FP8   E4M3 with IEEE special values (4 exponent bits, bias 7, 3 mantissa
  *         bits; exponent 15 holds infinities and NaN, so both survive;
- *         largest finite 240) after the same kind of scale, to [2^6, 2^7].
+ *         largest finite 240) after the same kind of scale, to [2^6, 2^7).
+ *
+ * The scale goes one binade lower where the largest magnitude would round
+ * up to the next power of two: then packing a block that was unpacked
+ * gives back the same bits (idempotent), as a ring that forwards what it
+ * received needs for every node to end with the same result.
  *
  * Blocks of MCA_COLL_STRATA_CODEC_BLOCK elements (the last may be shorter)
  * each start with their scale's exponent (int16, little-endian in memory
@@ -23,8 +30,8 @@
  * element's own precision (a double is not rounded twice).  A scale never
  * turns a finite value into an infinity: the scale makes the largest
  * magnitude representable, and a value that would round up past its own
- * type's largest finite value (FLT_MAX to 2^128) takes the format's value
- * below instead; magnitudes under half the format's smallest subnormal
+ * type's largest finite value (FLT_MAX to 2^128) takes the format's
+ * largest value of its binade instead; magnitudes under half the format's smallest subnormal
  * after scaling become a zero of the same sign.
  */
 #ifndef MCA_COLL_STRATA_CODEC_H

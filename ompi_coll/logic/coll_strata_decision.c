@@ -389,6 +389,7 @@ void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
     out->nslices = 1;
     out->inter = MCA_COLL_STRATA_INTER_NONE;
     out->device_path = mca_coll_strata_decide_device_path(in->device);
+    out->codec = MCA_COLL_STRATA_CODEC_NONE;
 
     if (alg == MCA_COLL_STRATA_ALG_FALLBACK) {
         out->algorithm = alg;

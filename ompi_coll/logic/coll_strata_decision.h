@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "coll_strata_codec.h"
+
 typedef enum {
     MCA_COLL_STRATA_ALG_AUTO = 0,
     MCA_COLL_STRATA_ALG_FALLBACK = 1,  /* the module below strata */
@@ -229,6 +231,10 @@ typedef struct mca_coll_strata_decision_t {
     int nslices; /* rails used: slices each chunk is split into */
     mca_coll_strata_device_path_t device_path;
     const char *reason; /* static text for verbose output */
+    /* the format the exchange between nodes sends in (set per call by the
+     * caller, after the decision: the communicator's choice, the call's
+     * type and op; coll_strata_codec.h) */
+    mca_coll_strata_codec_t codec;
 } mca_coll_strata_decision_t;
 
 void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,

@@ -136,6 +136,31 @@ cluster_icoll_progress() {
     fi
 }
 
+# Compression between nodes (issue 44) at PLACEMENT: test_compress.c with
+# FORMAT on NODES nodes (MPI_Allreduce, MPI_Iallreduce and
+# MPI_Reduce_scatter_block, float and double, adversarial data, counts up to
+# 70000 and not multiples of the block, compared with an exact reference
+# within the bound of docs/design.md, every rank's result the same bits);
+# verbosity 20 must show the format crossing between nodes.  ARGS go to
+# the program (--via, --expect-lossy, --expect-exact), or to mpirun before
+# it (--mca ...: give them first).
+cluster_compress() {
+    local placement=$1 format=$2 nodes=$3 out="$STRATA_TEST_TMP/out" mca=() rc; shift 3
+    while [ "${1:-}" = --mca ]; do mca+=("$1" "$2" "$3"); shift 3; done
+    # shellcheck disable=SC2046
+    strata_mpirun_cluster $(cluster_map "$placement") $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        --mca coll_strata_compress_min 0 "${mca[@]}" "$T/mpi/test_compress" --format "$format" --nodes "$nodes" "$@" \
+        >"$out" 2>&1
+    rc=$?; grep "^test_compress\|warning" "$out"
+    grep -o "inter-node [a-z_]*\|compressed [a-z0-9]* between nodes" "$out" | sort | uniq -c
+    [ $rc -eq 0 ] && grep -q "^test_compress: OK" "$out" || return 1
+    case " $* " in
+    *" --expect-exact "*) ! grep -q "compressed [a-z0-9]* between nodes" "$out" ||
+                              { echo "compressed although the calls must stay exact"; return 1; } ;;
+    *) grep -q "compressed $format between nodes" "$out" || { echo "no call compressed $format"; return 1; } ;;
+    esac
+}
+
 # MPI_Bcast and MPI_Allgather on strata's pipeline across nodes at PLACEMENT
 # (2+2+1: uneven; bynode: ranks dealt round the nodes, so node order is not
 # rank order; 2+1+1+1+1: five nodes), each bcast schedule forced in turn
@@ -770,6 +795,15 @@ else
     strata_test cluster_icoll_progress_2x2_sleep 180 cluster_job 2 "" cluster_icoll_progress 2x2 auto thread
     strata_test cluster_icoll_progress_3+1_busy 180 cluster_job 2 "" cluster_icoll_progress 3+1 thread thread --compute busy
     strata_test cluster_icoll_progress_2x2_calls 180 cluster_job 2 "" cluster_icoll_progress 2x2 calls calls
+    # compression between nodes: each format, the info key by dup and by
+    # set_info, the setting, uneven nodes, the ring's shapes, unknown values
+    strata_test cluster_compress_bf16_2x2 300 cluster_job 2 "" cluster_compress 2x2 bf16 2 --expect-lossy
+    strata_test cluster_compress_fp16_2+2+1_set 300 cluster_job 3 "" cluster_compress 2+2+1 fp16 3 --via set --expect-lossy
+    strata_test cluster_compress_fp8_4x2 400 cluster_job 4 "" cluster_compress 4x2 fp8 4 --expect-lossy
+    strata_test cluster_compress_setting_3+1 300 cluster_job 2 "" cluster_compress 3+1 fp16 2 \
+        --mca coll_strata_compress fp16 --via none --expect-lossy
+    strata_test cluster_compress_none_2x2 300 cluster_job 2 "" cluster_compress 2x2 none 2 --expect-exact --max-count 17000
+    strata_test cluster_compress_unknown_2x2 300 cluster_job 2 "" cluster_compress 2x2 zfp 2 --expect-exact --max-count 17000
     strata_test cluster_allreduce_inter_2x2 400 cluster_job 2 "" cluster_allreduce_inter 2x2
     strata_test cluster_allreduce_inter_2+2+1 400 cluster_job 3 "" cluster_allreduce_inter 2+2+1
     strata_test cluster_allreduce_inter_4x2 600 cluster_job 4 "" cluster_allreduce_inter 4x2
