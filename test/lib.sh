@@ -131,6 +131,9 @@ strata_coll_mca() {
     # strata with MPI_Bcast and MPI_Allgather on its pipeline at every size,
     # to measure where it starts to pay (coll_strata_bcast_min, _allgather_min)
     strata-copies) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_bcast_min 0 --mca coll_strata_allgather_min 0" ;;
+    # strata with compression between nodes (coll_strata_compress), for
+    # the compression benchmark (test/bench/compress_bench.sh)
+    strata-bf16|strata-fp16|strata-fp8) echo "--mca coll_han_priority 0 --mca coll_strata_priority 90 --mca coll_strata_compress ${1#strata-}" ;;
     *) echo "strata_coll_mca: unknown coll configuration '$1'" >&2; return 1 ;;
     esac
 }

@@ -53,8 +53,7 @@ int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void 
     /* the cached decision says how, this call's communicator what format
      * crosses between nodes */
     compressed = *decision;
-    compressed.codec = mca_coll_strata_reduction_codec(module, comm, (size_t)count, dtype, op,
-                                                       decision);
+    mca_coll_strata_reduction_compress(module, comm, (size_t)count, dtype, op, &compressed);
     if (MCA_COLL_STRATA_CODEC_NONE != compressed.codec) {
         decision = &compressed;
     }

@@ -45,10 +45,10 @@ static const char *mca_coll_strata_reduction_unsupported(const mca_coll_strata_m
 /* The algorithm for count x dtype on this communicator's topology (set up).
  * `device`: this rank's buffers are device memory (its device path only);
  * `native`: the pipeline runs on the GPUs. */
-static void mca_coll_strata_reduction_decide(const mca_coll_strata_module_t *module, int count,
-                                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                             bool device, bool native,
-                                             mca_coll_strata_decision_t *decision)
+static void mca_coll_strata_reduction_input(const mca_coll_strata_module_t *module, int count,
+                                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                            bool device, bool native,
+                                            mca_coll_strata_decision_input_t *in_out)
 {
     mca_coll_strata_decision_input_t in;
     ptrdiff_t extent;
@@ -67,6 +67,18 @@ static void mca_coll_strata_reduction_decide(const mca_coll_strata_module_t *mod
     in.chunk_bytes = native ? mca_coll_strata_device_chunk_bytes(&module->settings)
                             : module->engine.shm.slot_bytes;
     in.slots = module->engine.shm.nslots;
+    in.wire_ratio = 1.0;
+    *in_out = in;
+}
+
+static void mca_coll_strata_reduction_decide(const mca_coll_strata_module_t *module, int count,
+                                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                             bool device, bool native,
+                                             mca_coll_strata_decision_t *decision)
+{
+    mca_coll_strata_decision_input_t in;
+
+    mca_coll_strata_reduction_input(module, count, dtype, op, device, native, &in);
     mca_coll_strata_decide(&module->decision, &in, decision);
 }
 
@@ -136,11 +148,11 @@ const char *mca_coll_strata_reduction_inter_name(const mca_coll_strata_module_t 
  * (the key is set by the collective MPI_Comm_set_info), so every rank
  * chooses alike.
  */
-mca_coll_strata_codec_t mca_coll_strata_reduction_codec(const mca_coll_strata_module_t *module,
-                                                        struct ompi_communicator_t *comm,
-                                                        size_t count, struct ompi_datatype_t *dtype,
-                                                        struct ompi_op_t *op,
-                                                        const mca_coll_strata_decision_t *d)
+static mca_coll_strata_codec_t
+mca_coll_strata_reduction_codec(const mca_coll_strata_module_t *module,
+                                struct ompi_communicator_t *comm, size_t count,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                const mca_coll_strata_decision_t *d)
 {
     mca_coll_strata_codec_t codec = (mca_coll_strata_codec_t)module->settings.compress;
     char value[32];
@@ -159,6 +171,23 @@ mca_coll_strata_codec_t mca_coll_strata_reduction_codec(const mca_coll_strata_mo
         return MCA_COLL_STRATA_CODEC_NONE; /* said when it was set */
     }
     return codec;
+}
+
+void mca_coll_strata_reduction_compress(const mca_coll_strata_module_t *module,
+                                        struct ompi_communicator_t *comm, size_t count,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        mca_coll_strata_decision_t *d)
+{
+    mca_coll_strata_decision_input_t in;
+
+    d->codec = mca_coll_strata_reduction_codec(module, comm, count, dtype, op, d);
+    if (MCA_COLL_STRATA_CODEC_NONE == d->codec || count > (size_t)INT_MAX) {
+        return;
+    }
+    /* the cost model sees the bytes that cross */
+    mca_coll_strata_reduction_input(module, (int)count, dtype, op, false, false, &in);
+    in.wire_ratio = mca_coll_strata_codec_ratio(d->codec, (MPI_FLOAT == dtype) ? 4 : 8);
+    mca_coll_strata_decide_compressed(&module->decision, &in, d);
 }
 
 const char *mca_coll_strata_reduction_codec_note(const mca_coll_strata_decision_t *d, char *buf,
@@ -196,7 +225,7 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
         d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
         d.nslices = 1;
     }
-    d.codec = mca_coll_strata_reduction_codec(module, comm, a->count, a->dtype, a->op, &d);
+    mca_coll_strata_reduction_compress(module, comm, a->count, a->dtype, a->op, &d);
     MCA_COLL_STRATA_VERBOSE(20,
                             "%s %s count=%zu %s %s: %s, %d slice(s), inter-node %s, %d node(s), "
                             "this rank's part %zu element(s)%s (%s)",
@@ -290,7 +319,7 @@ int mca_coll_strata_reduction_istart(mca_coll_strata_module_t *module,
         d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
         d.nslices = 1;
     }
-    d.codec = mca_coll_strata_reduction_codec(module, comm, a->count, a->dtype, a->op, &d);
+    mca_coll_strata_reduction_compress(module, comm, a->count, a->dtype, a->op, &d);
     MCA_COLL_STRATA_VERBOSE(20,
                             "%s %s count=%zu %s %s %s: %s, %d slice(s), inter-node %s, "
                             "%d node(s), this rank's part %zu element(s)%s (%s)",

@@ -73,6 +73,16 @@ size_t mca_coll_strata_codec_bytes(mca_coll_strata_codec_t codec, size_t count)
     return count * (size_t)f->bytes + (f->scaled ? 2 * mca_coll_strata_codec_blocks(count) : 0);
 }
 
+double mca_coll_strata_codec_ratio(mca_coll_strata_codec_t codec, size_t elem_bytes)
+{
+    size_t n = 64 * MCA_COLL_STRATA_CODEC_BLOCK;
+
+    if (MCA_COLL_STRATA_CODEC_NONE == codec || 0 == elem_bytes) {
+        return 1.0;
+    }
+    return (double)mca_coll_strata_codec_bytes(codec, n) / (double)(n * elem_bytes);
+}
+
 /* x (finite, already scaled) rounded to the format: ties to even; beyond
  * the largest finite value, an infinity (codec_round only: a block's scale
  * keeps every element below it). */
@@ -128,6 +138,35 @@ static uint32_t mca_coll_strata_codec_encode(const mca_coll_strata_codec_fmt_t *
            ((uint32_t)ldexp(a, f->mant - e) - (1u << f->mant));
 }
 
+/*
+ * The same rounding and encoding, fast, for a value in the format's normal
+ * range: the double's own bits rounded to nearest even at the format's
+ * mantissa (a carry moves the exponent up), then repacked.  Values outside
+ * that range (the format's subnormals, zeros) take the general path above.
+ */
+static uint32_t mca_coll_strata_codec_encode_fast(const mca_coll_strata_codec_fmt_t *f, double y)
+{
+    uint64_t b, m, r;
+    uint32_t top = (uint32_t)(f->bytes * 8 - 1);
+    int e, shift = 52 - f->mant;
+
+    memcpy(&b, &y, sizeof(b));
+    e = (int)((b >> 52) & 0x7ff) - 1023;
+    if (e < f->emin || e > f->emax) {
+        return mca_coll_strata_codec_encode(f, mca_coll_strata_codec_round_fmt(f, y));
+    }
+    m = (b & ((1ull << 52) - 1)) | (1ull << 52);
+    r = (m + (1ull << (shift - 1)) - 1 + ((m >> shift) & 1)) >> shift;
+    if (r >> (f->mant + 1)) { /* rounded up to the next power of two */
+        r >>= 1;
+        if (++e > f->emax) {
+            return mca_coll_strata_codec_encode(f, copysign(INFINITY, y));
+        }
+    }
+    return ((uint32_t)(b >> 63) << top) | ((uint32_t)(e + f->bias) << f->mant) |
+           ((uint32_t)r & ((1u << f->mant) - 1));
+}
+
 static double mca_coll_strata_codec_decode(const mca_coll_strata_codec_fmt_t *f, uint32_t bits)
 {
     uint32_t top = (uint32_t)(f->bytes * 8 - 1);
@@ -143,6 +182,26 @@ static double mca_coll_strata_codec_decode(const mca_coll_strata_codec_fmt_t *f,
         v = ldexp((double)(mant | (1u << f->mant)), (int)ex - f->bias - f->mant);
     }
     return ((bits >> top) & 1u) ? -v : v;
+}
+
+/* decode, fast, for the format's normal numbers: the bits moved into a
+ * float's (every value of the three formats is a float); the others
+ * (subnormals, zeros, infinities, NaN) through the general decoder. */
+static double mca_coll_strata_codec_decode_fast(const mca_coll_strata_codec_fmt_t *f,
+                                                uint32_t bits)
+{
+    uint32_t top = (uint32_t)(f->bytes * 8 - 1);
+    uint32_t exp_all = (1u << (top - (uint32_t)f->mant)) - 1;
+    uint32_t ex = (bits >> f->mant) & exp_all, u;
+    float v;
+
+    if (0 == ex || ex == exp_all) {
+        return mca_coll_strata_codec_decode(f, bits);
+    }
+    u = (((bits >> top) & 1u) << 31) | ((ex - (uint32_t)f->bias + 127u) << 23) |
+        ((bits & ((1u << f->mant) - 1)) << (23 - f->mant));
+    memcpy(&v, &u, sizeof(v));
+    return (double)v;
 }
 
 static double mca_coll_strata_codec_load(mca_coll_strata_codec_elem_t elem, const void *p,
@@ -239,18 +298,31 @@ void mca_coll_strata_codec_pack(mca_coll_strata_codec_t codec, mca_coll_strata_c
             memcpy(w, &k16, 2);
             w += 2;
         }
+        double up = ldexp(1.0, k), tmax = mca_coll_strata_codec_max(elem);
+        bool fast = k > -1000 && k < 1000; /* 2^k a normal double */
+
         for (size_t i = lo; i < lo + n; ++i) {
             double x = mca_coll_strata_codec_load(elem, src, i);
-            double r = isfinite(x) ? mca_coll_strata_codec_round_fmt(f, ldexp(x, k)) : x;
+            uint32_t bits;
 
-            /* a value rounded up past its own type's largest finite value
-             * (FLT_MAX rounds up to 2^128) takes the format's largest
-             * value of its own binade instead */
-            if (isfinite(x) && fabs(ldexp(r, -k)) > mca_coll_strata_codec_max(elem)) {
-                r = copysign(ldexp(2.0 - ldexp(1.0, -f->mant), ilogb(ldexp(x, k))), x);
+            if (!isfinite(x)) {
+                bits = mca_coll_strata_codec_encode(f, x);
+            } else if (fast && fabs(x) < tmax * 0.5) {
+                /* (x * 2^k is exact in double: k stays within the range
+                 * that keeps it there, see the scale) */
+                bits = mca_coll_strata_codec_encode_fast(f, x * up);
+            } else {
+                double r = mca_coll_strata_codec_round_fmt(f, ldexp(x, k));
+
+                /* a value rounded up past its own type's largest finite
+                 * value (FLT_MAX rounds up to 2^128) takes the format's
+                 * largest value of its own binade instead */
+                if (fabs(ldexp(r, -k)) > tmax) {
+                    r = copysign(ldexp(2.0 - ldexp(1.0, -f->mant), ilogb(ldexp(x, k))), x);
+                }
+                bits = mca_coll_strata_codec_encode(f, r);
             }
-
-            mca_coll_strata_codec_put(w, f->bytes, mca_coll_strata_codec_encode(f, r));
+            mca_coll_strata_codec_put(w, f->bytes, bits);
             w += f->bytes;
         }
     }
@@ -275,10 +347,14 @@ void mca_coll_strata_codec_unpack(mca_coll_strata_codec_t codec,
             k = k16;
             w += 2;
         }
-        for (size_t i = lo; i < lo + n; ++i) {
-            double v = mca_coll_strata_codec_decode(f, mca_coll_strata_codec_get(w, f->bytes));
+        double down = ldexp(1.0, -k);
+        bool fast = k > -1000 && k < 1000; /* 2^-k a normal double: the product rounds once */
 
-            mca_coll_strata_codec_store(elem, dst, i, isfinite(v) ? ldexp(v, -k) : v, accumulate);
+        for (size_t i = lo; i < lo + n; ++i) {
+            double v = mca_coll_strata_codec_decode_fast(f, mca_coll_strata_codec_get(w, f->bytes));
+
+            v = !isfinite(v) ? v : fast ? v * down : ldexp(v, -k);
+            mca_coll_strata_codec_store(elem, dst, i, v, accumulate);
             w += f->bytes;
         }
     }

@@ -64,6 +64,10 @@ bool mca_coll_strata_codec_parse(const char *name, mca_coll_strata_codec_t *code
 /* Bytes `count` elements take on the wire in this format. */
 size_t mca_coll_strata_codec_bytes(mca_coll_strata_codec_t codec, size_t count);
 
+/* Bytes on the wire per byte of elements of `elem_bytes` each (1 for none):
+ * what the cost model scales the network's bytes by. */
+double mca_coll_strata_codec_ratio(mca_coll_strata_codec_t codec, size_t elem_bytes);
+
 /* Narrow `count` elements at src into wire (codec_bytes of room). */
 void mca_coll_strata_codec_pack(mca_coll_strata_codec_t codec, mca_coll_strata_codec_elem_t elem,
                                 const void *src, size_t count, void *wire);

@@ -361,6 +361,11 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
      * chunk's exchange, each rail's bytes at the bandwidth it gets beside
      * the node's other rails; ties go to the ring, then halving-doubling. */
     shared.beta *= mca_coll_strata_rail_share(params, rails);
+    /* compressed: fewer bytes cross (the codec's own time is a few ns an
+     * element on the host, below the network's at these rates) */
+    if (in->wire_ratio > 0.0 && in->wire_ratio < 1.0) {
+        shared.beta *= in->wire_ratio;
+    }
     for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); ++i) {
         double cost = mca_coll_strata_inter_cost_pipelined(&shared, candidates[i], in->nnodes,
                                                            per_rail, in->slots, chunks);
@@ -371,6 +376,21 @@ mca_coll_strata_decide_inter(const mca_coll_strata_decision_params_t *params,
         }
     }
     return best;
+}
+
+void mca_coll_strata_decide_compressed(const mca_coll_strata_decision_params_t *params,
+                                       const mca_coll_strata_decision_input_t *in,
+                                       mca_coll_strata_decision_t *out)
+{
+    const char *reason = out->reason;
+    mca_coll_strata_inter_t inter = mca_coll_strata_decide_inter(
+        params, in, (MCA_COLL_STRATA_ALG_REPLICATED == out->algorithm) ? 1 : out->nslices,
+        out->nslices, &reason);
+
+    if (MCA_COLL_STRATA_INTER_RING == inter || MCA_COLL_STRATA_INTER_RD == inter ||
+        MCA_COLL_STRATA_INTER_RHD == inter) {
+        out->inter = inter;
+    }
 }
 
 /* The only device path so far: the host algorithm runs on pinned host

@@ -223,6 +223,9 @@ typedef struct mca_coll_strata_decision_input_t {
                        * rank, stops paying sooner (MCA_COLL_STRATA_SLOW_OP_COST) */
     size_t chunk_bytes; /* the pipeline's chunk: each chunk has its own exchange (0: all) */
     int slots;          /* chunks in flight (exchanges overlapping on a rail) */
+    /* bytes between nodes per byte of the message: compression's
+     * (mca_coll_strata_codec_ratio; 0 or 1: none) */
+    double wire_ratio;
 } mca_coll_strata_decision_input_t;
 
 typedef struct mca_coll_strata_decision_t {
@@ -240,6 +243,13 @@ typedef struct mca_coll_strata_decision_t {
 void mca_coll_strata_decide(const mca_coll_strata_decision_params_t *params,
                             const mca_coll_strata_decision_input_t *in,
                             mca_coll_strata_decision_t *out);
+
+/* A call that crosses between nodes compressed (out->codec set, in->wire_ratio
+ * its ratio): the exchange chosen again for the fewer bytes, the algorithm
+ * and slices kept (a forced exchange stays). */
+void mca_coll_strata_decide_compressed(const mca_coll_strata_decision_params_t *params,
+                                       const mca_coll_strata_decision_input_t *in,
+                                       mca_coll_strata_decision_t *out);
 
 /* How this rank's buffers reach the algorithm (rank-local). */
 mca_coll_strata_device_path_t mca_coll_strata_decide_device_path(bool device);

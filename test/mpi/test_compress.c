@@ -7,13 +7,16 @@
  * double.  Each element must lie within the bound docs/design.md states
  * ("Compression between nodes"):
  *
- *   |result - exact| <= (N + 2) u S + R eps S + (N + 2) 2^(emin - p - emax) M
+ *   |result - exact| <= (N + 2) (u S + 2 sigma M) + R eps S,
+ *   sigma = 2^(emin - p - emax + 1)
  *
  * with N the nodes, R the ranks, u the format's unit roundoff (2^-8 bf16,
  * 2^-11 fp16, 2^-4 fp8), eps the element type's, S the sum of the inputs'
  * magnitudes at that element, M the sum over ranks of their largest
- * magnitude within 128 elements of it (a block's scale), and emin, p, emax
- * the format's smallest normal exponent, mantissa bits and scale target.
+ * magnitude within 128 elements of it (bounds any block's largest partial
+ * sum), and emin, p, emax the format's smallest normal exponent, mantissa
+ * bits and largest exponent (sigma M: half the smallest subnormal step of
+ * a block scaled for M).
  * NaN and infinities must come out where the exact sum has them.  Every
  * rank's result must be the same bits (an allgather of checksums), and
  * with --expect-lossy at least one case must differ from the exact sum
@@ -197,8 +200,9 @@ static long check(const format_t *f, const char *what, const void *res, long lo,
         if ((long double)got != exact_in_type) {
             inexact++;
         }
-        bound = (nnodes + 2) * (long double)f->u * abs_sum + size * (long double)eps * abs_sum +
-                (nnodes + 2) * ldexpl(m[i], f->emin - f->p - f->emax);
+        bound = (nnodes + 2) * ((long double)f->u * abs_sum +
+                                2 * ldexpl(m[i], f->emin - f->p - f->emax + 1)) +
+                size * (long double)eps * abs_sum;
         if (!(fabsl((long double)got - ref) <= bound) || !isfinite(got)) {
             if (failures++ < 10) {
                 fprintf(stderr,

@@ -535,9 +535,58 @@ static void test_network(void)
           "32 KiB on 4x2 at 1 Gbit/s, 30 us: halving-doubling\n");
 }
 
+/* Compression: the exchange chosen for a compressed call is the one the
+ * cost model picks for the bytes that cross (ratio times the message),
+ * over node counts and sizes; a forced exchange stays; the algorithm and
+ * slices are kept. */
+static void test_compressed(void)
+{
+    static const double ratios[] = {0.5039, 0.2539, 0.127};
+    int changed = 0;
+
+    for (int nnodes = 2; nnodes <= 64; nnodes = nnodes * 2 + (nnodes == 4)) {
+        for (size_t bytes = 16384; bytes <= (256u << 20); bytes *= 4) {
+            for (size_t r = 0; r < sizeof(ratios) / sizeof(ratios[0]); ++r) {
+                mca_coll_strata_decision_input_t in = {
+                    .bytes = bytes, .nnodes = nnodes, .ppn_min = 2, .ppn_max = 2,
+                    .wire_ratio = ratios[r],
+                };
+                mca_coll_strata_decision_t d = decide(&defaults, bytes, nnodes, 2, 2), before = d;
+                mca_coll_strata_decision_t fewer =
+                    decide(&defaults, (size_t)((double)bytes * ratios[r]), nnodes, 2, 2);
+
+                d.codec = MCA_COLL_STRATA_CODEC_BF16;
+                mca_coll_strata_decide_compressed(&defaults, &in, &d);
+                CHECK(d.algorithm == before.algorithm && d.nslices == before.nslices,
+                      "%zu B on %d nodes compressed: algorithm and slices kept", bytes, nnodes);
+                if (before.algorithm == fewer.algorithm) {
+                    CHECK(d.inter == fewer.inter,
+                          "%zu B on %d nodes at ratio %.3f: the exchange for %zu bytes (%s), "
+                          "not %s", bytes, nnodes, ratios[r], (size_t)((double)bytes * ratios[r]),
+                          mca_coll_strata_inter_name(fewer.inter), mca_coll_strata_inter_name(d.inter));
+                }
+                changed += d.inter != before.inter;
+            }
+        }
+    }
+    CHECK(changed > 0, "compression changes the exchange somewhere (the model sees the bytes)");
+    {
+        mca_coll_strata_decision_params_t forced = defaults;
+        mca_coll_strata_decision_input_t in = {.bytes = 1 << 20, .nnodes = 8, .ppn_min = 2,
+                                               .ppn_max = 2, .wire_ratio = 0.25};
+        mca_coll_strata_decision_t d;
+
+        forced.inter_algorithm = MCA_COLL_STRATA_INTER_RING;
+        mca_coll_strata_decide(&forced, &in, &d);
+        mca_coll_strata_decide_compressed(&forced, &in, &d);
+        CHECK(d.inter == MCA_COLL_STRATA_INTER_RING, "a forced exchange stays when compressed");
+    }
+}
+
 int main(void)
 {
     test_auto_rules();
+    test_compressed();
     test_overrides();
     test_cost_model();
     test_device_path();
