@@ -139,9 +139,9 @@ int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_thr
  * its calls stay exact.  No
  * value (""): the key stays unset, coll_strata_compress applies.
  */
-static mca_coll_strata_info_str_t mca_coll_strata_module_compress_info(opal_infosubscriber_t *obj,
-                                                                       mca_coll_strata_info_str_t key,
-                                                                       mca_coll_strata_info_str_t value)
+static mca_coll_strata_info_str_t
+mca_coll_strata_module_compress_info(opal_infosubscriber_t *obj, mca_coll_strata_info_str_t key,
+                                     mca_coll_strata_info_str_t value)
 {
     mca_coll_strata_codec_t codec;
 

@@ -148,16 +148,15 @@ const char *mca_coll_strata_reduction_inter_name(const mca_coll_strata_module_t 
  * (the key is set by the collective MPI_Comm_set_info), so every rank
  * chooses alike.
  */
-static mca_coll_strata_codec_t
-mca_coll_strata_reduction_codec(const mca_coll_strata_module_t *module,
-                                struct ompi_communicator_t *comm, size_t count,
-                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                const mca_coll_strata_decision_t *d)
+static mca_coll_strata_codec_t mca_coll_strata_reduction_codec(
+    const mca_coll_strata_module_t *module, struct ompi_communicator_t *comm, size_t count,
+    struct ompi_datatype_t *dtype, struct ompi_op_t *op, const mca_coll_strata_decision_t *d)
 {
     mca_coll_strata_codec_t codec = (mca_coll_strata_codec_t)module->settings.compress;
     char value[32];
 
-    if (module->engine.topo.nnodes < 2 || MPI_SUM != op || (MPI_FLOAT != dtype && MPI_DOUBLE != dtype) ||
+    if (module->engine.topo.nnodes < 2 || MPI_SUM != op ||
+        (MPI_FLOAT != dtype && MPI_DOUBLE != dtype) ||
         (MCA_COLL_STRATA_INTER_RING != d->inter && MCA_COLL_STRATA_INTER_RD != d->inter &&
          MCA_COLL_STRATA_INTER_RHD != d->inter)) {
         return MCA_COLL_STRATA_CODEC_NONE;
@@ -233,8 +232,7 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
                             mca_coll_strata_op_name(a->op), mca_coll_strata_alg_name(d.algorithm),
                             d.nslices, mca_coll_strata_reduction_inter_name(module, a, &d),
                             module->engine.topo.nnodes, a->out_hi - a->out_lo,
-                            mca_coll_strata_reduction_codec_note(&d, note, sizeof(note)),
-                            d.reason);
+                            mca_coll_strata_reduction_codec_note(&d, note, sizeof(note)), d.reason);
     *ran = true;
     return mca_coll_strata_pipeline_run(&module->engine, a, &d, &module->engine.node_host);
 }
@@ -329,8 +327,7 @@ int mca_coll_strata_reduction_istart(mca_coll_strata_module_t *module,
                             mca_coll_strata_alg_name(d.algorithm), d.nslices,
                             mca_coll_strata_reduction_inter_name(module, a, &d),
                             module->engine.topo.nnodes, a->out_hi - a->out_lo,
-                            mca_coll_strata_reduction_codec_note(&d, note, sizeof(note)),
-                            d.reason);
+                            mca_coll_strata_reduction_codec_note(&d, note, sizeof(note)), d.reason);
     *ran = true;
     return mca_coll_strata_pipeline_istart(module, comm, st, a, &d, NULL, NULL, request);
 }

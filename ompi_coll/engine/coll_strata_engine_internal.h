@@ -206,8 +206,8 @@ typedef struct mca_coll_strata_xchg_t {
      * the wire's state for this exchange */
     const struct mca_coll_strata_wire_ops_t *wire;
     void *reqs[2];
-    void *wire_ctx;   /* the engine's connections on the wire */
-    void *wire_state; /* this exchange's (slot's) own */
+    void *wire_ctx;          /* the engine's connections on the wire */
+    void *wire_state;        /* this exchange's (slot's) own */
     char signal[64];         /* what a failed member sends: one element at most */
     /* the step's send the pml refused, to be posted again (as the news of
      * the failure), and since when (CLOCK_MONOTONIC seconds; 0: not refused) */

@@ -28,8 +28,8 @@ typedef struct mca_coll_strata_wire_ops_t {
      * rank `peer`, into `buf`) or its send; an error status means refused,
      * nothing posted.  `dtype`: the exchange's, or MPI_BYTE for packed
      * (compressed) blocks. */
-    int (*recv)(mca_coll_strata_xchg_t *x, void *buf, size_t count,
-                struct ompi_datatype_t *dtype, int peer);
+    int (*recv)(mca_coll_strata_xchg_t *x, void *buf, size_t count, struct ompi_datatype_t *dtype,
+                int peer);
     int (*send)(mca_coll_strata_xchg_t *x, const void *buf, size_t count,
                 struct ompi_datatype_t *dtype, int peer);
     /* Whether both of the step's messages are complete (a posted one not

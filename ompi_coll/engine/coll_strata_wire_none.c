@@ -17,8 +17,7 @@ void mca_coll_strata_wire_ucp_release(mca_coll_strata_engine_t *e)
     (void)e;
 }
 
-void mca_coll_strata_wire_ucp_bind(mca_coll_strata_engine_t *e, mca_coll_strata_xchg_t *x,
-                                   int slot)
+void mca_coll_strata_wire_ucp_bind(mca_coll_strata_engine_t *e, mca_coll_strata_xchg_t *x, int slot)
 {
     (void)e;
     (void)slot;

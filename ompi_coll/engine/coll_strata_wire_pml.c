@@ -22,12 +22,12 @@ static int mca_coll_strata_wire_pml_recv(mca_coll_strata_xchg_t *x, void *buf, s
     return rc;
 }
 
-static int mca_coll_strata_wire_pml_send(mca_coll_strata_xchg_t *x, const void *buf,
-                                         size_t count, struct ompi_datatype_t *dtype, int peer)
+static int mca_coll_strata_wire_pml_send(mca_coll_strata_xchg_t *x, const void *buf, size_t count,
+                                         struct ompi_datatype_t *dtype, int peer)
 {
     ompi_request_t *req = MPI_REQUEST_NULL;
-    int rc = MCA_PML_CALL(isend((void *)buf, count, dtype, peer, x->tag,
-                                MCA_PML_BASE_SEND_STANDARD, x->comm, &req));
+    int rc = MCA_PML_CALL(
+        isend((void *)buf, count, dtype, peer, x->tag, MCA_PML_BASE_SEND_STANDARD, x->comm, &req));
 
     x->reqs[1] = (OMPI_SUCCESS == rc) ? req : NULL;
     return rc;

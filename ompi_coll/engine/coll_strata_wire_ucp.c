@@ -51,18 +51,18 @@
 #define MCA_COLL_STRATA_WIRE_SENDER_BITS 20
 #define MCA_COLL_STRATA_WIRE_ID_MASK     ((1u << 24) - 1)
 /* Most a closing endpoint's flush is waited for before it is forced. */
-#define MCA_COLL_STRATA_WIRE_CLOSE_S 2.0
+#define MCA_COLL_STRATA_WIRE_CLOSE_S     2.0
 /* Most the watcher waits on the event descriptor before it looks again. */
-#define MCA_COLL_STRATA_WIRE_WATCH_MS 100
+#define MCA_COLL_STRATA_WIRE_WATCH_MS    100
 
 /* One exchange's state on this wire (per slot of the engine). */
 typedef struct mca_coll_strata_wire_ucp_xs_t {
     ucp_tag_recv_info_t info;
     int recv_peer;
     struct ompi_datatype_t *recv_dtype;
-    bool recv_posted;               /* a receive of this step was posted */
-    ucs_status_t recv_status;       /* once complete */
-    ucs_status_t send_status;       /* once complete (UCS_OK before) */
+    bool recv_posted;         /* a receive of this step was posted */
+    ucs_status_t recv_status; /* once complete */
+    ucs_status_t send_status; /* once complete (UCS_OK before) */
 } mca_coll_strata_wire_ucp_xs_t;
 
 /* One engine's wire: its rail members' endpoints. */
@@ -151,8 +151,9 @@ static bool mca_coll_strata_wire_ucp_open(const char **why)
 static void mca_coll_strata_wire_ucp_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
-    MCA_COLL_STRATA_VERBOSE(10, "wire ucp: a rail member's connection failed (%s): the calls "
-                                "that exchange with it fail",
+    MCA_COLL_STRATA_VERBOSE(10,
+                            "wire ucp: a rail member's connection failed (%s): the calls "
+                            "that exchange with it fail",
                             ucs_status_string(status));
     __atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
 }
@@ -176,8 +177,9 @@ static void mca_coll_strata_wire_ucp_close_eps(struct mca_coll_strata_wire_ucp_t
         while (UCS_PTR_IS_PTR(sp) && UCS_INPROGRESS == ucp_request_check_status(sp)) {
             (void)ucp_worker_progress(W.worker);
             if (mca_coll_strata_now() - start > MCA_COLL_STRATA_WIRE_CLOSE_S) {
-                MCA_COLL_STRATA_VERBOSE(10, "wire ucp: an endpoint's close did not finish in "
-                                            "%.0f s; left to the worker's close",
+                MCA_COLL_STRATA_VERBOSE(10,
+                                        "wire ucp: an endpoint's close did not finish in "
+                                        "%.0f s; left to the worker's close",
                                         MCA_COLL_STRATA_WIRE_CLOSE_S);
                 break;
             }
@@ -321,7 +323,7 @@ bool mca_coll_strata_wire_setup(mca_coll_strata_engine_t *e)
      * peers are in it): it offers no address */
     if (NULL == w || NULL == w->eps || NULL == w->dead || NULL == w->xs) {
         struct mca_coll_strata_wire_ucp_t none = {.me = ompi_comm_rank(rail),
-                                                   .n = ompi_comm_size(rail)};
+                                                  .n = ompi_comm_size(rail)};
         int64_t mine[2] = {-1, 0}, *all = malloc(sizeof(int64_t) * 2 * (size_t)none.n);
 
         mca_coll_strata_wire_ucp_free(w);
@@ -335,8 +337,9 @@ bool mca_coll_strata_wire_setup(mca_coll_strata_engine_t *e)
     if ((uint64_t)w->n >= (1u << MCA_COLL_STRATA_WIRE_SENDER_BITS) ||
         (uint64_t)w->nxs + 1 >= (1u << MCA_COLL_STRATA_WIRE_SLOT_BITS) ||
         !mca_coll_strata_wire_ucp_agree(rail, w, &why)) {
-        MCA_COLL_STRATA_VERBOSE(10, "%s: no UCP wire (%s): its nonblocking calls progress inside "
-                                    "MPI calls only",
+        MCA_COLL_STRATA_VERBOSE(10,
+                                "%s: no UCP wire (%s): its nonblocking calls progress inside "
+                                "MPI calls only",
                                 rail->c_name, (NULL != why) ? why : "too many members");
         mca_coll_strata_wire_ucp_free(w);
         return false;
@@ -353,8 +356,8 @@ void mca_coll_strata_wire_ucp_release(mca_coll_strata_engine_t *e)
     e->wire_ucp = NULL;
 }
 
-static uint64_t mca_coll_strata_wire_ucp_tag(const struct mca_coll_strata_wire_ucp_t *w,
-                                             int sender, int tag)
+static uint64_t mca_coll_strata_wire_ucp_tag(const struct mca_coll_strata_wire_ucp_t *w, int sender,
+                                             int tag)
 {
     return (w->id << (MCA_COLL_STRATA_WIRE_SENDER_BITS + MCA_COLL_STRATA_WIRE_SLOT_BITS)) |
            ((uint64_t)sender << MCA_COLL_STRATA_WIRE_SLOT_BITS) | (uint64_t)tag;
@@ -402,8 +405,8 @@ static int mca_coll_strata_wire_ucp_recv(mca_coll_strata_xchg_t *x, void *buf, s
     return OMPI_SUCCESS;
 }
 
-static int mca_coll_strata_wire_ucp_send(mca_coll_strata_xchg_t *x, const void *buf,
-                                         size_t count, struct ompi_datatype_t *dtype, int peer)
+static int mca_coll_strata_wire_ucp_send(mca_coll_strata_xchg_t *x, const void *buf, size_t count,
+                                         struct ompi_datatype_t *dtype, int peer)
 {
     struct mca_coll_strata_wire_ucp_t *w = x->wire_ctx;
     mca_coll_strata_wire_ucp_xs_t *xs = mca_coll_strata_wire_ucp_xs(x);
@@ -511,8 +514,7 @@ static const mca_coll_strata_wire_ops_t mca_coll_strata_wire_ucp = {
     .test = mca_coll_strata_wire_ucp_test,
 };
 
-void mca_coll_strata_wire_ucp_bind(mca_coll_strata_engine_t *e, mca_coll_strata_xchg_t *x,
-                                   int slot)
+void mca_coll_strata_wire_ucp_bind(mca_coll_strata_engine_t *e, mca_coll_strata_xchg_t *x, int slot)
 {
     x->wire = &mca_coll_strata_wire_ucp;
     x->wire_ctx = e->wire_ucp;

@@ -114,8 +114,8 @@ static void mca_coll_strata_xchg_round_like_fold(mca_coll_strata_xchg_t *x)
     const mca_coll_strata_sched_step_t *s = &x->cur;
     int n = x->sched.n;
 
-    if (MCA_COLL_STRATA_CODEC_NONE == x->codec || x->step != x->nsteps - 1 ||
-        s->send_peer >= 0 || s->recv_peer >= 0 || 0 == (n & (n - 1)) ||
+    if (MCA_COLL_STRATA_CODEC_NONE == x->codec || x->step != x->nsteps - 1 || s->send_peer >= 0 ||
+        s->recv_peer >= 0 || 0 == (n & (n - 1)) ||
         (MCA_COLL_STRATA_SCHED_RD != x->sched.alg && MCA_COLL_STRATA_SCHED_RHD != x->sched.alg)) {
         return;
     }

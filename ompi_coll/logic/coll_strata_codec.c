@@ -27,12 +27,12 @@ typedef struct {
 } mca_coll_strata_codec_fmt_t;
 
 static const mca_coll_strata_codec_fmt_t mca_coll_strata_codec_fmts[] = {
-    [MCA_COLL_STRATA_CODEC_BF16] = {.mant = 7, .emin = -126, .emax = 127, .bias = 127, .bytes = 2,
-                                    .scaled = true},
-    [MCA_COLL_STRATA_CODEC_FP16] = {.mant = 10, .emin = -14, .emax = 15, .bias = 15, .bytes = 2,
-                                    .scaled = true},
-    [MCA_COLL_STRATA_CODEC_FP8] = {.mant = 3, .emin = -6, .emax = 7, .bias = 7, .bytes = 1,
-                                   .scaled = true},
+    [MCA_COLL_STRATA_CODEC_BF16] =
+        {.mant = 7, .emin = -126, .emax = 127, .bias = 127, .bytes = 2, .scaled = true},
+    [MCA_COLL_STRATA_CODEC_FP16] =
+        {.mant = 10, .emin = -14, .emax = 15, .bias = 15, .bytes = 2, .scaled = true},
+    [MCA_COLL_STRATA_CODEC_FP8] =
+        {.mant = 3, .emin = -6, .emax = 7, .bias = 7, .bytes = 1, .scaled = true},
 };
 
 static const char *const mca_coll_strata_codec_names[] = {
@@ -108,9 +108,9 @@ double mca_coll_strata_codec_round(mca_coll_strata_codec_t codec, double x, int 
     if (MCA_COLL_STRATA_CODEC_NONE == codec || !isfinite(x)) {
         return x;
     }
-    return ldexp(mca_coll_strata_codec_round_fmt(&mca_coll_strata_codec_fmts[codec],
-                                                 ldexp(x, scale_exp)),
-                 -scale_exp);
+    return ldexp(
+        mca_coll_strata_codec_round_fmt(&mca_coll_strata_codec_fmts[codec], ldexp(x, scale_exp)),
+        -scale_exp);
 }
 
 /* The bits of r, a value of the format (or an infinity or NaN). */
@@ -187,8 +187,7 @@ static double mca_coll_strata_codec_decode(const mca_coll_strata_codec_fmt_t *f,
 /* decode, fast, for the format's normal numbers: the bits moved into a
  * float's (every value of the three formats is a float); the others
  * (subnormals, zeros, infinities, NaN) through the general decoder. */
-static double mca_coll_strata_codec_decode_fast(const mca_coll_strata_codec_fmt_t *f,
-                                                uint32_t bits)
+static double mca_coll_strata_codec_decode_fast(const mca_coll_strata_codec_fmt_t *f, uint32_t bits)
 {
     uint32_t top = (uint32_t)(f->bytes * 8 - 1);
     uint32_t exp_all = (1u << (top - (uint32_t)f->mant)) - 1;
@@ -204,8 +203,7 @@ static double mca_coll_strata_codec_decode_fast(const mca_coll_strata_codec_fmt_
     return (double)v;
 }
 
-static double mca_coll_strata_codec_load(mca_coll_strata_codec_elem_t elem, const void *p,
-                                         size_t i)
+static double mca_coll_strata_codec_load(mca_coll_strata_codec_elem_t elem, const void *p, size_t i)
 {
     return (MCA_COLL_STRATA_CODEC_FLOAT == elem) ? (double)((const float *)p)[i]
                                                  : ((const double *)p)[i];
@@ -328,9 +326,8 @@ void mca_coll_strata_codec_pack(mca_coll_strata_codec_t codec, mca_coll_strata_c
     }
 }
 
-void mca_coll_strata_codec_unpack(mca_coll_strata_codec_t codec,
-                                  mca_coll_strata_codec_elem_t elem, const void *wire,
-                                  size_t count, void *dst, bool accumulate)
+void mca_coll_strata_codec_unpack(mca_coll_strata_codec_t codec, mca_coll_strata_codec_elem_t elem,
+                                  const void *wire, size_t count, void *dst, bool accumulate)
 {
     const mca_coll_strata_codec_fmt_t *f = &mca_coll_strata_codec_fmts[codec];
     const uint8_t *w = wire;

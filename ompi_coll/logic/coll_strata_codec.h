@@ -74,9 +74,8 @@ void mca_coll_strata_codec_pack(mca_coll_strata_codec_t codec, mca_coll_strata_c
 /* Widen `count` elements of wire into dst (dst = the values sent, as
  * rounded), or add them into dst (accumulate: dst += the values sent, in
  * dst's type). */
-void mca_coll_strata_codec_unpack(mca_coll_strata_codec_t codec,
-                                  mca_coll_strata_codec_elem_t elem, const void *wire,
-                                  size_t count, void *dst, bool accumulate);
+void mca_coll_strata_codec_unpack(mca_coll_strata_codec_t codec, mca_coll_strata_codec_elem_t elem,
+                                  const void *wire, size_t count, void *dst, bool accumulate);
 
 /* One value rounded as the format stores it, scale 1 (what pack and unpack
  * do to an element of a block whose scale exponent is `scale_exp`):

@@ -78,15 +78,16 @@ static double input(int r, long i, int c, int k, bool as_float)
     int e = (int)((h >> 1) % 64);
 
     switch (k) {
-    case 0: /* gradients: modest range */
-        return s * ldexp(m, e % 20 - 20);
-    case 1: /* wide dynamic range inside a block */
-        return s * ldexp(m, e % 60 - 30);
+    case 0: /* gradients: modest range */ return s * ldexp(m, e % 20 - 20);
+    case 1: /* wide dynamic range inside a block */ return s * ldexp(m, e % 60 - 30);
     case 2: /* cancellation: rank pairs nearly opposite */
-        return ((r & 1) ? -1.0 : 1.0) * ldexp(1.0 + (double)(mix(i) >> 12) / 4503599627370496.0, 3) +
+        return ((r & 1) ? -1.0 : 1.0) *
+                   ldexp(1.0 + (double)(mix(i) >> 12) / 4503599627370496.0, 3) +
                ldexp(m, -10);
     case 3: /* zeros, and denormals of the type */
-        return (i % 3 == 0) ? 0.0 : (i % 3 == 1) ? -0.0 : s * (as_float ? FLT_MIN : DBL_MIN) * m / 16;
+        return (i % 3 == 0)   ? 0.0
+               : (i % 3 == 1) ? -0.0
+                              : s * (as_float ? FLT_MIN : DBL_MIN) * m / 16;
     case 4: /* NaN and infinities among ordinary values, on rank 1 only */
         if (1 == r && i % 97 == 5) {
             return NAN;
@@ -165,56 +166,62 @@ static uint64_t checksum(const void *buf, size_t bytes)
 /* One call's results against the bound (or, `exact` not NULL, against the
  * exact path's results bit for bit); returns how many elements were not
  * the exact sum. */
-static long check(const format_t *f, const char *what, const void *res, long lo, long n,
-                  long count, int c, int k, bool as_float, const void *exact)
+static long check(const format_t *f, const char *what, const void *res, long lo, long n, long count,
+                  int c, int k, bool as_float, const void *exact)
 {
     size_t esz = as_float ? sizeof(float) : sizeof(double);
 
     if (NULL != exact) {
         if (0 != memcmp(res, exact, (size_t)n * esz) && failures++ < 10) {
-            fprintf(stderr, PROG ": rank %d: %s case %d kind %d count %ld: not the exact path's "
-                            "result\n", rank, what, c, k, count);
+            fprintf(stderr,
+                    PROG ": rank %d: %s case %d kind %d count %ld: not the exact path's "
+                         "result\n",
+                    rank, what, c, k, count);
         }
         return 0;
     }
     {
-    double eps = as_float ? FLT_EPSILON / 2 : DBL_EPSILON / 2;
-    long double *m = window_max(count, c, k, as_float);
-    long inexact = 0;
+        double eps = as_float ? FLT_EPSILON / 2 : DBL_EPSILON / 2;
+        long double *m = window_max(count, c, k, as_float);
+        long inexact = 0;
 
-    for (long i = lo; i < lo + n; ++i) {
-        long double abs_sum, ref = exact_sum(i, c, k, as_float, &abs_sum);
-        double got = as_float ? (double)((const float *)res)[i - lo] : ((const double *)res)[i - lo];
-        long double exact_in_type = as_float ? (long double)(float)ref : (long double)(double)ref;
-        long double bound;
+        for (long i = lo; i < lo + n; ++i) {
+            long double abs_sum, ref = exact_sum(i, c, k, as_float, &abs_sum);
+            double got = as_float ? (double)((const float *)res)[i - lo]
+                                  : ((const double *)res)[i - lo];
+            long double exact_in_type = as_float ? (long double)(float)ref
+                                                 : (long double)(double)ref;
+            long double bound;
 
-        if (isnan(ref) || isinf(ref)) {
-            if (!(isnan(ref) ? isnan(got) : (double)ref == got)) {
+            if (isnan(ref) || isinf(ref)) {
+                if (!(isnan(ref) ? isnan(got) : (double)ref == got)) {
+                    if (failures++ < 10) {
+                        fprintf(stderr,
+                                PROG ": rank %d: %s %s case %d kind %d element %ld: %g, want %Lg\n",
+                                rank, f->name, what, c, k, i, got, ref);
+                    }
+                }
+                continue;
+            }
+            if ((long double)got != exact_in_type) {
+                inexact++;
+            }
+            bound = (nnodes + 2) * ((long double)f->u * abs_sum +
+                                    2 * ldexpl(m[i], f->emin - f->p - f->emax + 1)) +
+                    size * (long double)eps * abs_sum;
+            if (!(fabsl((long double)got - ref) <= bound) || !isfinite(got)) {
                 if (failures++ < 10) {
-                    fprintf(stderr, PROG ": rank %d: %s %s case %d kind %d element %ld: %g, want %Lg\n",
-                            rank, f->name, what, c, k, i, got, ref);
+                    fprintf(stderr,
+                            PROG
+                            ": rank %d: %s %s %s case %d kind %d count %ld element %ld: %.17g, "
+                            "exact %.17Lg, error %.3Lg, bound %.3Lg\n",
+                            rank, f->name, what, as_float ? "float" : "double", c, k, count, i, got,
+                            ref, fabsl((long double)got - ref), bound);
                 }
             }
-            continue;
         }
-        if ((long double)got != exact_in_type) {
-            inexact++;
-        }
-        bound = (nnodes + 2) * ((long double)f->u * abs_sum +
-                                2 * ldexpl(m[i], f->emin - f->p - f->emax + 1)) +
-                size * (long double)eps * abs_sum;
-        if (!(fabsl((long double)got - ref) <= bound) || !isfinite(got)) {
-            if (failures++ < 10) {
-                fprintf(stderr,
-                        PROG ": rank %d: %s %s %s case %d kind %d count %ld element %ld: %.17g, "
-                        "exact %.17Lg, error %.3Lg, bound %.3Lg\n",
-                        rank, f->name, what, as_float ? "float" : "double", c, k, count, i, got,
-                        ref, fabsl((long double)got - ref), bound);
-            }
-        }
-    }
-    free(m);
-    return inexact;
+        free(m);
+        return inexact;
     }
 }
 
@@ -270,8 +277,8 @@ int main(int argc, char **argv)
     MPI_Comm_get_info(comm, &got_info);
     MPI_Info_get(got_info, "strata_compress", sizeof(value) - 1, value, &flag);
     if (0 != strcmp(via, "none") && (!flag || 0 != strcmp(value, format))) {
-        fprintf(stderr, PROG ": rank %d: MPI_Comm_get_info gives strata_compress=%s, set %s\n", rank,
-                flag ? value : "(none)", format);
+        fprintf(stderr, PROG ": rank %d: MPI_Comm_get_info gives strata_compress=%s, set %s\n",
+                rank, flag ? value : "(none)", format);
         failures++;
     }
     MPI_Info_free(&got_info);
@@ -310,8 +317,10 @@ int main(int argc, char **argv)
                 MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
                 for (int r = 0; r < size; ++r) {
                     if (all[r] != all[0] && failures++ < 10) {
-                        fprintf(stderr, PROG ": rank %d: case %d kind %d: rank %d's result differs "
-                                        "from rank 0's\n", rank, c, k, r);
+                        fprintf(stderr,
+                                PROG ": rank %d: case %d kind %d: rank %d's result differs "
+                                     "from rank 0's\n",
+                                rank, c, k, r);
                     }
                 }
                 /* nonblocking, in place */
@@ -325,8 +334,8 @@ int main(int argc, char **argv)
                     MPI_Reduce_scatter_block(sbuf, xbuf, (int)(count / size), dt, MPI_SUM,
                                              MPI_COMM_WORLD);
                 }
-                lossy += check(f, "MPI_Reduce_scatter_block", rbuf, rank * (count / size), count / size,
-                               count, c, k, as_float, xbuf);
+                lossy += check(f, "MPI_Reduce_scatter_block", rbuf, rank * (count / size),
+                               count / size, count, c, k, as_float, xbuf);
                 cases += 3;
                 free(sbuf);
                 free(rbuf);
@@ -338,7 +347,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(MPI_IN_PLACE, &lossy, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (expect_lossy && 0 == lossy) {
         if (0 == rank) {
-            fprintf(stderr, PROG ": every result was exact: nothing crossed the network narrowed\n");
+            fprintf(stderr,
+                    PROG ": every result was exact: nothing crossed the network narrowed\n");
         }
         failures++;
     }

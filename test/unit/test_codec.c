@@ -30,15 +30,15 @@
 
 static long checks, failures;
 
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        ++checks;                                                                               \
-        if (!(cond)) {                                                                          \
-            if (++failures <= 20) {                                                             \
-                fprintf(stderr, "test_codec: FAIL: " __VA_ARGS__);                               \
-                fputc('\n', stderr);                                                            \
-            }                                                                                   \
-        }                                                                                       \
+#define CHECK(cond, ...) \
+    do { \
+        ++checks; \
+        if (!(cond)) { \
+            if (++failures <= 20) { \
+                fprintf(stderr, "test_codec: FAIL: " __VA_ARGS__); \
+                fputc('\n', stderr); \
+            } \
+        } \
     } while (0)
 
 /* A format as its definition gives it: exponent and mantissa bits, bias. */
@@ -199,11 +199,13 @@ static void check_vector(const fmt_t *f, const double *x, size_t n, int as_float
     size_t esz = as_float ? sizeof(float) : sizeof(double);
     size_t wbytes = mca_coll_strata_codec_bytes(f->codec, n);
     size_t nblocks = (n + MCA_COLL_STRATA_CODEC_BLOCK - 1) / MCA_COLL_STRATA_CODEC_BLOCK;
-    unsigned char *src = malloc(n * esz + 1), *dst = malloc(n * esz + 1), *acc = malloc(n * esz + 1);
+    unsigned char *src = malloc(n * esz + 1), *dst = malloc(n * esz + 1),
+                  *acc = malloc(n * esz + 1);
     unsigned char *wire = malloc(wbytes + 1);
     double *xin = malloc(sizeof(double) * (n + 1));
 
-    CHECK(wbytes == n * (f->codec == MCA_COLL_STRATA_CODEC_FP8 ? 1 : 2) + (f->scaled ? 2 * nblocks : 0),
+    CHECK(wbytes ==
+              n * (f->codec == MCA_COLL_STRATA_CODEC_FP8 ? 1 : 2) + (f->scaled ? 2 * nblocks : 0),
           "%s: %zu elements take %zu bytes", name, n, wbytes);
     for (size_t i = 0; i < n; ++i) {
         if (as_float) {
@@ -230,8 +232,10 @@ static void check_vector(const fmt_t *f, const double *x, size_t n, int as_float
             double a = as_float ? (double)((float *)dst)[i] : ((double *)dst)[i];
             double b = as_float ? (double)((float *)dst2)[i] : ((double *)dst2)[i];
 
-            CHECK(same(a, b), "%s %s: element %zu of %zu: %a packed again after unpacking "
-                              "became %a", name, as_float ? "float" : "double", i, n, a, b);
+            CHECK(same(a, b),
+                  "%s %s: element %zu of %zu: %a packed again after unpacking "
+                  "became %a",
+                  name, as_float ? "float" : "double", i, n, a, b);
         }
         free(wire2);
         free(dst2);
@@ -245,7 +249,8 @@ static void check_vector(const fmt_t *f, const double *x, size_t n, int as_float
 
             /* rounded past the type's largest value: the format's largest
              * value of the element's binade instead (coll_strata_codec.h) */
-            if (f->scaled && isfinite(xin[i]) && fabs(want) > (as_float ? (double)FLT_MAX : DBL_MAX)) {
+            if (f->scaled && isfinite(xin[i]) &&
+                fabs(want) > (as_float ? (double)FLT_MAX : DBL_MAX)) {
                 double below = 0, top;
                 int e;
 
@@ -269,8 +274,7 @@ static void check_vector(const fmt_t *f, const double *x, size_t n, int as_float
                   name, as_float ? "float" : "double", i, n, xin[i], got, want, k);
             CHECK(same(sum, want_sum), "%s: accumulate of element %zu: %a, want %a", name, i, sum,
                   want_sum);
-            CHECK(!isfinite(xin[i]) || isfinite(got),
-                  "%s: finite %a became %a", name, xin[i], got);
+            CHECK(!isfinite(xin[i]) || isfinite(got), "%s: finite %a became %a", name, xin[i], got);
         }
     }
     free(src);
@@ -291,12 +295,8 @@ static void check_vectors(const fmt_t *f)
         for (int kind = 0; kind < 6; ++kind) {
             for (size_t i = 0; i < n; ++i) {
                 switch (kind) {
-                case 0: /* gradients: moderate range */
-                    x[i] = wide(-20, 2);
-                    break;
-                case 1: /* wide dynamic range inside a block */
-                    x[i] = wide(-60, 60);
-                    break;
+                case 0: /* gradients: moderate range */ x[i] = wide(-20, 2); break;
+                case 1: /* wide dynamic range inside a block */ x[i] = wide(-60, 60); break;
                 case 2: /* cancellation: pairs of near-opposite values */
                     x[i] = (i & 1) ? -x[i - 1] * (1 + 1e-7) : wide(-3, 3);
                     break;
@@ -314,9 +314,7 @@ static void check_vectors(const fmt_t *f)
                            : (i % 4 == 2) ? FLT_MIN / 8
                                           : wide(100, 127);
                     break;
-                default: /* zeros only */
-                    x[i] = (i & 1) ? -0.0 : 0.0;
-                    break;
+                default: /* zeros only */ x[i] = (i & 1) ? -0.0 : 0.0; break;
                 }
             }
             check_vector(f, x, n, 1);

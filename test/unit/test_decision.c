@@ -548,7 +548,10 @@ static void test_compressed(void)
         for (size_t bytes = 16384; bytes <= (256u << 20); bytes *= 4) {
             for (size_t r = 0; r < sizeof(ratios) / sizeof(ratios[0]); ++r) {
                 mca_coll_strata_decision_input_t in = {
-                    .bytes = bytes, .nnodes = nnodes, .ppn_min = 2, .ppn_max = 2,
+                    .bytes = bytes,
+                    .nnodes = nnodes,
+                    .ppn_min = 2,
+                    .ppn_max = 2,
                     .wire_ratio = ratios[r],
                 };
                 mca_coll_strata_decision_t d = decide(&defaults, bytes, nnodes, 2, 2), before = d;
@@ -562,8 +565,10 @@ static void test_compressed(void)
                 if (before.algorithm == fewer.algorithm) {
                     CHECK(d.inter == fewer.inter,
                           "%zu B on %d nodes at ratio %.3f: the exchange for %zu bytes (%s), "
-                          "not %s", bytes, nnodes, ratios[r], (size_t)((double)bytes * ratios[r]),
-                          mca_coll_strata_inter_name(fewer.inter), mca_coll_strata_inter_name(d.inter));
+                          "not %s",
+                          bytes, nnodes, ratios[r], (size_t)((double)bytes * ratios[r]),
+                          mca_coll_strata_inter_name(fewer.inter),
+                          mca_coll_strata_inter_name(d.inter));
                 }
                 changed += d.inter != before.inter;
             }
@@ -572,8 +577,8 @@ static void test_compressed(void)
     CHECK(changed > 0, "compression changes the exchange somewhere (the model sees the bytes)");
     {
         mca_coll_strata_decision_params_t forced = defaults;
-        mca_coll_strata_decision_input_t in = {.bytes = 1 << 20, .nnodes = 8, .ppn_min = 2,
-                                               .ppn_max = 2, .wire_ratio = 0.25};
+        mca_coll_strata_decision_input_t in = {
+            .bytes = 1 << 20, .nnodes = 8, .ppn_min = 2, .ppn_max = 2, .wire_ratio = 0.25};
         mca_coll_strata_decision_t d;
 
         forced.inter_algorithm = MCA_COLL_STRATA_INTER_RING;
