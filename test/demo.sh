@@ -8,8 +8,11 @@
 #      docs/results/README.md);
 #   3. a short allreduce benchmark of tuned vs han vs strata with the bytes
 #      each node sent per call;
-#   4. Strata's UCX module loaded into the MPI job by hook/strata;
-#   5. device buffers through Open MPI's pml/ucx with Strata's transports,
+#   4. the compressed allreduce (info key strata_compress, or
+#      coll_strata_compress) beside the exact one: time and bytes per node,
+#      and the compressed results checked within their bound;
+#   5. Strata's UCX module loaded into the MPI job by hook/strata;
+#   6. device buffers through Open MPI's pml/ucx with Strata's transports,
 #      on one node, with the CUDA stand-in when there is no GPU.
 # Usage: test/demo.sh BUILDDIR   (as root; quickstart.sh demo runs it)
 set -euo pipefail
@@ -61,12 +64,24 @@ sed -n 's/.*\[[^]]*:\([0-9]*\)\] coll:strata: allreduce MPI_COMM_WORLD count=\([
 echo " a few short calls on a shared 2-core machine are noisy, the recorded comparison is in"
 echo " docs/results/; table and plot: $BUILDDIR/demo-bench/results.md, plot.png)"
 
-step "4. Strata's UCX module loaded into an MPI job by hook/strata"
+step "4. Compression between nodes: exact vs bf16 vs fp8 (--mca coll_strata_compress, or the info key strata_compress)"
+echo "(at 1 Gbit/s every exact algorithm sits at the link's bound from 128 KiB: fewer bytes is"
+echo " what moves that line; inside each node the reduction stays exact)"
+python3 "$STRATA_SRCDIR/test/bench/allreduce_bench.py" --inside-cluster --builddir "$BUILDDIR" \
+    --configs strata,strata-bf16,strata-fp8 --nodes 2 --ppn 2 --rate 1gbit --min 256K --max 4M \
+    --iters 5 --warmup 1 --rounds 1 --out "$BUILDDIR/demo-compress" | grep -E '^\||^- setup'
+echo "(the compressed results against an exact reference, within the bound of docs/design.md:)"
+for f in bf16 fp8; do
+    demo_job $(strata_coll_mca strata) --mca coll_strata_compress_min 0 "$T/mpi/test_compress" --format "$f" --nodes 2 \
+        --max-count 4099 --expect-lossy | grep "test_compress"
+done
+
+step "5. Strata's UCX module loaded into an MPI job by hook/strata"
 strata_mpirun_cluster -np 2 --map-by ppr:1:node --mca hook_strata_load_uct 1 \
     --mca hook_strata_uct_module "$STRATA_UCT_MODULE" "$T/mpi/uct_components_mpi" --expect strata \
     | grep "OK"
 
-step "5. Device buffers through pml/ucx with gpu_copy and gpu_ipc (one node)"
+step "6. Device buffers through pml/ucx with gpu_copy and gpu_ipc (one node)"
 if [ -f "$STRATA_CUDA_LIBDIR/libcuda.so.1" ]; then
     echo "(no GPU here: the CUDA stand-in plays the driver; its device memory is unreadable"
     echo " by the CPU, so only transfers that really go through the transports succeed)"

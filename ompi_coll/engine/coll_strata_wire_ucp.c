@@ -20,8 +20,13 @@
  * communicators, senders and slots never match each other.  Between two
  * members, UCP keeps a tag's messages in order, as the exchange needs.
  *
+ * Endpoints: one per peer process (by its worker's address), made the
+ * first time a rail needs it and kept for every later communicator until
+ * the component closes, so a communicator's set-up costs two small
+ * allgathers and an allreduce over its rail and its release nothing.
+ *
  * Failures: an endpoint that reports an error (its peer died, the link
- * broke) marks that member dead; a receive from it is cancelled and a send
+ * broke) marks that peer dead; a receive from it is cancelled and a send
  * to it completes in error, so the exchange fails and passes the news on
  * (coll_strata_xchg.c) instead of waiting for a message that is not coming.
  *
@@ -50,7 +55,8 @@
 #define MCA_COLL_STRATA_WIRE_SLOT_BITS   20
 #define MCA_COLL_STRATA_WIRE_SENDER_BITS 20
 #define MCA_COLL_STRATA_WIRE_ID_MASK     ((1u << 24) - 1)
-/* Most a closing endpoint's flush is waited for before it is forced. */
+/* Most the endpoints' flushes are waited for, all together, at the
+ * component's close, before the rest are forced. */
 #define MCA_COLL_STRATA_WIRE_CLOSE_S     2.0
 /* Most the watcher waits on the event descriptor before it looks again. */
 #define MCA_COLL_STRATA_WIRE_WATCH_MS    100
@@ -65,12 +71,22 @@ typedef struct mca_coll_strata_wire_ucp_xs_t {
     ucs_status_t send_status; /* once complete (UCS_OK before) */
 } mca_coll_strata_wire_ucp_xs_t;
 
-/* One engine's wire: its rail members' endpoints. */
+/* A peer process, by its worker's address: one endpoint per process for
+ * every communicator (kept until the component closes; UCC keeps its
+ * endpoints the same way), so that a communicator's set-up and release
+ * cost no connection.  Entries never move once made. */
+typedef struct mca_coll_strata_wire_ucp_peer_t {
+    void *address;
+    size_t len;
+    ucp_ep_h ep;
+    int dead; /* its endpoint reported an error */
+} mca_coll_strata_wire_ucp_peer_t;
+
+/* One engine's wire: its rail members' peers (NULL: this process). */
 struct mca_coll_strata_wire_ucp_t {
     uint64_t id; /* agreed over the rail: the tags' top bits */
     int me, n;   /* rank and size of the rail */
-    ucp_ep_h *eps;
-    int *dead; /* per member: its endpoint reported an error */
+    mca_coll_strata_wire_ucp_peer_t **peers;
     mca_coll_strata_wire_ucp_xs_t *xs;
     int nxs;
 };
@@ -84,6 +100,9 @@ static struct {
     size_t address_len;
     int efd;
     uint32_t next_id; /* the next communicator's id, at least */
+    /* the peers connected so far (mca_coll_strata_wire_ucp_peer_t) */
+    mca_coll_strata_wire_ucp_peer_t **peers;
+    int npeers, peers_cap;
     /* the watcher thread: `want` bumped when the progress thread sleeps */
     pthread_t watcher;
     bool watcher_running, stop;
@@ -155,41 +174,85 @@ static void mca_coll_strata_wire_ucp_ep_error(void *arg, ucp_ep_h ep, ucs_status
                             "wire ucp: a rail member's connection failed (%s): the calls "
                             "that exchange with it fail",
                             ucs_status_string(status));
-    __atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&((mca_coll_strata_wire_ucp_peer_t *)arg)->dead, 1, __ATOMIC_RELEASE);
 }
 
-/* Close the endpoints made so far (flushed, then forced after CLOSE_S). */
-static void mca_coll_strata_wire_ucp_close_eps(struct mca_coll_strata_wire_ucp_t *w)
+/* Every peer's endpoint closed (the component's close: the peers close
+ * theirs at the same time): flushed, then forced once CLOSE_S have passed
+ * for them all; the lock held. */
+static void mca_coll_strata_wire_ucp_close_peers(void)
 {
-    for (int i = 0; NULL != w->eps && i < w->n; ++i) {
+    double start = mca_coll_strata_now();
+
+    for (int i = 0; i < W.npeers; ++i) {
+        mca_coll_strata_wire_ucp_peer_t *peer = W.peers[i];
+        bool late = mca_coll_strata_now() - start > MCA_COLL_STRATA_WIRE_CLOSE_S;
         ucp_request_param_t prm;
         ucs_status_ptr_t sp;
-        double start = mca_coll_strata_now();
 
-        if (NULL == w->eps[i]) {
-            continue;
-        }
         memset(&prm, 0, sizeof(prm));
         prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        prm.flags = __atomic_load_n(&w->dead[i], __ATOMIC_ACQUIRE) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-        pthread_mutex_lock(&W.lock);
-        sp = ucp_ep_close_nbx(w->eps[i], &prm);
-        while (UCS_PTR_IS_PTR(sp) && UCS_INPROGRESS == ucp_request_check_status(sp)) {
+        prm.flags = (late || __atomic_load_n(&peer->dead, __ATOMIC_ACQUIRE))
+                        ? UCP_EP_CLOSE_FLAG_FORCE
+                        : 0;
+        sp = ucp_ep_close_nbx(peer->ep, &prm);
+        while (UCS_PTR_IS_PTR(sp) && UCS_INPROGRESS == ucp_request_check_status(sp) &&
+               mca_coll_strata_now() - start <= MCA_COLL_STRATA_WIRE_CLOSE_S) {
             (void)ucp_worker_progress(W.worker);
-            if (mca_coll_strata_now() - start > MCA_COLL_STRATA_WIRE_CLOSE_S) {
-                MCA_COLL_STRATA_VERBOSE(10,
-                                        "wire ucp: an endpoint's close did not finish in "
-                                        "%.0f s; left to the worker's close",
-                                        MCA_COLL_STRATA_WIRE_CLOSE_S);
-                break;
-            }
         }
         if (UCS_PTR_IS_PTR(sp)) {
             ucp_request_free(sp);
         }
-        pthread_mutex_unlock(&W.lock);
-        w->eps[i] = NULL;
+        free(peer->address);
+        free(peer);
     }
+    free(W.peers);
+    W.peers = NULL;
+    W.npeers = W.peers_cap = 0;
+}
+
+/* The peer of worker address `addr` (len bytes), connected the first time
+ * (the lock held); NULL when it cannot be. */
+static mca_coll_strata_wire_ucp_peer_t *mca_coll_strata_wire_ucp_peer(const void *addr, size_t len)
+{
+    mca_coll_strata_wire_ucp_peer_t *peer;
+    ucp_ep_params_t ep;
+
+    for (int i = 0; i < W.npeers; ++i) {
+        if (W.peers[i]->len == len && 0 == memcmp(W.peers[i]->address, addr, len)) {
+            return W.peers[i];
+        }
+    }
+    if (W.npeers == W.peers_cap) {
+        int cap = W.peers_cap ? 2 * W.peers_cap : 16;
+        mca_coll_strata_wire_ucp_peer_t **grown = realloc(W.peers, sizeof(*grown) * (size_t)cap);
+
+        if (NULL == grown) {
+            return NULL;
+        }
+        W.peers = grown;
+        W.peers_cap = cap;
+    }
+    if (NULL == (peer = calloc(1, sizeof(*peer))) || NULL == (peer->address = malloc(len))) {
+        free(peer);
+        return NULL;
+    }
+    memcpy(peer->address, addr, len);
+    peer->len = len;
+    memset(&ep, 0, sizeof(ep));
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = (const ucp_address_t *)peer->address;
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = mca_coll_strata_wire_ucp_ep_error;
+    ep.err_handler.arg = peer;
+    if (UCS_OK != ucp_ep_create(W.worker, &ep, &peer->ep)) {
+        free(peer->address);
+        free(peer);
+        return NULL;
+    }
+    W.peers[W.npeers++] = peer;
+    return peer;
 }
 
 static void mca_coll_strata_wire_ucp_free(struct mca_coll_strata_wire_ucp_t *w)
@@ -197,9 +260,7 @@ static void mca_coll_strata_wire_ucp_free(struct mca_coll_strata_wire_ucp_t *w)
     if (NULL == w) {
         return;
     }
-    mca_coll_strata_wire_ucp_close_eps(w);
-    free(w->eps);
-    free(w->dead);
+    free(w->peers);
     free(w->xs);
     free(w);
 }
@@ -212,29 +273,20 @@ static int mca_coll_strata_wire_ucp_gather(struct ompi_communicator_t *rail, con
                                         rail->c_coll->coll_allgather_module);
 }
 
-/* Connect to every other member from their gathered addresses. */
+/* Every other member's peer, from their gathered addresses (member i's at
+ * addrs + i * stride, lens[2 i] bytes of it). */
 static bool mca_coll_strata_wire_ucp_connect(struct mca_coll_strata_wire_ucp_t *w,
-                                             const char *addrs, size_t stride)
+                                             const char *addrs, size_t stride,
+                                             const int64_t *lens)
 {
     bool ok = true;
 
     pthread_mutex_lock(&W.lock);
     for (int i = 0; ok && i < w->n; ++i) {
-        ucp_ep_params_t ep;
-
-        if (i == w->me) {
-            continue;
-        }
-        memset(&ep, 0, sizeof(ep));
-        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        ep.address = (const ucp_address_t *)(addrs + (size_t)i * stride);
-        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-        ep.err_handler.cb = mca_coll_strata_wire_ucp_ep_error;
-        ep.err_handler.arg = &w->dead[i];
-        ok = (UCS_OK == ucp_ep_create(W.worker, &ep, &w->eps[i]));
-        if (!ok) {
-            w->eps[i] = NULL;
+        if (i != w->me) {
+            w->peers[i] = mca_coll_strata_wire_ucp_peer(addrs + (size_t)i * stride,
+                                                        (size_t)lens[2 * i]);
+            ok = (NULL != w->peers[i]);
         }
     }
     pthread_mutex_unlock(&W.lock);
@@ -275,7 +327,6 @@ static bool mca_coll_strata_wire_ucp_agree(struct ompi_communicator_t *rail,
         maxlen = (all[2 * i] > maxlen) ? all[2 * i] : maxlen;
         id = (all[2 * i + 1] > id) ? all[2 * i + 1] : id;
     }
-    free(all);
     addrs = malloc((size_t)maxlen * (size_t)w->n);
     own = calloc(1, (size_t)maxlen);
     if (NULL != own) {
@@ -285,7 +336,8 @@ static bool mca_coll_strata_wire_ucp_agree(struct ompi_communicator_t *rail,
           OMPI_SUCCESS == mca_coll_strata_wire_ucp_gather(rail, own, addrs, (int)maxlen, MPI_BYTE))
              ? 1
              : 0;
-    ok = ok && mca_coll_strata_wire_ucp_connect(w, addrs, (size_t)maxlen);
+    ok = ok && mca_coll_strata_wire_ucp_connect(w, addrs, (size_t)maxlen, all);
+    free(all);
     free(addrs);
     free(own);
     if (OMPI_SUCCESS != rail->c_coll->coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, rail,
@@ -314,14 +366,13 @@ bool mca_coll_strata_wire_setup(mca_coll_strata_engine_t *e)
     if (NULL != w) {
         w->me = ompi_comm_rank(rail);
         w->n = ompi_comm_size(rail);
-        w->eps = calloc((size_t)w->n, sizeof(*w->eps));
-        w->dead = calloc((size_t)w->n, sizeof(*w->dead));
+        w->peers = calloc((size_t)w->n, sizeof(*w->peers));
         w->nxs = e->nxchgs;
         w->xs = calloc((size_t)w->nxs, sizeof(*w->xs));
     }
     /* even without memory a member takes part in the agreement (its
      * peers are in it): it offers no address */
-    if (NULL == w || NULL == w->eps || NULL == w->dead || NULL == w->xs) {
+    if (NULL == w || NULL == w->peers || NULL == w->xs) {
         struct mca_coll_strata_wire_ucp_t none = {.me = ompi_comm_rank(rail),
                                                   .n = ompi_comm_size(rail)};
         int64_t mine[2] = {-1, 0}, *all = malloc(sizeof(int64_t) * 2 * (size_t)none.n);
@@ -415,12 +466,12 @@ static int mca_coll_strata_wire_ucp_send(mca_coll_strata_xchg_t *x, const void *
 
     memset(&prm, 0, sizeof(prm));
     x->reqs[1] = NULL;
-    if (__atomic_load_n(&w->dead[peer], __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(&w->peers[peer]->dead, __ATOMIC_ACQUIRE)) {
         xs->send_status = UCS_ERR_UNREACHABLE; /* taken: it completes in error */
         return OMPI_SUCCESS;
     }
     pthread_mutex_lock(&W.lock);
-    sp = ucp_tag_send_nbx(w->eps[peer], buf, mca_coll_strata_wire_ucp_bytes(dtype, count),
+    sp = ucp_tag_send_nbx(w->peers[peer]->ep, buf, mca_coll_strata_wire_ucp_bytes(dtype, count),
                           mca_coll_strata_wire_ucp_tag(w, w->me, x->tag), &prm);
     pthread_mutex_unlock(&W.lock);
     if (UCS_PTR_IS_ERR(sp)) {
@@ -456,7 +507,7 @@ static bool mca_coll_strata_wire_ucp_test(mca_coll_strata_xchg_t *x, int *rc, si
 
         if (UCS_INPROGRESS == st) {
             pending = true;
-            if (__atomic_load_n(&w->dead[xs->recv_peer], __ATOMIC_ACQUIRE)) {
+            if (__atomic_load_n(&w->peers[xs->recv_peer]->dead, __ATOMIC_ACQUIRE)) {
                 ucp_request_cancel(W.worker, x->reqs[0]); /* completes CANCELED */
             }
         } else {
@@ -592,6 +643,9 @@ void mca_coll_strata_wire_ucp_finalize(void)
         W.watcher_running = false;
     }
     if (W.open) {
+        pthread_mutex_lock(&W.lock);
+        mca_coll_strata_wire_ucp_close_peers();
+        pthread_mutex_unlock(&W.lock);
         ucp_worker_release_address(W.worker, W.address);
         ucp_worker_destroy(W.worker);
         ucp_cleanup(W.context);
