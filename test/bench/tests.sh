@@ -15,12 +15,36 @@ bench_outputs_complete() {
     done
 }
 
+# The compression benchmark's configurations through the allreduce driver
+# (none, bf16, fp16, fp8 at 1 Gbit/s between two namespace nodes): every
+# size of each, with the bytes each node sent; compressed ones send fewer.
+bench_compress_cluster() {
+    local out="$STRATA_TEST_TMP/out"
+    python3 "$B" --builddir "$STRATA_BUILDDIR" --configs strata,strata-bf16,strata-fp16,strata-fp8 \
+        --nodes 2 --ppn 2 --rate 1gbit --min 1M --max 2M --iters 2 --warmup 1 --rounds 1 --out "$out" &&
+        bench_outputs_complete "$out" strata,strata-bf16,strata-fp16,strata-fp8 2 || return 1
+    python3 - "$out/results.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+tx = {}
+for r in rows:
+    tx.setdefault(r["config"], {})[r["bytes"]] = float(r["tx_bytes_per_node_per_call"])
+for cfg, limit in (("strata-bf16", 0.6), ("strata-fp16", 0.6), ("strata-fp8", 0.35)):
+    for size, b in tx[cfg].items():
+        ratio = b / tx["strata"][size]
+        print("%s %s B: %.3f of the exact bytes" % (cfg, size, ratio))
+        if not ratio < limit:
+            sys.exit("%s sent %.3f of the exact bytes at %s B (limit %.2f)" % (cfg, ratio, size, limit))
+PY
+}
+
 # The overlap benchmark and its driver (icoll_overlap.sh): every
-# configuration and compute has every size, a table and a plot.
+# configuration and compute has every size, a table and a plot; on one node,
+# or (ARGS: --nodes 2 --ppn 2) across namespace nodes.
 bench_icoll_overlap() {
     local out="$STRATA_TEST_TMP/overlap"
     bash "$STRATA_SRCDIR/test/bench/icoll_overlap.sh" --builddir "$STRATA_BUILDDIR" --out "$out" \
-        --np 3 --sizes 65536,1048576 --iters 2 || return 1
+        --np 3 --sizes 65536,1048576 --iters 2 "$@" || return 1
     [ -s "$out/plot.png" ] || { echo "no plot.png"; return 1; }
     for c in strata_thread strata_calls libnbc; do
         [ "$(grep -c "^$c,\(sleep\|busy\)," "$out/results.csv")" -eq 4 ] ||
@@ -130,8 +154,12 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     if strata_is_root; then
         strata_test bench_cluster 300 bench_cluster
         strata_test bench_coll_overhead_cluster 300 bench_coll_overhead_cluster
+        strata_test bench_icoll_overlap_cluster 300 bench_icoll_overlap --nodes 2 --ppn 2 --rate 1gbit
+        strata_test bench_compress_cluster 300 bench_compress_cluster
     else
         strata_skip bench_cluster "network namespaces need root"
         strata_skip bench_coll_overhead_cluster "network namespaces need root"
+        strata_skip bench_icoll_overlap_cluster "network namespaces need root"
+        strata_skip bench_compress_cluster "network namespaces need root"
     fi
 fi
