@@ -15,6 +15,7 @@
 #include "colls/coll_strata_colls.h"
 #include "staging/coll_strata_stage.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,8 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
                                 mca_coll_strata_component.shm_dir,
                                 mca_coll_strata_component.device_network);
     memset(module->ar_cache, 0, sizeof(module->ar_cache));
+    module->compress_info = module->compress_agreed = MCA_COLL_STRATA_COMPRESS_UNSET;
+    module->compress_epoch = module->compress_agreed_epoch = 0;
 }
 
 #define MCA_COLL_STRATA_FALLBACK_RELEASE(_coll) \
@@ -99,8 +102,11 @@ static void mca_coll_strata_module_construct(mca_coll_strata_module_t *module)
     } \
     module->fallback._coll = NULL;
 
+static void mca_coll_strata_module_forget(mca_coll_strata_module_t *module);
+
 static void mca_coll_strata_module_destruct(mca_coll_strata_module_t *module)
 {
+    mca_coll_strata_module_forget(module);
     mca_coll_strata_engine_release(&module->engine);
     mca_coll_strata_stage_release(module);
     MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_RELEASE)
@@ -133,29 +139,84 @@ int mca_coll_strata_init_query(bool enable_progress_threads, bool enable_mpi_thr
  * The info key strata_compress (compression between nodes on this
  * communicator: none, bf16, fp16, fp8).  Open MPI keeps a key that
  * MPI_Comm_set_info gives only where a component subscribed to it: then
- * MPI_Comm_get_info returns it as set, and colls/ reads it at each call
- * that could compress (coll_strata_reduction.c).  An unknown value is
- * reported here, by the communicator's rank 0, once per setting, and kept;
- * its calls stay exact.  No
- * value (""): the key stays unset, coll_strata_compress applies.
+ * MPI_Comm_get_info returns it as set.  The callback notes the value in
+ * the communicator's module (found through the list below: the callback
+ * is given only the communicator) and counts the setting; the ranks
+ * compare their values at the next call that could compress
+ * (colls/coll_strata_reduction.c).  An unknown value is reported here, by
+ * the communicator's rank 0, and kept; its calls stay exact.  No value
+ * (""): the key stays unset, coll_strata_compress applies.
  */
+typedef struct mca_coll_strata_module_entry_t {
+    struct ompi_communicator_t *comm;
+    mca_coll_strata_module_t *module;
+    struct mca_coll_strata_module_entry_t *next;
+} mca_coll_strata_module_entry_t;
+
+static struct {
+    pthread_mutex_t lock;
+    mca_coll_strata_module_entry_t *head;
+} mca_coll_strata_modules = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void mca_coll_strata_module_remember(mca_coll_strata_module_t *module,
+                                            struct ompi_communicator_t *comm)
+{
+    mca_coll_strata_module_entry_t *e = malloc(sizeof(*e));
+
+    if (NULL == e) {
+        return; /* the key then never reaches this module: its calls stay exact */
+    }
+    e->comm = comm;
+    e->module = module;
+    pthread_mutex_lock(&mca_coll_strata_modules.lock);
+    e->next = mca_coll_strata_modules.head;
+    mca_coll_strata_modules.head = e;
+    pthread_mutex_unlock(&mca_coll_strata_modules.lock);
+}
+
+static void mca_coll_strata_module_forget(mca_coll_strata_module_t *module)
+{
+    mca_coll_strata_module_entry_t **link, *e;
+
+    pthread_mutex_lock(&mca_coll_strata_modules.lock);
+    for (link = &mca_coll_strata_modules.head; NULL != (e = *link);) {
+        if (e->module == module) {
+            *link = e->next;
+            free(e);
+        } else {
+            link = &e->next;
+        }
+    }
+    pthread_mutex_unlock(&mca_coll_strata_modules.lock);
+}
+
 static mca_coll_strata_info_str_t
 mca_coll_strata_module_compress_info(opal_infosubscriber_t *obj, mca_coll_strata_info_str_t key,
                                      mca_coll_strata_info_str_t value)
 {
-    mca_coll_strata_codec_t codec;
+    struct ompi_communicator_t *comm = (struct ompi_communicator_t *)obj;
+    mca_coll_strata_codec_t codec = MCA_COLL_STRATA_CODEC_NONE;
+    int noted = MCA_COLL_STRATA_COMPRESS_UNSET;
 
-    if (NULL == value || '\0' == value[0]) {
-        return NULL;
+    if (NULL != value && '\0' != value[0]) {
+        noted = mca_coll_strata_codec_parse(value, &codec) ? (int)codec
+                                                           : MCA_COLL_STRATA_COMPRESS_UNKNOWN;
+        if (MCA_COLL_STRATA_COMPRESS_UNKNOWN == noted && 0 == ompi_comm_rank(comm)) {
+            opal_output(0,
+                        "coll:strata: warning: %s: info key %s=\"%s\" is not none, bf16, fp16 or "
+                        "fp8: its calls stay exact",
+                        comm->c_name, key, value);
+        }
     }
-    if (!mca_coll_strata_codec_parse(value, &codec) &&
-        0 == ompi_comm_rank((struct ompi_communicator_t *)obj)) {
-        opal_output(0,
-                    "coll:strata: warning: %s: info key %s=\"%s\" is not none, bf16, fp16 or "
-                    "fp8: its calls stay exact",
-                    ((struct ompi_communicator_t *)obj)->c_name, key, value);
+    pthread_mutex_lock(&mca_coll_strata_modules.lock);
+    for (mca_coll_strata_module_entry_t *e = mca_coll_strata_modules.head; NULL != e; e = e->next) {
+        if (e->comm == comm) {
+            e->module->compress_info = noted;
+            __atomic_add_fetch(&e->module->compress_epoch, 1, __ATOMIC_RELEASE);
+        }
     }
-    return value;
+    pthread_mutex_unlock(&mca_coll_strata_modules.lock);
+    return (MCA_COLL_STRATA_COMPRESS_UNSET == noted) ? NULL : value;
 }
 
 static int mca_coll_strata_module_enable(mca_coll_base_module_t *base,
@@ -175,6 +236,7 @@ static int mca_coll_strata_module_enable(mca_coll_base_module_t *base,
                                 comm->c_name);
         return OMPI_ERROR;
     }
+    mca_coll_strata_module_remember(module, comm);
     (void)opal_infosubscribe_subscribe(&comm->super, compress_key, unset,
                                        mca_coll_strata_module_compress_info);
     return OMPI_SUCCESS;
@@ -192,6 +254,7 @@ static int mca_coll_strata_module_disable(mca_coll_base_module_t *base,
 {
     mca_coll_strata_module_t *module = (mca_coll_strata_module_t *)base;
 
+    mca_coll_strata_module_forget(module);
     MCA_COLL_STRATA_FOREACH_COLL(MCA_COLL_STRATA_FALLBACK_RELEASE)
     return OMPI_SUCCESS;
 }

@@ -53,7 +53,7 @@ int mca_coll_strata_allreduce_host(mca_coll_strata_module_t *module, const void 
     /* the cached decision says how, this call's communicator what format
      * crosses between nodes */
     compressed = *decision;
-    mca_coll_strata_reduction_compress(module, comm, (size_t)count, dtype, op, &compressed);
+    mca_coll_strata_reduction_compress(module, comm, (size_t)count, dtype, op, true, &compressed);
     if (MCA_COLL_STRATA_CODEC_NONE != compressed.codec) {
         decision = &compressed;
     }

@@ -60,12 +60,14 @@ const char *mca_coll_strata_reduction_inter_name(const struct mca_coll_strata_mo
 /* coll_strata_reduction.c: the format a host-path reduction's exchange
  * between nodes sends in (the communicator's strata_compress, else
  * coll_strata_compress, where the call qualifies) set in d, with the
- * exchange chosen again for the bytes that then cross; and its note for
- * the verbose line (", compressed bf16 between nodes", or "") */
-void mca_coll_strata_reduction_compress(const struct mca_coll_strata_module_t *module,
+ * exchange chosen again for the bytes that then cross (`blocking`: the
+ * call may compare the ranks' keys, a collective; a nonblocking one must
+ * not); and its note for the verbose line (", compressed bf16 between
+ * nodes", or "") */
+void mca_coll_strata_reduction_compress(struct mca_coll_strata_module_t *module,
                                         struct ompi_communicator_t *comm, size_t count,
                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        mca_coll_strata_decision_t *d);
+                                        bool blocking, mca_coll_strata_decision_t *d);
 const char *mca_coll_strata_reduction_codec_note(const mca_coll_strata_decision_t *d, char *buf,
                                                  size_t len);
 

@@ -139,21 +139,61 @@ const char *mca_coll_strata_reduction_inter_name(const mca_coll_strata_module_t 
 }
 
 /*
+ * The info key as every rank of the communicator was given it: compared
+ * once after each MPI_Comm_set_info (the module counts them alike on every
+ * rank), at the first call that could compress; a nonblocking call cannot
+ * compare (it must not wait for its peers), so until a blocking one has,
+ * its calls stay exact.  Ranks given different values are told so (rank
+ * 0, once per setting) and stay exact: one format on some ranks and
+ * another on others would run different exchanges.
+ */
+static int mca_coll_strata_reduction_compress_key(mca_coll_strata_module_t *module,
+                                                  struct ompi_communicator_t *comm, bool blocking)
+{
+    unsigned epoch = __atomic_load_n(&module->compress_epoch, __ATOMIC_ACQUIRE);
+    int mine[2], all[2];
+
+    if (epoch == module->compress_agreed_epoch) {
+        return module->compress_agreed;
+    }
+    if (!blocking) {
+        return MCA_COLL_STRATA_COMPRESS_DIFFERS; /* not compared yet: exact */
+    }
+    mine[0] = module->compress_info;
+    mine[1] = -module->compress_info;
+    if (OMPI_SUCCESS !=
+            MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 2, MPI_INT, MPI_MAX) ||
+        all[0] != -all[1]) {
+        if (0 == ompi_comm_rank(comm)) {
+            opal_output(0,
+                        "coll:strata: warning: %s: the ranks were given different values of the "
+                        "info key " MCA_COLL_STRATA_INFO_COMPRESS ": its calls stay exact",
+                        comm->c_name);
+        }
+        module->compress_agreed = MCA_COLL_STRATA_COMPRESS_DIFFERS;
+    } else {
+        module->compress_agreed = all[0];
+    }
+    module->compress_agreed_epoch = epoch;
+    return module->compress_agreed;
+}
+
+/*
  * The format this host-path call's exchange between nodes sends in: the
- * communicator's info key strata_compress where set, else
- * coll_strata_compress, for a sum of MPI_FLOAT or MPI_DOUBLE of at least
- * coll_strata_compress_min bytes whose exchange is one of strata's own
- * (ring, doubling, halving-doubling; the rail's own allreduce cannot
- * compress); everything else exact.  Every input is the same on every rank
- * (the key is set by the collective MPI_Comm_set_info), so every rank
+ * communicator's info key strata_compress where set (as every rank has
+ * it), else coll_strata_compress (agreed with the other settings), for a
+ * sum of MPI_FLOAT or MPI_DOUBLE of at least coll_strata_compress_min
+ * bytes whose exchange is one of strata's own (ring, doubling,
+ * halving-doubling; the rail's own allreduce cannot compress); everything
+ * else exact.  Every input is the same on every rank, so every rank
  * chooses alike.
  */
-static mca_coll_strata_codec_t mca_coll_strata_reduction_codec(
-    const mca_coll_strata_module_t *module, struct ompi_communicator_t *comm, size_t count,
-    struct ompi_datatype_t *dtype, struct ompi_op_t *op, const mca_coll_strata_decision_t *d)
+static mca_coll_strata_codec_t
+mca_coll_strata_reduction_codec(mca_coll_strata_module_t *module, struct ompi_communicator_t *comm,
+                                size_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                bool blocking, const mca_coll_strata_decision_t *d)
 {
-    mca_coll_strata_codec_t codec = (mca_coll_strata_codec_t)module->settings.compress;
-    char value[32];
+    int key;
 
     if (module->engine.topo.nnodes < 2 || MPI_SUM != op ||
         (MPI_FLOAT != dtype && MPI_DOUBLE != dtype) ||
@@ -164,22 +204,21 @@ static mca_coll_strata_codec_t mca_coll_strata_reduction_codec(
     if (count * (size_t)(MPI_FLOAT == dtype ? 4 : 8) < module->settings.compress_min) {
         return MCA_COLL_STRATA_CODEC_NONE;
     }
-    if (mca_coll_strata_info_get(comm->super.s_info, MCA_COLL_STRATA_INFO_COMPRESS, value,
-                                 sizeof(value)) &&
-        !mca_coll_strata_codec_parse(value, &codec)) {
-        return MCA_COLL_STRATA_CODEC_NONE; /* said when it was set */
+    key = mca_coll_strata_reduction_compress_key(module, comm, blocking);
+    if (MCA_COLL_STRATA_COMPRESS_UNSET == key) {
+        return (mca_coll_strata_codec_t)module->settings.compress;
     }
-    return codec;
+    return (key >= 0) ? (mca_coll_strata_codec_t)key : MCA_COLL_STRATA_CODEC_NONE;
 }
 
-void mca_coll_strata_reduction_compress(const mca_coll_strata_module_t *module,
+void mca_coll_strata_reduction_compress(mca_coll_strata_module_t *module,
                                         struct ompi_communicator_t *comm, size_t count,
                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        mca_coll_strata_decision_t *d)
+                                        bool blocking, mca_coll_strata_decision_t *d)
 {
     mca_coll_strata_decision_input_t in;
 
-    d->codec = mca_coll_strata_reduction_codec(module, comm, count, dtype, op, d);
+    d->codec = mca_coll_strata_reduction_codec(module, comm, count, dtype, op, blocking, d);
     if (MCA_COLL_STRATA_CODEC_NONE == d->codec || count > (size_t)INT_MAX) {
         return;
     }
@@ -224,7 +263,7 @@ int mca_coll_strata_reduction_host(mca_coll_strata_module_t *module,
         d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
         d.nslices = 1;
     }
-    mca_coll_strata_reduction_compress(module, comm, a->count, a->dtype, a->op, &d);
+    mca_coll_strata_reduction_compress(module, comm, a->count, a->dtype, a->op, true, &d);
     MCA_COLL_STRATA_VERBOSE(20,
                             "%s %s count=%zu %s %s: %s, %d slice(s), inter-node %s, %d node(s), "
                             "this rank's part %zu element(s)%s (%s)",
@@ -317,7 +356,7 @@ int mca_coll_strata_reduction_istart(mca_coll_strata_module_t *module,
         d.algorithm = MCA_COLL_STRATA_ALG_LEADER;
         d.nslices = 1;
     }
-    mca_coll_strata_reduction_compress(module, comm, a->count, a->dtype, a->op, &d);
+    mca_coll_strata_reduction_compress(module, comm, a->count, a->dtype, a->op, false, &d);
     MCA_COLL_STRATA_VERBOSE(20,
                             "%s %s count=%zu %s %s %s: %s, %d slice(s), inter-node %s, "
                             "%d node(s), this rank's part %zu element(s)%s (%s)",

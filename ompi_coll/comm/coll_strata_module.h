@@ -154,7 +154,20 @@ typedef struct mca_coll_strata_module_t {
     /* the pipeline's state: topology, node areas, exchanges (engine/) */
     mca_coll_strata_engine_t engine;
     mca_coll_strata_ar_cached_t ar_cache[MCA_COLL_STRATA_AR_CACHE_SIZE];
+    /* The info key strata_compress on this communicator, as this rank was
+     * given it (MCA_COLL_STRATA_COMPRESS_* or a codec), and how many times
+     * it was set: MPI_Comm_set_info is collective, so every rank counts
+     * alike.  compress_agreed: the value every rank had at the last count
+     * the ranks compared (colls/coll_strata_reduction.c), or
+     * MCA_COLL_STRATA_COMPRESS_DIFFERS. */
+    int compress_info;
+    unsigned compress_epoch, compress_agreed_epoch;
+    int compress_agreed;
 } mca_coll_strata_module_t;
+
+#define MCA_COLL_STRATA_COMPRESS_UNSET   (-1) /* no key: coll_strata_compress applies */
+#define MCA_COLL_STRATA_COMPRESS_UNKNOWN (-2) /* not a format's name: exact */
+#define MCA_COLL_STRATA_COMPRESS_DIFFERS (-3) /* the ranks were given different values: exact */
 
 OBJ_CLASS_DECLARATION(mca_coll_strata_module_t);
 

@@ -73,18 +73,19 @@ static int mca_coll_strata_module_setup(mca_coll_strata_module_t *module,
     rc = MCA_COLL_STRATA_FALLBACK(module, allreduce, comm, mine, all, 3, MPI_INT, MPI_MAX);
     all_ok = (OMPI_SUCCESS == rc) && !all[0];
     module->engine.any_driver = all_ok && all[1];
+    /* the rail's own transport for nonblocking calls between nodes
+     * (collective over each rail, right after the agreement so that every
+     * rank of a rail takes part; without it they use the pml and progress
+     * inside MPI calls only) */
+    if (all_ok && !all[2] && module->engine.topo.nnodes > 1) {
+        (void)mca_coll_strata_wire_setup(&module->engine);
+    }
     /* after the agreement: it needs every rank's topology.  A broadcast
      * that fails on some ranks only leaves the communicator unusable
      * whatever this rank does next. */
     if (all_ok && OMPI_SUCCESS != (rc = mca_coll_strata_network_setup(module, comm))) {
         snprintf(why, sizeof(why), "cannot broadcast the network figures (%d)", rc);
         all_ok = 0;
-    }
-    /* the rail's own transport for nonblocking calls between nodes
-     * (collective over each rail; without it they use the pml and progress
-     * inside MPI calls only) */
-    if (all_ok && !all[2] && module->engine.topo.nnodes > 1) {
-        (void)mca_coll_strata_wire_setup(&module->engine);
     }
     if (!all_ok) {
         mca_coll_strata_module_warn(comm, why);

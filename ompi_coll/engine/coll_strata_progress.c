@@ -286,6 +286,12 @@ void mca_coll_strata_progress_unwatch(mca_coll_strata_engine_t *e)
             link = &w->next;
         }
     }
+    /* the thread may be asleep on this engine's doorbell: the segment is
+     * unmapped next, so nothing may touch that word again (the thread's
+     * nap ends by itself; it then finds the engine gone) */
+    if (NULL != e->shm.flags && mca_coll_strata_progress.napping_on == &e->shm.flags[0].doorbell) {
+        mca_coll_strata_progress.napping_on = NULL;
+    }
     pthread_mutex_unlock(&mca_coll_strata_progress.lock);
 }
 

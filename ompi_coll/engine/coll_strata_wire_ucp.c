@@ -64,7 +64,7 @@
 /* One exchange's state on this wire (per slot of the engine). */
 typedef struct mca_coll_strata_wire_ucp_xs_t {
     ucp_tag_recv_info_t info;
-    int recv_peer;
+    int recv_peer, send_peer;
     struct ompi_datatype_t *recv_dtype;
     bool recv_posted;         /* a receive of this step was posted */
     ucs_status_t recv_status; /* once complete */
@@ -100,6 +100,9 @@ static struct {
     size_t address_len;
     int efd;
     uint32_t next_id; /* the next communicator's id, at least */
+    /* the ids of this process's engines now (a tag's top bits) */
+    uint64_t *live;
+    int nlive, live_cap;
     /* the peers connected so far (mca_coll_strata_wire_ucp_peer_t) */
     mca_coll_strata_wire_ucp_peer_t **peers;
     int npeers, peers_cap;
@@ -169,11 +172,11 @@ static bool mca_coll_strata_wire_ucp_open(const char **why)
 
 static void mca_coll_strata_wire_ucp_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
+    /* no output here: the progress thread may be the one in UCP, and
+     * opal_output takes no locks in a single-threaded process; the calls
+     * that exchange with the peer fail, and say so in the application's */
     (void)ep;
-    MCA_COLL_STRATA_VERBOSE(10,
-                            "wire ucp: a rail member's connection failed (%s): the calls "
-                            "that exchange with it fail",
-                            ucs_status_string(status));
+    (void)status;
     __atomic_store_n(&((mca_coll_strata_wire_ucp_peer_t *)arg)->dead, 1, __ATOMIC_RELEASE);
 }
 
@@ -274,7 +277,7 @@ static int mca_coll_strata_wire_ucp_gather(struct ompi_communicator_t *rail, con
 }
 
 /* Every other member's peer, from their gathered addresses (member i's at
- * addrs + i * stride, lens[2 i] bytes of it). */
+ * addrs + i * stride, lens[i] bytes of it). */
 static bool mca_coll_strata_wire_ucp_connect(struct mca_coll_strata_wire_ucp_t *w,
                                              const char *addrs, size_t stride,
                                              const int64_t *lens)
@@ -285,7 +288,7 @@ static bool mca_coll_strata_wire_ucp_connect(struct mca_coll_strata_wire_ucp_t *
     for (int i = 0; ok && i < w->n; ++i) {
         if (i != w->me) {
             w->peers[i] = mca_coll_strata_wire_ucp_peer(addrs + (size_t)i * stride,
-                                                        (size_t)lens[2 * i]);
+                                                        (size_t)lens[i]);
             ok = (NULL != w->peers[i]);
         }
     }
@@ -293,63 +296,156 @@ static bool mca_coll_strata_wire_ucp_connect(struct mca_coll_strata_wire_ucp_t *
     return ok;
 }
 
-/* The rail's agreement on the wire (see coll_strata_wire.h); *w set up on
- * success.  Each step's outcome is the same on every member: they decide
- * from what they all gathered. */
-static bool mca_coll_strata_wire_ucp_agree(struct ompi_communicator_t *rail,
-                                           struct mca_coll_strata_wire_ucp_t *w, const char **why)
+/* An allreduce of stack values over the rail (MPI_MAX): the steps of the
+ * agreement below that every member takes whatever happened before. */
+static bool mca_coll_strata_wire_ucp_max(struct ompi_communicator_t *rail, int64_t *v, int n)
 {
-    int64_t mine[2], *all = NULL;
-    int64_t maxlen = 0, id = 0;
-    char *addrs = NULL, *own = NULL;
-    int ok, all_ok = 0;
-    bool opened;
+    return OMPI_SUCCESS == rail->c_coll->coll_allreduce(MPI_IN_PLACE, v, n, MPI_INT64_T, MPI_MAX,
+                                                        rail, rail->c_coll->coll_allreduce_module);
+}
 
-    pthread_mutex_lock(&W.lock);
-    opened = mca_coll_strata_wire_ucp_open(why);
-    mine[0] = opened ? (int64_t)W.address_len : -1;
-    mine[1] = (int64_t)W.next_id;
-    pthread_mutex_unlock(&W.lock);
-    if (NULL == (all = malloc(sizeof(int64_t) * 2 * (size_t)w->n)) ||
-        OMPI_SUCCESS != mca_coll_strata_wire_ucp_gather(rail, mine, all, 2, MPI_INT64_T)) {
-        /* a member that cannot take part is a failed set-up there: the
-         * communicator's closing agreement says so to every rank */
-        free(all);
-        *why = "cannot gather the rail's UCP addresses";
+/* Whether `id` is an engine's of this process now (the lock held). */
+static bool mca_coll_strata_wire_ucp_id_live(uint64_t id)
+{
+    for (int i = 0; i < W.nlive; ++i) {
+        if (W.live[i] == id) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reserve `id` for an engine of this process (the lock held); false where it
+ * is taken or there is no room to note it. */
+static bool mca_coll_strata_wire_ucp_id_reserve(uint64_t id)
+{
+    if (mca_coll_strata_wire_ucp_id_live(id)) {
         return false;
     }
-    for (int i = 0; i < w->n; ++i) {
-        if (all[2 * i] < 0) {
-            *why = (NULL != *why) ? *why : "a rail member has no UCP worker";
-            free(all);
+    if (W.nlive == W.live_cap) {
+        int cap = W.live_cap ? 2 * W.live_cap : 16;
+        uint64_t *grown = realloc(W.live, sizeof(*grown) * (size_t)cap);
+
+        if (NULL == grown) {
             return false;
         }
-        maxlen = (all[2 * i] > maxlen) ? all[2 * i] : maxlen;
-        id = (all[2 * i + 1] > id) ? all[2 * i + 1] : id;
+        W.live = grown;
+        W.live_cap = cap;
     }
-    addrs = malloc((size_t)maxlen * (size_t)w->n);
-    own = calloc(1, (size_t)maxlen);
-    if (NULL != own) {
-        memcpy(own, W.address, W.address_len);
+    W.live[W.nlive++] = id;
+    return true;
+}
+
+static void mca_coll_strata_wire_ucp_id_free(uint64_t id)
+{
+    pthread_mutex_lock(&W.lock);
+    for (int i = 0; i < W.nlive; ++i) {
+        if (W.live[i] == id) {
+            W.live[i] = W.live[--W.nlive];
+            break;
+        }
     }
-    ok = (NULL != addrs && NULL != own &&
-          OMPI_SUCCESS == mca_coll_strata_wire_ucp_gather(rail, own, addrs, (int)maxlen, MPI_BYTE))
-             ? 1
-             : 0;
-    ok = ok && mca_coll_strata_wire_ucp_connect(w, addrs, (size_t)maxlen, all);
-    free(all);
+    pthread_mutex_unlock(&W.lock);
+}
+
+/* The rail's id: the largest of the members' proposals, reserved on every
+ * member; where some member has it in use already (communicators set up at
+ * once in threads of one process), all propose again above it.  Every
+ * member takes the same steps: they decide from what they all reduced. */
+static bool mca_coll_strata_wire_ucp_id(struct ompi_communicator_t *rail, uint64_t *id)
+{
+    for (int round = 0; round < 64; ++round) {
+        int64_t v[2];
+        bool mine;
+
+        pthread_mutex_lock(&W.lock);
+        while (mca_coll_strata_wire_ucp_id_live(W.next_id & MCA_COLL_STRATA_WIRE_ID_MASK)) {
+            W.next_id++;
+        }
+        v[0] = (int64_t)(W.next_id & MCA_COLL_STRATA_WIRE_ID_MASK);
+        pthread_mutex_unlock(&W.lock);
+        v[1] = 0;
+        if (!mca_coll_strata_wire_ucp_max(rail, v, 1)) {
+            return false;
+        }
+        pthread_mutex_lock(&W.lock);
+        mine = mca_coll_strata_wire_ucp_id_reserve((uint64_t)v[0]);
+        W.next_id = (W.next_id > (uint32_t)v[0] + 1) ? W.next_id : (uint32_t)v[0] + 1;
+        pthread_mutex_unlock(&W.lock);
+        v[1] = mine ? 0 : 1;
+        if (!mca_coll_strata_wire_ucp_max(rail, &v[1], 1)) {
+            return false;
+        }
+        if (0 == v[1]) {
+            *id = (uint64_t)v[0];
+            return true;
+        }
+        if (mine) {
+            mca_coll_strata_wire_ucp_id_free((uint64_t)v[0]);
+        }
+    }
+    return false;
+}
+
+/*
+ * The rail's agreement on the wire (see coll_strata_wire.h), *w set up on
+ * success.  `able`: this member can take part (its worker opens, it has
+ * memory).  Every member runs the same collectives in the same order on
+ * every path, deciding each step from what they all reduced:
+ *   1. an allreduce: whether every member can, the longest address;
+ *   2. an allreduce: whether every member found memory for the addresses;
+ *   3. two allgathers: the addresses' lengths and the addresses;
+ *   4. an allreduce: whether every member connected to every other;
+ *   5. the id (mca_coll_strata_wire_ucp_id).
+ */
+static bool mca_coll_strata_wire_ucp_agree(struct ompi_communicator_t *rail,
+                                           struct mca_coll_strata_wire_ucp_t *w, bool able,
+                                           const char **why)
+{
+    int n = ompi_comm_size(rail);
+    int64_t v[2], mylen = 0, *lens = NULL;
+    char *addrs = NULL, *own = NULL;
+    size_t maxlen;
+    bool ok;
+
+    pthread_mutex_lock(&W.lock);
+    able = able && mca_coll_strata_wire_ucp_open(why);
+    mylen = able ? (int64_t)W.address_len : 0;
+    pthread_mutex_unlock(&W.lock);
+    v[0] = able ? 0 : 1; /* some member cannot */
+    v[1] = mylen;
+    if (!mca_coll_strata_wire_ucp_max(rail, v, 2) || 0 != v[0]) {
+        *why = (NULL != *why) ? *why : "a rail member cannot open a UCP worker";
+        return false;
+    }
+    maxlen = (size_t)v[1];
+    lens = malloc(sizeof(int64_t) * (size_t)n);
+    addrs = malloc(maxlen * (size_t)n);
+    own = calloc(1, maxlen);
+    v[0] = (NULL == lens || NULL == addrs || NULL == own) ? 1 : 0;
+    if (!mca_coll_strata_wire_ucp_max(rail, v, 1) || 0 != v[0]) {
+        *why = "a rail member has no memory for the addresses";
+        free(lens);
+        free(addrs);
+        free(own);
+        return false;
+    }
+    memcpy(own, W.address, W.address_len);
+    ok = OMPI_SUCCESS == mca_coll_strata_wire_ucp_gather(rail, &mylen, lens, 1, MPI_INT64_T) &&
+         OMPI_SUCCESS == mca_coll_strata_wire_ucp_gather(rail, own, addrs, (int)maxlen, MPI_BYTE);
+    ok = ok && mca_coll_strata_wire_ucp_connect(w, addrs, maxlen, lens);
+    free(lens);
     free(addrs);
     free(own);
-    if (OMPI_SUCCESS != rail->c_coll->coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, rail,
-                                                     rail->c_coll->coll_allreduce_module) ||
-        !all_ok) {
+    v[0] = ok ? 0 : 1;
+    if (!mca_coll_strata_wire_ucp_max(rail, v, 1) || 0 != v[0]) {
         *why = "a rail member could not connect to the others";
         return false;
     }
-    w->id = (uint64_t)id & MCA_COLL_STRATA_WIRE_ID_MASK;
-    pthread_mutex_lock(&W.lock);
-    W.next_id = (uint32_t)id + 1;
-    pthread_mutex_unlock(&W.lock);
+    if (!mca_coll_strata_wire_ucp_id(rail, &w->id)) {
+        *why = "the rail could not agree on an id";
+        return false;
+    }
     return true;
 }
 
@@ -358,6 +454,7 @@ bool mca_coll_strata_wire_setup(mca_coll_strata_engine_t *e)
     struct ompi_communicator_t *rail = e->topo.rail_comm;
     struct mca_coll_strata_wire_ucp_t *w;
     const char *why = NULL;
+    bool able;
 
     if (NULL == rail || e->nxchgs <= 0) {
         return false;
@@ -370,28 +467,19 @@ bool mca_coll_strata_wire_setup(mca_coll_strata_engine_t *e)
         w->nxs = e->nxchgs;
         w->xs = calloc((size_t)w->nxs, sizeof(*w->xs));
     }
-    /* even without memory a member takes part in the agreement (its
-     * peers are in it): it offers no address */
-    if (NULL == w || NULL == w->peers || NULL == w->xs) {
-        struct mca_coll_strata_wire_ucp_t none = {.me = ompi_comm_rank(rail),
-                                                  .n = ompi_comm_size(rail)};
-        int64_t mine[2] = {-1, 0}, *all = malloc(sizeof(int64_t) * 2 * (size_t)none.n);
-
-        mca_coll_strata_wire_ucp_free(w);
-        if (NULL != all) {
-            (void)mca_coll_strata_wire_ucp_gather(rail, mine, all, 2, MPI_INT64_T);
-        }
-        free(all);
-        MCA_COLL_STRATA_VERBOSE(10, "%s: no memory for the UCP wire", rail->c_name);
-        return false;
+    /* a member without memory, or beyond the tag's fields, still takes
+     * every step of the agreement (its peers are in it): it says it cannot */
+    able = NULL != w && NULL != w->peers && NULL != w->xs &&
+           (uint64_t)ompi_comm_size(rail) < (1u << MCA_COLL_STRATA_WIRE_SENDER_BITS) &&
+           (uint64_t)e->nxchgs + 1 < (1u << MCA_COLL_STRATA_WIRE_SLOT_BITS);
+    if (!able) {
+        why = "no memory, or too many members or slots for the tag";
     }
-    if ((uint64_t)w->n >= (1u << MCA_COLL_STRATA_WIRE_SENDER_BITS) ||
-        (uint64_t)w->nxs + 1 >= (1u << MCA_COLL_STRATA_WIRE_SLOT_BITS) ||
-        !mca_coll_strata_wire_ucp_agree(rail, w, &why)) {
+    if (NULL == w || !mca_coll_strata_wire_ucp_agree(rail, w, able, &why)) {
         MCA_COLL_STRATA_VERBOSE(10,
                                 "%s: no UCP wire (%s): its nonblocking calls progress inside "
                                 "MPI calls only",
-                                rail->c_name, (NULL != why) ? why : "too many members");
+                                rail->c_name, (NULL != why) ? why : "no memory");
         mca_coll_strata_wire_ucp_free(w);
         return false;
     }
@@ -403,6 +491,9 @@ bool mca_coll_strata_wire_setup(mca_coll_strata_engine_t *e)
 
 void mca_coll_strata_wire_ucp_release(mca_coll_strata_engine_t *e)
 {
+    if (NULL != e->wire_ucp) {
+        mca_coll_strata_wire_ucp_id_free(e->wire_ucp->id);
+    }
     mca_coll_strata_wire_ucp_free(e->wire_ucp);
     e->wire_ucp = NULL;
 }
@@ -475,8 +566,12 @@ static int mca_coll_strata_wire_ucp_send(mca_coll_strata_xchg_t *x, const void *
                           mca_coll_strata_wire_ucp_tag(w, w->me, x->tag), &prm);
     pthread_mutex_unlock(&W.lock);
     if (UCS_PTR_IS_ERR(sp)) {
-        xs->send_status = UCS_PTR_STATUS(sp);
-    } else if (UCS_PTR_IS_PTR(sp)) {
+        /* refused: the exchange posts it again, as the news of its
+         * failure (coll_strata_xchg.c), until it is taken */
+        return OMPI_ERR_TEMP_OUT_OF_RESOURCE;
+    }
+    xs->send_peer = peer;
+    if (UCS_PTR_IS_PTR(sp)) {
         x->reqs[1] = sp;
     }
     return OMPI_SUCCESS;
@@ -525,6 +620,11 @@ static bool mca_coll_strata_wire_ucp_test(mca_coll_strata_xchg_t *x, int *rc, si
             xs->send_status = st;
             ucp_request_free(x->reqs[1]);
             x->reqs[1] = NULL;
+            if (UCS_OK != st) {
+                /* nothing more reaches that peer on this endpoint: its
+                 * receives fail (cancelled), as for a peer that died */
+                __atomic_store_n(&w->peers[xs->send_peer]->dead, 1, __ATOMIC_RELEASE);
+            }
         }
     }
     pthread_mutex_unlock(&W.lock);

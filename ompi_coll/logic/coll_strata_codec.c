@@ -4,8 +4,9 @@
  *
  * One rounding routine serves every format: a value is rounded to the
  * format's quantum at its exponent (2^(E - mantissa bits), or the
- * subnormal quantum below the smallest normal exponent) with nearbyint,
- * which rounds to nearest, ties to even, in the default rounding mode; the
+ * subnormal quantum below the smallest normal exponent), to nearest, ties
+ * to even, in whatever rounding mode the application set (so every node
+ * rounds alike, and the fast path's bit arithmetic agrees with it); the
  * division and multiplication by a power of two are exact in double, so a
  * float or a double is rounded once, from its own value.  Encoding then
  * only takes apart a value that is already representable.
@@ -83,6 +84,20 @@ double mca_coll_strata_codec_ratio(mca_coll_strata_codec_t codec, size_t elem_by
     return (double)mca_coll_strata_codec_bytes(codec, n) / (double)(n * elem_bytes);
 }
 
+/* t to the nearest integer, ties to even, whatever rounding mode the
+ * application set (floor is exact in every mode; so is t - floor(t) for
+ * the magnitudes that reach here, below 2^53). */
+static double mca_coll_strata_codec_rne(double t)
+{
+    double f = floor(t), d = t - f;
+
+    /* (a zero keeps t's sign, as nearbyint's would) */
+    if (d > 0.5 || (0.5 == d && 0.0 != fmod(f, 2.0))) {
+        return copysign(f + 1.0, t);
+    }
+    return copysign(f, t);
+}
+
 /* x (finite, already scaled) rounded to the format: ties to even; beyond
  * the largest finite value, an infinity (codec_round only: a block's scale
  * keeps every element below it). */
@@ -96,7 +111,7 @@ static double mca_coll_strata_codec_round_fmt(const mca_coll_strata_codec_fmt_t 
     }
     e = ilogb(x);
     q = ldexp(1.0, ((e < f->emin) ? f->emin : e) - f->mant);
-    r = nearbyint(x / q) * q;
+    r = mca_coll_strata_codec_rne(x / q) * q;
     if (fabs(r) > ldexp(2.0 - ldexp(1.0, -f->mant), f->emax)) {
         return copysign(INFINITY, x);
     }

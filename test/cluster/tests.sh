@@ -155,7 +155,7 @@ cluster_compress() {
     grep -o "inter-node [a-z_]*\|compressed [a-z0-9]* between nodes" "$out" | sort | uniq -c
     [ $rc -eq 0 ] && grep -q "^test_compress: OK" "$out" || return 1
     case " $* " in
-    *" --expect-exact "*) ! grep -q "compressed [a-z0-9]* between nodes" "$out" ||
+    *" --expect-exact "* | *" --mismatch "*) ! grep -q "compressed [a-z0-9]* between nodes" "$out" ||
                               { echo "compressed although the calls must stay exact"; return 1; } ;;
     *) grep -q "compressed $format between nodes" "$out" || { echo "no call compressed $format"; return 1; } ;;
     esac
@@ -804,6 +804,7 @@ else
         --mca coll_strata_compress fp16 --via none --expect-lossy
     strata_test cluster_compress_none_2x2 300 cluster_job 2 "" cluster_compress 2x2 none 2 --expect-exact --max-count 17000
     strata_test cluster_compress_unknown_2x2 300 cluster_job 2 "" cluster_compress 2x2 zfp 2 --expect-exact --max-count 17000
+    strata_test cluster_compress_mismatch_2x2 300 cluster_job 2 "" cluster_compress 2x2 bf16 2 --mismatch --max-count 17000
     strata_test cluster_allreduce_inter_2x2 400 cluster_job 2 "" cluster_allreduce_inter 2x2
     strata_test cluster_allreduce_inter_2+2+1 400 cluster_job 3 "" cluster_allreduce_inter 2+2+1
     strata_test cluster_allreduce_inter_4x2 600 cluster_job 4 "" cluster_allreduce_inter 4x2

@@ -29,6 +29,8 @@
  *               return it as set either way; none: no key (a plain
  *               duplicate: coll_strata_compress chooses, --format says what
  *               it was set to)
+ *   --mismatch  odd ranks give the key fp16 instead (ranks given different
+ *               values): the calls must stay exact (implies --expect-exact)
  *   --expect-exact  every result must equal, bit for bit, the same call's
  *               on MPI_COMM_WORLD (no key, and coll_strata_compress none:
  *               strata's exact path), as for an unknown format
@@ -230,7 +232,7 @@ int main(int argc, char **argv)
     const char *format = "bf16", *via = "dup";
     const format_t *f = NULL;
     long max_count = 70000, lossy = 0, cases = 0;
-    bool expect_lossy = false, expect_exact = false;
+    bool expect_lossy = false, expect_exact = false, mismatch = false;
     static const long counts[] = {1, 127, 128, 129, 1000, 4099, 17000, 70000, 300000};
     MPI_Comm comm;
     MPI_Info info, got_info;
@@ -253,6 +255,8 @@ int main(int argc, char **argv)
             expect_lossy = true;
         } else if (0 == strcmp(argv[i], "--expect-exact")) {
             expect_exact = true;
+        } else if (0 == strcmp(argv[i], "--mismatch")) {
+            mismatch = expect_exact = true;
         }
     }
     for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); ++i) {
@@ -265,7 +269,7 @@ int main(int argc, char **argv)
         expect_exact = true;
     }
     MPI_Info_create(&info);
-    MPI_Info_set(info, "strata_compress", format);
+    MPI_Info_set(info, "strata_compress", (mismatch && (rank & 1)) ? "fp16" : format);
     if (0 == strcmp(via, "none")) {
         MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     } else if (0 == strcmp(via, "set")) {
@@ -276,7 +280,7 @@ int main(int argc, char **argv)
     }
     MPI_Comm_get_info(comm, &got_info);
     MPI_Info_get(got_info, "strata_compress", sizeof(value) - 1, value, &flag);
-    if (0 != strcmp(via, "none") && (!flag || 0 != strcmp(value, format))) {
+    if (0 != strcmp(via, "none") && !mismatch && (!flag || 0 != strcmp(value, format))) {
         fprintf(stderr, PROG ": rank %d: MPI_Comm_get_info gives strata_compress=%s, set %s\n",
                 rank, flag ? value : "(none)", format);
         failures++;
