@@ -200,8 +200,11 @@ strata_mpirun_gpu() {
         -x LD_LIBRARY_PATH -x UCX_TLS="${UCX_TLS:-self,sm,gpu_copy,gpu_ipc}" "${strata_args[@]}"
 }
 
-# The mpi layer against another UCX release (ucx_releases, debian13) leaves
-# out its longest host-buffer tests: they run on pml/ob1 with shared memory
-# and never load UCX, so they are the run the same Open MPI already made with
-# its own UCX (the host's mpi layer, the debian13 layer's).
-STRATA_MPI_UCX_INDEPENDENT=${STRATA_MPI_UCX_INDEPENDENT-mpi_allreduce_ops_tuned|mpi_allreduce_ops_strata|mpi_reduce_ops_strata|mpi_reduce_scatter|mpi_strata_valgrind|mpi_coll_free_loop_host}
+# The mpi layer against another UCX release (ucx_releases, debian13) runs
+# the tests that put that UCX under the MPI job: pml/ucx with Strata's
+# transports, or hook/strata loading the UCT module (strata_mpirun_gpu's
+# users: coll_device and its budgets on ucx, the threads tests, hook/strata,
+# the datatype tests).  The others run on pml/ob1 with shared memory and
+# one node, where UCX carries nothing: they are the run the same Open MPI
+# already made with its own UCX (the host's mpi layer, the debian13 layer's).
+STRATA_MPI_UCX_DEPENDENT=${STRATA_MPI_UCX_DEPENDENT-ucx|mpi_threads|mpi_hook|mpi_dt_}

@@ -24,10 +24,11 @@ cluster_topology_2x2() {
     strata_mpirun_cluster -np 4 --map-by ppr:2:node "$T/mpi/test_topology" --nodes 2 --ppn 2
 }
 
-# cluster_allreduce COLL PLACEMENT: PLACEMENT is 2x2, 4x2, 2x1 (one rank per
-# node), 3+1, 2+2+1 or bynode
+# cluster_allreduce COLL PLACEMENT [MAX_BYTES]: PLACEMENT is 2x2, 4x2, 2x1
+# (one rank per node), 3+1, 2+2+1 or bynode; MAX_BYTES the largest vector of
+# every op and type (default 1M)
 cluster_allreduce() {
-    local coll=$1 placement=$2 map
+    local coll=$1 placement=$2 max=${3:-1M} map
     case "$placement" in
     2x2) map=(-np 4 --map-by ppr:2:node) ;;
     4x2) map=(-np 8 --map-by ppr:2:node) ;;
@@ -38,7 +39,7 @@ cluster_allreduce() {
     esac
     strata_mpirun_cluster "${map[@]}" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_basic" --max-count 262144 || return 1
     if [ "$coll" = strata ]; then
-        strata_mpirun_cluster "${map[@]}" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_ops" --quiet --max-bytes 1M
+        strata_mpirun_cluster "${map[@]}" $(strata_coll_mca "$coll") "$T/mpi/test_allreduce_ops" --quiet --max-bytes "$max"
     fi
 }
 
@@ -779,7 +780,8 @@ else
     strata_test cluster_allreduce_strata_3+1 300 cluster_job 2 "" cluster_allreduce strata 3+1
     strata_test cluster_allreduce_strata_2+2+1 300 cluster_job 3 "" cluster_allreduce strata 2+2+1
     strata_test cluster_allreduce_strata_bynode 300 cluster_job 2 "" cluster_allreduce strata bynode
-    strata_test cluster_allreduce_strata_4x2 300 cluster_job 4 "" cluster_allreduce strata 4x2
+    # (8 ranks on this machine's cores: the largest vectors are 2x2's and 2+2+1's)
+    strata_test cluster_allreduce_strata_4x2 300 cluster_job 4 "" cluster_allreduce strata 4x2 256K
     strata_test cluster_allreduce_strata_2x1 300 cluster_job 2 "" cluster_allreduce strata 2x1
     strata_test cluster_reductions_2+2+1 300 cluster_job 3 "" cluster_reductions 2+2+1
     strata_test cluster_reductions_bynode 300 cluster_job 2 "" cluster_reductions bynode

@@ -122,7 +122,7 @@ D13_CLUSTER=${STRATA_DEBIAN13_CLUSTER-cluster_needs_root|cluster_topology_2x2|cl
 # beside it for UCT's internal headers, Strata configured and built there
 # against it (-Werror with Debian 13's compiler: what the host's build of
 # the same release cannot show); then, for the newest, the mpi layer of
-# that build (less the host-buffer tests that never load UCX, test/lib.sh),
+# that build (its tests that put UCX under the job, test/lib.sh),
 # which puts that libucp first on the library path (Debian 13's pml/ucx
 # runs on it).  Their ucx layers run on the host (the ucx_releases layer):
 # those tests load no Open MPI, and the distribution under them changes
@@ -191,7 +191,7 @@ else
         for v in $D13_UCX_RELEASES; do
             strata_test "debian13_ucx_${v}_build" 1200 debian13_release_build "$v"
             case " $D13_UCX_RELEASES_MPI " in
-            *" $v "*) strata_test "debian13_ucx_${v}_mpi" 1200 debian13_release_layer "$v" mpi -x "$STRATA_MPI_UCX_INDEPENDENT" ;;
+            *" $v "*) strata_test "debian13_ucx_${v}_mpi" 1200 debian13_release_layer "$v" mpi -k "$STRATA_MPI_UCX_DEPENDENT" ;;
             esac
         done
     fi

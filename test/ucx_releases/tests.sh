@@ -5,7 +5,7 @@
 # library path; its MPI tests with the system's Open MPI).  For the releases
 # that stand for Open MPI 4.1 distributions (Ubuntu 22.04's 1.12, 24.04's
 # 1.16) the mpi layer runs too: this machine's Open MPI 4.1 pml/ucx on that
-# libucp (less the host-buffer tests that never load UCX, test/lib.sh).  Open MPI 5.0 on UCX 1.20 and 1.22 runs in the debian13 layer.
+# libucp (its tests that put UCX under the job, test/lib.sh).  Open MPI 5.0 on UCX 1.22 runs in the debian13 layer.
 #
 #   STRATA_UCX_RELEASES_TEST  the versions (default: every tree found, but
 #                             Debian 13's 1.18.1 where the debian13 layer
@@ -68,7 +68,7 @@ else
             if [ "$STRATA_HAVE_OMPI" != yes ]; then
                 strata_skip "ucx_release_${v}_mpi" "this build has no Open MPI part"
             elif ucx_release_runs_ompi "$v"; then
-                strata_test "ucx_release_${v}_mpi" 1800 ucx_release_layer "$v" mpi -x "$STRATA_MPI_UCX_INDEPENDENT"
+                strata_test "ucx_release_${v}_mpi" 1800 ucx_release_layer "$v" mpi -k "$STRATA_MPI_UCX_DEPENDENT"
             else
                 strata_skip "ucx_release_${v}_mpi" "Open MPI $STRATA_OMPI_VERSION here is built against UCX $STRATA_UCX_VERSION, and UCP refuses an older library under it ('UCP version is incompatible'); Ubuntu 22.04 builds its own Open MPI 4.1.2 against 1.12"
             fi
