@@ -91,9 +91,8 @@ static void mca_coll_strata_wire_ucp_close_peers(void)
 
         memset(&prm, 0, sizeof(prm));
         prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        prm.flags = (late || __atomic_load_n(&peer->dead, __ATOMIC_ACQUIRE))
-                        ? UCP_EP_CLOSE_FLAG_FORCE
-                        : 0;
+        prm.flags =
+            (late || __atomic_load_n(&peer->dead, __ATOMIC_ACQUIRE)) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
         sp = ucp_ep_close_nbx(peer->ep, &prm);
         while (UCS_PTR_IS_PTR(sp) && UCS_INPROGRESS == ucp_request_check_status(sp) &&
                mca_coll_strata_now() - start <= MCA_COLL_STRATA_WIRE_CLOSE_S) {
@@ -175,8 +174,7 @@ static int mca_coll_strata_wire_ucp_gather(struct ompi_communicator_t *rail, con
 /* Every other member's peer, from their gathered addresses (member i's at
  * addrs + i * stride, lens[i] bytes of it). */
 static bool mca_coll_strata_wire_ucp_connect(struct mca_coll_strata_wire_ucp_t *w,
-                                             const char *addrs, size_t stride,
-                                             const int64_t *lens)
+                                             const char *addrs, size_t stride, const int64_t *lens)
 {
     bool ok = true;
 
