@@ -49,6 +49,8 @@
 
 static int rank, size, nnodes = 1;
 static long failures;
+/* the largest |result - exact| / S seen, per kind of data (the report) */
+static long double worst[6];
 
 typedef struct {
     const char *name;
@@ -208,6 +210,9 @@ static long check(const format_t *f, const char *what, const void *res, long lo,
             if ((long double)got != exact_in_type) {
                 inexact++;
             }
+            if (abs_sum > 0 && fabsl((long double)got - ref) / abs_sum > worst[k]) {
+                worst[k] = fabsl((long double)got - ref) / abs_sum;
+            }
             bound = (nnodes + 2) * ((long double)f->u * abs_sum +
                                     2 * ldexpl(m[i], f->emin - f->p - f->emax + 1)) +
                     size * (long double)eps * abs_sum;
@@ -357,6 +362,23 @@ int main(int argc, char **argv)
         failures++;
     }
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    {
+        static const char *kinds[6] = {"gradients", "wide range", "cancellation",
+                                       "zeros/denormals", "NaN/Inf", "limits"};
+        double w[6], all[6];
+
+        for (int k = 0; k < 6; ++k) {
+            w[k] = (double)worst[k];
+        }
+        MPI_Reduce(w, all, 6, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (0 == rank && !expect_exact) {
+            for (int k = 0; k < 6; ++k) {
+                printf(PROG ": %s, %s: largest |error| / sum of magnitudes %.3g (the bound's "
+                            "(N + 2) u: %.3g)\n",
+                       format, kinds[k], all[k], (nnodes + 2) * f->u);
+            }
+        }
+    }
     MPI_Comm_free(&comm);
     if (0 == rank) {
         if (failures) {
