@@ -18,22 +18,19 @@
 #include <string.h>
 
 /* A narrow format: stored mantissa bits, exponent range of its normal
- * numbers, its exponent field's bias, and whether it is scaled per block. */
+ * numbers, its exponent field's bias, bytes per element (every format is
+ * scaled per block: coll_strata_codec.h). */
 typedef struct {
     int mant;
     int emin, emax;
     int bias;
     int bytes;
-    bool scaled;
 } mca_coll_strata_codec_fmt_t;
 
 static const mca_coll_strata_codec_fmt_t mca_coll_strata_codec_fmts[] = {
-    [MCA_COLL_STRATA_CODEC_BF16] =
-        {.mant = 7, .emin = -126, .emax = 127, .bias = 127, .bytes = 2, .scaled = true},
-    [MCA_COLL_STRATA_CODEC_FP16] =
-        {.mant = 10, .emin = -14, .emax = 15, .bias = 15, .bytes = 2, .scaled = true},
-    [MCA_COLL_STRATA_CODEC_FP8] =
-        {.mant = 3, .emin = -6, .emax = 7, .bias = 7, .bytes = 1, .scaled = true},
+    [MCA_COLL_STRATA_CODEC_BF16] = {.mant = 7, .emin = -126, .emax = 127, .bias = 127, .bytes = 2},
+    [MCA_COLL_STRATA_CODEC_FP16] = {.mant = 10, .emin = -14, .emax = 15, .bias = 15, .bytes = 2},
+    [MCA_COLL_STRATA_CODEC_FP8] = {.mant = 3, .emin = -6, .emax = 7, .bias = 7, .bytes = 1},
 };
 
 static const char *const mca_coll_strata_codec_names[] = {
@@ -71,7 +68,7 @@ size_t mca_coll_strata_codec_bytes(mca_coll_strata_codec_t codec, size_t count)
     if (MCA_COLL_STRATA_CODEC_NONE == codec) {
         return 0;
     }
-    return count * (size_t)f->bytes + (f->scaled ? 2 * mca_coll_strata_codec_blocks(count) : 0);
+    return count * (size_t)f->bytes + 2 * mca_coll_strata_codec_blocks(count);
 }
 
 double mca_coll_strata_codec_ratio(mca_coll_strata_codec_t codec, size_t elem_bytes)
@@ -297,20 +294,15 @@ void mca_coll_strata_codec_pack(mca_coll_strata_codec_t codec, mca_coll_strata_c
 {
     const mca_coll_strata_codec_fmt_t *f = &mca_coll_strata_codec_fmts[codec];
     uint8_t *w = wire;
-    size_t block = f->scaled ? MCA_COLL_STRATA_CODEC_BLOCK : (count ? count : 1);
 
-    for (size_t lo = 0; lo < count; lo += block) {
-        size_t n = (count - lo < block) ? count - lo : block;
-        int k = 0;
+    for (size_t lo = 0; lo < count; lo += MCA_COLL_STRATA_CODEC_BLOCK) {
+        size_t n = (count - lo < MCA_COLL_STRATA_CODEC_BLOCK) ? count - lo
+                                                              : MCA_COLL_STRATA_CODEC_BLOCK;
+        int k = mca_coll_strata_codec_scale(f, elem, src, lo, n);
+        int16_t k16 = (int16_t)k;
 
-        if (f->scaled) {
-            int16_t k16;
-
-            k = mca_coll_strata_codec_scale(f, elem, src, lo, n);
-            k16 = (int16_t)k;
-            memcpy(w, &k16, 2);
-            w += 2;
-        }
+        memcpy(w, &k16, 2);
+        w += 2;
         double up = ldexp(1.0, k), tmax = mca_coll_strata_codec_max(elem);
         bool fast = k > -1000 && k < 1000; /* 2^k a normal double */
 
@@ -346,19 +338,16 @@ void mca_coll_strata_codec_unpack(mca_coll_strata_codec_t codec, mca_coll_strata
 {
     const mca_coll_strata_codec_fmt_t *f = &mca_coll_strata_codec_fmts[codec];
     const uint8_t *w = wire;
-    size_t block = f->scaled ? MCA_COLL_STRATA_CODEC_BLOCK : (count ? count : 1);
 
-    for (size_t lo = 0; lo < count; lo += block) {
-        size_t n = (count - lo < block) ? count - lo : block;
-        int k = 0;
+    for (size_t lo = 0; lo < count; lo += MCA_COLL_STRATA_CODEC_BLOCK) {
+        size_t n = (count - lo < MCA_COLL_STRATA_CODEC_BLOCK) ? count - lo
+                                                              : MCA_COLL_STRATA_CODEC_BLOCK;
+        int16_t k16;
+        int k;
 
-        if (f->scaled) {
-            int16_t k16;
-
-            memcpy(&k16, w, 2);
-            k = k16;
-            w += 2;
-        }
+        memcpy(&k16, w, 2);
+        k = k16;
+        w += 2;
         double down = ldexp(1.0, -k);
         bool fast = k > -1000 && k < 1000; /* 2^-k a normal double: the product rounds once */
 
