@@ -112,7 +112,8 @@ CUresult strata_kernels_reduce(CUfunction fn, const strata_reduce_args_t *args, 
     if (args->count == 0) {
         return CUDA_SUCCESS;
     }
-    if ((args->nsrc < 1) || (args->nsrc > STRATA_REDUCE_MAX_SRCS)) {
+    if ((args->nsrc < 1) || (args->nsrc > STRATA_REDUCE_MAX_SRCS) || (args->nalso < 0) ||
+        (args->nalso > STRATA_REDUCE_MAX_ALSO)) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     blocks = (blocks > 1024) ? 1024 : blocks;

@@ -318,6 +318,17 @@ static void mca_coll_strata_register_device(void)
         "are detected and fall back to it by themselves)",
         &mca_coll_strata_component.settings.device_queue);
 
+    mca_coll_strata_component.settings.device_direct = 1;
+    mca_coll_strata_register_int(
+        "device_direct",
+        "1: device collectives within one node read every local rank's input and write every "
+        "local rank's output where the application has them (CUDA IPC mappings of the "
+        "buffers, cached), each byte read once and written once, one kernel per rank per "
+        "call; used where every local rank's buffers come from cuMemAlloc/cudaMalloc (legacy "
+        "IPC) and the call is queued (coll_strata_device_queue 1); else, or 0: through the "
+        "device scratch areas (each byte copied in, reduced and copied out)",
+        &mca_coll_strata_component.settings.device_direct);
+
     /* Until measured on a GPU: where a node phase through IPC clearly beats
      * two PCIe copies plus CPU reductions. */
     mca_coll_strata_component.settings.device_native_min = 65536;
@@ -461,7 +472,9 @@ static int mca_coll_strata_component_register(void)
         "allreduce that copies out, once), isend (the next send of an inter-node exchange is "
         "refused as by the pml, once), stage (every allocation of a buffer staging device "
         "data), pack (the next bcast's or allgather's packed image of a non-contiguous "
-        "datatype, once). Set for one rank to check that the others return "
+        "datatype, once), direct_export (this rank's buffers cannot be exported to the "
+        "direct path, every call), direct_map (the mapping of a peer's buffer on the direct "
+        "path fails, once). Set for one rank to check that the others return "
         "an error instead of hanging",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_coll_strata_component.test_fail);

@@ -7,7 +7,9 @@
  * and writes
  *     dst[i] = src[0][i] op (src[1][i] op (... op src[nsrc-1][i]))
  * (the order coll/strata's host reductions use: the same result on every
- * path).  dst may be src[nsrc-1].  Launch any grid: a kernel strides over
+ * path), and the same value to also[0..nalso-1][i].  dst may be
+ * src[nsrc-1]; an output may be an input (each element is read from every
+ * input before it is written).  Launch any grid: a kernel strides over
  * all `count` elements with the whole grid.
  *
  * Plain C, so that the same source compiles for the host: the CUDA stand-in
@@ -17,13 +19,21 @@
 #define STRATA_REDUCE_H
 
 #define STRATA_REDUCE_MAX_SRCS 16
+/* Most outputs beside dst: a node's ranks, each written its copy of the
+ * result straight from the reduction (the direct path reads every input
+ * once and writes every output once). */
+#define STRATA_REDUCE_MAX_ALSO 7
 
 /* The kernel's one parameter, passed by value. */
 typedef struct strata_reduce_args {
     const void *src[STRATA_REDUCE_MAX_SRCS];
     void *dst;
+    /* the same result also written to these nalso outputs (0: dst only);
+     * an output may be an input (in place: read before it is written) */
+    void *also[STRATA_REDUCE_MAX_ALSO];
     unsigned long long count; /* elements */
     int nsrc;                 /* 1 .. STRATA_REDUCE_MAX_SRCS */
+    int nalso;                /* 0 .. STRATA_REDUCE_MAX_ALSO */
 } strata_reduce_args_t;
 
 /* Element types the kernels know, by the name in the kernel's name.  The

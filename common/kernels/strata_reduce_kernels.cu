@@ -164,6 +164,9 @@ STRATA_DEVICE int strata_reduce_aligned16(const strata_reduce_args_t *a)
     for (int j = 0; j < a->nsrc; ++j) {
         bits |= (unsigned long long)(size_t)a->src[j];
     }
+    for (int j = 0; j < a->nalso; ++j) {
+        bits |= (unsigned long long)(size_t)a->also[j];
+    }
     return (bits & 15ULL) == 0;
 }
 
@@ -176,7 +179,7 @@ STRATA_DEVICE int strata_reduce_aligned16(const strata_reduce_args_t *a)
     STRATA_KERNEL strata_reduce_##_op##_##_tname(strata_reduce_args_t a) \
     { \
         const unsigned long long v = STRATA_VEC_ELEMS(_type); \
-        unsigned long long nvec = 0; \
+        unsigned long long nvec    = 0; \
         if (v > 1 && strata_reduce_aligned16(&a)) { \
             nvec = a.count / v; \
             for (unsigned long long i = STRATA_THREAD_FIRST; i < nvec; i += STRATA_THREAD_STEP) { \
@@ -192,6 +195,9 @@ STRATA_DEVICE int strata_reduce_aligned16(const strata_reduce_args_t *a)
                     } \
                 } \
                 ((strata_vec16_t *)a.dst)[i] = acc.vec; \
+                for (int o = 0; o < a.nalso; ++o) { \
+                    ((strata_vec16_t *)a.also[o])[i] = acc.vec; \
+                } \
             } \
         } \
         for (unsigned long long i = nvec * v + STRATA_THREAD_FIRST; i < a.count; \
@@ -201,6 +207,9 @@ STRATA_DEVICE int strata_reduce_aligned16(const strata_reduce_args_t *a)
                 acc = (_type)_combine(((const _type *)a.src[j])[i], acc); \
             } \
             ((_type *)a.dst)[i] = acc; \
+            for (int o = 0; o < a.nalso; ++o) { \
+                ((_type *)a.also[o])[i] = acc; \
+            } \
         } \
     }
 

@@ -32,6 +32,10 @@ static const struct {
     {"stage", MCA_COLL_STRATA_TEST_FAIL_STAGE, false, "the allocation of a staging buffer"},
     {"pack", MCA_COLL_STRATA_TEST_FAIL_PACK, true,
      "the allocation of a bcast's or allgather's packed image"},
+    {"direct_export", MCA_COLL_STRATA_TEST_FAIL_EXPORT, false,
+     "the export of this rank's buffers to the direct path"},
+    {"direct_map", MCA_COLL_STRATA_TEST_FAIL_MAP, true,
+     "the mapping of a peer's buffer on the direct path"},
 };
 
 #define MCA_COLL_STRATA_LOG_NSTEPS \

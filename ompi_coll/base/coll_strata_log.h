@@ -48,6 +48,9 @@ extern mca_coll_strata_log_t mca_coll_strata_log;
 #define MCA_COLL_STRATA_TEST_FAIL_ISEND    0x40u  /* the exchange's next isend, refused (once) */
 #define MCA_COLL_STRATA_TEST_FAIL_STAGE    0x80u  /* every staging buffer's allocation */
 #define MCA_COLL_STRATA_TEST_FAIL_PACK     0x100u /* a bcast's or allgather's packed image (once) */
+#define MCA_COLL_STRATA_TEST_FAIL_EXPORT \
+    0x200u                                   /* the direct path: this rank's buffers (every call) */
+#define MCA_COLL_STRATA_TEST_FAIL_MAP 0x400u /* the direct path: a peer's buffer mapped (once) */
 
 /* coll_strata_test_fail's comma-separated names as bits, into
  * mca_coll_strata_log.test_fail_steps (an unknown name is ignored) */

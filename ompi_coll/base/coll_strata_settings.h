@@ -45,6 +45,10 @@ typedef struct mca_coll_strata_settings_t {
     size_t device_native_min;
     /* 1: native device calls queued whole on the GPU; 0: the host drives */
     int device_queue;
+    /* 1: device calls within a node read and write the ranks' buffers
+     * directly (CUDA IPC), where every rank's can be exported; 0: through
+     * the device scratch areas */
+    int device_direct;
     /* bytes from which MPI_Reduce runs on strata's pipeline (below, the
      * module below strata: its tree lets non-roots return at once) */
     size_t reduce_min;

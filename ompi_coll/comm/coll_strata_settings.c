@@ -67,6 +67,7 @@ static const mca_coll_strata_setting_t mca_coll_strata_settings_table[] = {
     MCA_COLL_STRATA_SETTING("allreduce_device_algorithm", INT, device_algorithm),
     MCA_COLL_STRATA_SETTING("allreduce_device_native_min", SIZE, device_native_min),
     MCA_COLL_STRATA_SETTING("device_queue", INT, device_queue),
+    MCA_COLL_STRATA_SETTING("device_direct", INT, device_direct),
     MCA_COLL_STRATA_SETTING("reduce_min", SIZE, reduce_min),
     MCA_COLL_STRATA_SETTING("bcast_algorithm", INT, bcast_algorithm),
     MCA_COLL_STRATA_SETTING("bcast_min", SIZE, bcast_min),

@@ -46,6 +46,20 @@ typedef struct mca_coll_strata_node_ops_t {
     int (*complete)(struct mca_coll_strata_node_t *node);
     /* whether the work queued so far is done: never waits */
     int (*completed)(struct mca_coll_strata_node_t *node, bool *done);
+    /* (optional: NULL where the area has no direct path) The direct path:
+     * the node's ranks read each other's inputs and write each other's
+     * outputs where the application has them, with no copy in or out.
+     * direct: collective over the node's ranks (each tells the others its
+     * buffers for the call at chunk serial `serial`, and maps theirs):
+     * whether this call runs so, the same answer on every local rank; then
+     * in[r] and out[r] are local rank r's input and output as this process
+     * addresses them (valid until the call ends).  reduce_to: reduce as
+     * `reduce` does, writing the result to each of dsts[0..ndst). */
+    bool (*direct)(struct mca_coll_strata_node_t *node, const mca_coll_strata_pipeline_args_t *a,
+                   uint64_t serial, char *const **in, char *const **out);
+    int (*reduce_to)(struct mca_coll_strata_node_t *node, struct ompi_op_t *op,
+                     struct ompi_datatype_t *dtype, const void *const *srcs, int k,
+                     void *const *dsts, int ndst, size_t count);
 } mca_coll_strata_node_ops_t;
 
 extern const mca_coll_strata_node_ops_t mca_coll_strata_node_host_ops;
@@ -88,6 +102,17 @@ typedef struct mca_coll_strata_node_queue_ops_t {
     /* wait until everything queued is done: the call's one host-side wait */
     int (*drain)(struct mca_coll_strata_node_t *node);
 } mca_coll_strata_node_queue_ops_t;
+
+/* What a local rank tells its node's other ranks about its buffers for one
+ * call on the direct path: each buffer by the handle of the allocation
+ * holding it (CUDA IPC: 64 bytes) and its offset there; ok 0 where they
+ * cannot be exported (then no rank runs the call direct). */
+typedef struct mca_coll_strata_shm_card_t {
+    unsigned char in_handle[64], out_handle[64];
+    uint64_t in_offset, out_offset;
+    uint32_t ok;
+    uint32_t pad;
+} mca_coll_strata_shm_card_t;
 
 /* One local rank's progress flags, each on its own cache line.  Beside
  * each progress counter (the word after it) the queued driver keeps the
@@ -132,6 +157,11 @@ typedef struct mca_coll_strata_shm_flags_t {
      * copy-out failing marks nothing (coll_strata_pipeline_steps.c) */
     uint64_t input_failed[MCA_COLL_STRATA_SLOTS_MAX];
     uint64_t result_failed[MCA_COLL_STRATA_SLOTS_MAX];
+    /* (the direct path, coll_strata_node_device_map.c) this rank's buffers
+     * for the call whose chunks start at serial card_serial - 1: written,
+     * then card_serial stored (release) */
+    mca_coll_strata_shm_card_t card;
+    uint64_t card_serial;
 } mca_coll_strata_shm_flags_t;
 
 /* The offset of the queued store's record beside progress counter `_field`

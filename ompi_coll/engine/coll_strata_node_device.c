@@ -40,8 +40,6 @@
 
 /* ---- the primitives ---- */
 
-/* ---- the primitives ---- */
-
 int mca_coll_strata_node_device_status(mca_coll_strata_node_device_t *d, CUresult res,
                                        const char *what)
 {
@@ -83,15 +81,13 @@ static int mca_coll_strata_node_device_copy(mca_coll_strata_node_t *node, void *
         "cuMemcpyAsync");
 }
 
-static int mca_coll_strata_node_device_reduce(mca_coll_strata_node_t *node, struct ompi_op_t *op,
-                                              struct ompi_datatype_t *dtype,
-                                              const void *const *srcs, int k, void *dst,
-                                              size_t count)
+int mca_coll_strata_node_device_launch(mca_coll_strata_node_device_t *d, struct ompi_op_t *op,
+                                       struct ompi_datatype_t *dtype, const void *const *srcs,
+                                       int k, void *const *dsts, int ndst, size_t count)
 {
-    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
     strata_reduce_args_t args;
 
-    if (k > STRATA_REDUCE_MAX_SRCS) {
+    if (k > STRATA_REDUCE_MAX_SRCS || ndst < 1 || ndst > STRATA_REDUCE_MAX_ALSO + 1) {
         return OMPI_ERR_NOT_SUPPORTED;
     }
     if (d->no_context) {
@@ -113,11 +109,24 @@ static int mca_coll_strata_node_device_reduce(mca_coll_strata_node_t *node, stru
     for (int i = 0; i < k; ++i) {
         args.src[i] = srcs[i];
     }
-    args.dst = dst;
+    args.dst = dsts[0];
+    for (int i = 1; i < ndst; ++i) {
+        args.also[i - 1] = dsts[i];
+    }
+    args.nalso = ndst - 1;
     args.count = count;
     args.nsrc = k;
     return mca_coll_strata_node_device_status(d, strata_kernels_reduce(d->fn, &args, d->cur),
                                               "cuLaunchKernel");
+}
+
+static int mca_coll_strata_node_device_reduce(mca_coll_strata_node_t *node, struct ompi_op_t *op,
+                                              struct ompi_datatype_t *dtype,
+                                              const void *const *srcs, int k, void *dst,
+                                              size_t count)
+{
+    return mca_coll_strata_node_device_launch(MCA_COLL_STRATA_DEV(node), op, dtype, srcs, k, &dst,
+                                              1, count);
 }
 
 static int mca_coll_strata_node_device_complete(mca_coll_strata_node_t *node)
@@ -159,6 +168,8 @@ const mca_coll_strata_node_ops_t mca_coll_strata_node_device_ops = {
     .reduce = mca_coll_strata_node_device_reduce,
     .complete = mca_coll_strata_node_device_complete,
     .completed = mca_coll_strata_node_device_completed,
+    .direct = mca_coll_strata_node_device_direct,
+    .reduce_to = mca_coll_strata_node_device_reduce_to,
 };
 
 /* ---- a call ---- */

@@ -10,6 +10,8 @@
  *                                     scratch that peers still map
  *   coll_strata_node_device_kernel.c  which kernel reduces an op on a
  *                                     datatype
+ *   coll_strata_node_device_map.c     the direct path: the ranks' buffers
+ *                                     told to each other and mapped (cached)
  *   coll_strata_node_device_none.c    a build without CUDA headers: none
  * Included by those files only.  May include: the engine's own
  * declarations, common/'s CUDA driver and kernels.
@@ -52,7 +54,16 @@ struct mca_coll_strata_node_device_t {
     struct ompi_op_t *op;
     struct ompi_datatype_t *dtype;
     CUfunction fn;
+    /* the direct path (coll_strata_device_direct, agreed), and its
+     * mappings of the peers' buffers (coll_strata_node_device_map.c) */
+    bool direct;
+    struct mca_coll_strata_node_device_maps_t *maps;
 };
+
+/* Most mappings of one peer's allocations the direct path keeps, and most
+ * handles of this rank's own allocations it remembers. */
+#define MCA_COLL_STRATA_DIRECT_MAPS    16
+#define MCA_COLL_STRATA_DIRECT_EXPORTS 8
 
 #define MCA_COLL_STRATA_DEV(_node) ((mca_coll_strata_node_device_t *)(_node))
 
@@ -64,6 +75,22 @@ int mca_coll_strata_node_device_status(mca_coll_strata_node_device_t *d, CUresul
                                        const char *what);
 int mca_coll_strata_node_device_polled(mca_coll_strata_node_device_t *d, CUresult res,
                                        const char *what, bool *done);
+
+/* coll_strata_node_device.c: one kernel, srcs reduced into each of dsts */
+int mca_coll_strata_node_device_launch(mca_coll_strata_node_device_t *d, struct ompi_op_t *op,
+                                       struct ompi_datatype_t *dtype, const void *const *srcs,
+                                       int k, void *const *dsts, int ndst, size_t count);
+
+/* coll_strata_node_device_map.c: the direct path (the node ops' direct and
+ * reduce_to), its mappings made and closed (the device's context current) */
+bool mca_coll_strata_node_device_direct(mca_coll_strata_node_t *node,
+                                        const mca_coll_strata_pipeline_args_t *a, uint64_t serial,
+                                        char *const **in, char *const **out);
+int mca_coll_strata_node_device_reduce_to(mca_coll_strata_node_t *node, struct ompi_op_t *op,
+                                          struct ompi_datatype_t *dtype, const void *const *srcs,
+                                          int k, void *const *dsts, int ndst, size_t count);
+int mca_coll_strata_node_device_maps_setup(mca_coll_strata_node_device_t *d);
+void mca_coll_strata_node_device_maps_close(mca_coll_strata_node_device_t *d);
 
 /* coll_strata_node_device_queue.c: the queue, and whether this rank can
  * use it (its events made, the node's flags registered with the driver) */

@@ -86,6 +86,7 @@ static void mca_coll_strata_node_device_close(mca_coll_strata_node_device_t *d)
         }
         d->peer[r] = 0;
     }
+    mca_coll_strata_node_device_maps_close(d);
     if (NULL != d->stage) {
         (void)strata_cuda.cuMemFreeHost(d->stage);
         d->stage = NULL;
@@ -360,6 +361,10 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_engine_t *e,
             (void)strata_cuda.cuDeviceGetAttribute(&mine.mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev);
             mine.queued = s->device_queue &&
                           mca_coll_strata_node_device_queue_setup(d, &e->shm, dev);
+            /* the direct path runs queued; without its maps the card of
+             * every call says no (agreed per call) */
+            d->direct = s->device_direct && mine.queued &&
+                        OMPI_SUCCESS == mca_coll_strata_node_device_maps_setup(d);
         }
         strata_cuda_ctx_pop(saved);
     }

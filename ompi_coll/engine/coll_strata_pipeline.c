@@ -161,7 +161,8 @@ static void mca_coll_strata_pipeline_report(const mca_coll_strata_pipeline_t *p,
 void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
                                       const mca_coll_strata_pipeline_args_t *a,
                                       const mca_coll_strata_decision_t *decision,
-                                      mca_coll_strata_node_t *node, mca_coll_strata_pipeline_t *out)
+                                      mca_coll_strata_node_t *node, char *const *direct_in,
+                                      char *const *direct_out, mca_coll_strata_pipeline_t *out)
 {
     mca_coll_strata_pipeline_t p = {
         .e = e,
@@ -182,6 +183,8 @@ void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
         .base = e->chunk_serial,
         .me = e->topo.local_rank,
         .owner = e->topo.local_rank < decision->nslices,
+        .direct_in = direct_in,
+        .direct_out = direct_out,
     };
     struct ompi_datatype_t *dtype = a->dtype;
     size_t count = a->count;
@@ -209,6 +212,9 @@ void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
     ompi_datatype_type_extent(dtype, &p.extent);
     /* an allgather's chunk holds that many elements of every block */
     p.chunk_elems = node->slot_bytes / ((size_t)p.extent * (size_t)p.comm_size);
+    if (NULL != p.direct_in) {
+        p.chunk_elems = (count > 0) ? count : 1; /* no slot: one chunk, the whole vector */
+    }
     p.nchunks = (count + p.chunk_elems - 1) / p.chunk_elems;
     /* Every local rank counts the same chunks, whatever happens below. */
     e->chunk_serial += p.nchunks;
@@ -221,17 +227,48 @@ int mca_coll_strata_pipeline_outcome(const mca_coll_strata_pipeline_t *p, const 
     return p->node_error;
 }
 
+/* Whether a call may run on the node area's direct path (which then asks
+ * the node's ranks whether their buffers allow it): the same answer on
+ * every local rank, from what they share.  For now an allreduce within one
+ * node (no exchange between nodes to feed), queued, with a slice for every
+ * local rank (each writes its slice to all k outputs in one kernel). */
+static bool mca_coll_strata_pipeline_may_direct(const mca_coll_strata_engine_t *e,
+                                                const mca_coll_strata_pipeline_args_t *a,
+                                                const mca_coll_strata_decision_t *decision,
+                                                const mca_coll_strata_node_t *node)
+{
+    int k = e->topo.local_size;
+
+    return NULL != node->ops->direct && NULL != node->queue && 1 == e->topo.nnodes &&
+           MCA_COLL_STRATA_PIPE_REDUCE == a->kind && MCA_COLL_STRATA_PARTS_WHOLE == a->parts &&
+           !a->partial && a->count > 0 && a->out_lo == 0 && a->out_hi == a->count &&
+           MCA_COLL_STRATA_ALG_REPLICATED != decision->algorithm && decision->nslices == k &&
+           k >= 2 && k <= MCA_COLL_STRATA_DIRECT_RANKS_MAX;
+}
+
 int mca_coll_strata_pipeline_run(mca_coll_strata_engine_t *e,
                                  const mca_coll_strata_pipeline_args_t *a,
                                  const mca_coll_strata_decision_t *decision,
                                  mca_coll_strata_node_t *node)
 {
     mca_coll_strata_pipeline_t p;
+    char *const *in = NULL, *const *out = NULL;
 
     /* nonblocking calls started before this one go first: theirs are the
      * counters' earlier chunks */
     mca_coll_strata_pipeline_drain(e);
-    mca_coll_strata_pipeline_prepare(e, a, decision, node, &p);
+    if (mca_coll_strata_pipeline_may_direct(e, a, decision, node)) {
+        if (!node->ops->direct(node, a, e->chunk_serial, &in, &out)) {
+            in = out = NULL;
+        }
+        MCA_COLL_STRATA_VERBOSE(20, "%s %s: %s", a->coll, e->topo.node_comm->c_name,
+                                (NULL != in) ? "direct (every local rank's buffers read and "
+                                               "written where they are)"
+                                             : "through the device scratch (a local rank's "
+                                               "buffers cannot be mapped, or "
+                                               "coll_strata_device_direct=0)");
+    }
+    mca_coll_strata_pipeline_prepare(e, a, decision, node, in, out, &p);
     /* the driver: the node area's queue where it has one, else the host */
     if (NULL != node->queue) {
         mca_coll_strata_pipeline_driver_queued(&p);

@@ -67,6 +67,13 @@ typedef struct mca_coll_strata_pipeline_t {
     /* its exchanges between nodes go on the engine's ucp wire (a
      * nonblocking call where the rail has one), not the pml */
     bool on_ucp_wire;
+    /* the direct path (the node area's `direct`): every local rank's input
+     * and output as this process addresses them, or NULL: the call runs
+     * through the slots.  Direct, a call is one chunk: its owners reduce
+     * their slices of the whole vector from every input into every
+     * output, and nothing is copied in or out. */
+    char *const *direct_in;
+    char *const *direct_out;
     /* next chunk (0..nchunks) for each stage of this rank */
     uint64_t next_in, next_reduce, next_publish, next_out;
 } mca_coll_strata_pipeline_t;
@@ -77,6 +84,9 @@ typedef enum {
     MCA_COLL_STRATA_PART_RESULT,
     MCA_COLL_STRATA_PART_OWN
 } mca_coll_strata_part_t;
+
+/* Most local ranks of the direct path: a kernel's outputs (one per rank) */
+#define MCA_COLL_STRATA_DIRECT_RANKS_MAX 8
 
 /* The progress counters, as offsets into mca_coll_strata_shm_flags_t */
 #define MCA_COLL_STRATA_FLAG(_name) offsetof(mca_coll_strata_shm_flags_t, _name)
@@ -194,7 +204,8 @@ void mca_coll_strata_pipeline_host_turn(mca_coll_strata_pipeline_t *p, bool *mov
 void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
                                       const mca_coll_strata_pipeline_args_t *a,
                                       const mca_coll_strata_decision_t *decision,
-                                      mca_coll_strata_node_t *node, mca_coll_strata_pipeline_t *p);
+                                      mca_coll_strata_node_t *node, char *const *direct_in,
+                                      char *const *direct_out, mca_coll_strata_pipeline_t *p);
 int mca_coll_strata_pipeline_outcome(const mca_coll_strata_pipeline_t *p, const char *coll);
 
 /* coll_strata_progress.c: whether the progress thread may turn this

@@ -152,8 +152,8 @@ int mca_coll_strata_pipeline_issue_in(mca_coll_strata_pipeline_t *p, uint64_t c)
     mca_coll_strata_node_t *node = p->node;
     size_t first, n;
 
-    if (!p->copies_in) {
-        return OMPI_SUCCESS;
+    if (!p->copies_in || NULL != p->direct_in) {
+        return OMPI_SUCCESS; /* direct: the owners read the input where it is */
     }
     if (NULL == p->sbuf) {
         return MPI_ERR_NO_MEM; /* the caller had no memory for its input */
@@ -287,6 +287,15 @@ static void mca_coll_strata_pipeline_slice(const mca_coll_strata_pipeline_t *p, 
     if (p->replicated) {
         *off = 0;
         *len = n;
+    } else if (NULL != p->direct_in && 0 == 16 % (size_t)p->extent) {
+        /* direct: slices of whole 16-byte vectors, so that every slice
+         * starts aligned where the buffers do (a kernel's vector loads),
+         * whatever the number of ranks; the last takes the rest */
+        size_t v = 16 / (size_t)p->extent, units = (n + v - 1) / v, uoff, ulen;
+
+        mca_coll_strata_partition(units, p->decision->nslices, p->me, &uoff, &ulen);
+        *off = (uoff * v < n) ? uoff * v : n;
+        *len = ((uoff + ulen) * v < n ? (uoff + ulen) * v : n) - *off;
     } else {
         mca_coll_strata_partition(n, p->decision->nslices, p->me, off, len);
     }
@@ -307,8 +316,33 @@ void mca_coll_strata_pipeline_reduce_target(const mca_coll_strata_pipeline_t *p,
         return;
     }
     mca_coll_strata_pipeline_slice(p, n, &off, len);
+    if (NULL != p->direct_out) { /* this rank's own output */
+        *dst = p->direct_out[p->me] + (first + off) * (size_t)p->extent;
+        return;
+    }
     *dst = p->private_result ? p->out + first * (size_t)p->extent
                              : node->ops->result(node, slot) + off * (size_t)p->extent;
+}
+
+/* Direct: this owner's slice (len elements from element `from` of the
+ * vector) from every rank's input, in `order`, into every rank's output,
+ * this rank's own first, in one operation. */
+static int mca_coll_strata_pipeline_reduce_direct(mca_coll_strata_pipeline_t *p, const int *order,
+                                                  size_t from, size_t len)
+{
+    mca_coll_strata_node_t *node = p->node;
+    int k = p->shm->nranks;
+    size_t at = from * (size_t)p->extent;
+    const void *srcs[k];
+    void *dsts[k];
+
+    for (int i = 0; i < k; ++i) {
+        int r = (0 == i) ? p->me : (i <= p->me) ? i - 1 : i;
+
+        srcs[i] = (NULL != p->direct_in[order[i]]) ? p->direct_in[order[i]] + at : NULL;
+        dsts[i] = (NULL != p->direct_out[r]) ? p->direct_out[r] + at : NULL;
+    }
+    return node->ops->reduce_to(node, p->op, p->dtype, srcs, k, dsts, k, len);
 }
 
 int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_t c, char **dst,
@@ -317,6 +351,7 @@ int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_
     mca_coll_strata_node_t *node = p->node;
     int slot = mca_coll_strata_pipeline_slot(p, c), k = p->shm->nranks;
     const void *srcs[p->shm->nranks]; /* k input areas of the slot */
+    int order[p->shm->nranks];
     size_t first, n, off;
 
     mca_coll_strata_pipeline_reduce_target(p, c, dst, len);
@@ -329,9 +364,13 @@ int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_
     /* Inputs in local rank order 1, 0, 2, 3, ...: the order this pipeline
      * has always reduced in (b op a, then each further input). */
     for (int i = 0; i < k; ++i) {
-        int r = (k < 2) ? 0 : (i == k - 1) ? 1 : (i == k - 2) ? 0 : k - 1 - i;
-
-        srcs[i] = node->ops->input(node, slot, r) + off * (size_t)p->extent;
+        order[i] = (k < 2) ? 0 : (i == k - 1) ? 1 : (i == k - 2) ? 0 : k - 1 - i;
+    }
+    if (NULL != p->direct_in) {
+        return mca_coll_strata_pipeline_reduce_direct(p, order, first + off, *len);
+    }
+    for (int i = 0; i < k; ++i) {
+        srcs[i] = node->ops->input(node, slot, order[i]) + off * (size_t)p->extent;
     }
     return (1 == k) ? node->ops->copy(node, *dst, srcs[0], *len * (size_t)p->extent)
                     : node->ops->reduce(node, p->op, p->dtype, srcs, k, *dst, *len);
@@ -437,8 +476,8 @@ int mca_coll_strata_pipeline_issue_out(mca_coll_strata_pipeline_t *p, uint64_t c
     int rc;
 
     mca_coll_strata_pipeline_window(p, c, &lo, &hi);
-    if (!mca_coll_strata_pipeline_has_out(p, lo, hi)) {
-        return OMPI_SUCCESS;
+    if (!mca_coll_strata_pipeline_has_out(p, lo, hi) || NULL != p->direct_out) {
+        return OMPI_SUCCESS; /* direct: the owners wrote it into `out` */
     }
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
     result = node->ops->result(node, mca_coll_strata_pipeline_slot(p, c));

@@ -513,14 +513,23 @@ typedef enum cuda_standin_count_kind {
     CUDA_STANDIN_COUNT_MEMSET,
     CUDA_STANDIN_COUNT_PTRQ,  /* a question about an address (cuda_standin_count.c) */
     CUDA_STANDIN_COUNT_CALLS, /* any entry point, failed or not */
+    /* bytes of device memory read and written (cuda_standin_count.c) */
+    CUDA_STANDIN_COUNT_TRAFFIC,
     CUDA_STANDIN_COUNT_KINDS
 } cuda_standin_count_kind_t;
 
 void cuda_standin_count(cuda_standin_count_kind_t kind);
+void cuda_standin_count_add(cuda_standin_count_kind_t kind, unsigned long long n);
 /* One entry point called: CALLS, and PTRQ for the pointer queries. */
 void cuda_standin_count_call(cuda_standin_api_id_t id);
-/* One copy, counted by the kinds of memory on each side. */
-void cuda_standin_count_copy(uintptr_t dst, uintptr_t src);
+/* One copy of len bytes, counted by the kinds of memory on each side, and
+ * its device-memory traffic. */
+void cuda_standin_count_copy(uintptr_t dst, uintptr_t src, size_t len);
+/* One memset of len bytes (device memory written). */
+void cuda_standin_count_memset(uintptr_t dst, size_t len);
+/* One kernel's traffic, from its launch parameter: every input element
+ * read once, every output element written once. */
+void cuda_standin_count_kernel(const struct strata_reduce_host_kernel *kernel, const void *params);
 /* Registers the line written at exit (settings read). */
 void cuda_standin_count_setup(void);
 void cuda_standin_count_forget(void);

@@ -263,8 +263,9 @@ static const cuda_standin_setting_t cuda_standin_settings[] = {
      cuda_standin_parse_connections},
     {"CUDA_STANDIN_COUNTS", "",
      "FILE: each process appends 'pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N "
-     "ptrq=N calls=N' at exit: host-side waits, kernel launches, copies by direction and "
-     "memsets it issued, pointer queries and driver calls it made",
+     "ptrq=N calls=N traffic=N' at exit: host-side waits, kernel launches, copies by "
+     "direction and memsets it issued, pointer queries and driver calls it made, and the "
+     "bytes of device memory its copies, memsets and kernels read and wrote",
      cuda_standin_parse_counts},
     {"CUDA_STANDIN_FAIL", "",
      "name[=CODE][,name...]: these entry points (e.g. cuIpcOpenMemHandle_v2) return CODE "

@@ -236,9 +236,9 @@ static CUresult cuda_standin_op_submit(cuda_standin_op_t *op, cuda_standin_strea
         return status;
     }
     if (op->kind == CUDA_STANDIN_OP_MEMSET) {
-        cuda_standin_count(CUDA_STANDIN_COUNT_MEMSET);
+        cuda_standin_count_memset(op->dst, op->len);
     } else {
-        cuda_standin_count_copy(op->dst, op->src);
+        cuda_standin_count_copy(op->dst, op->src, op->len);
     }
     if ((mode == CUDA_STANDIN_COPY_SYNC) || (mode == CUDA_STANDIN_COPY_STAGED) ||
         ((mode == CUDA_STANDIN_COPY_QUEUED) && cuda_standin_copy_pageable_async(op))) {

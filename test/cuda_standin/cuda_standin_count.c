@@ -17,12 +17,26 @@
  * calls, not queries).  Buffer detection runs for every message UCP sends,
  * so these are the budget of its path.
  *
+ * Device-memory traffic (traffic: bytes) is what bounds a collective on a
+ * GPU: the bytes each operation reads from and writes to device memory (an
+ * allocation of the stand-in's on any device, IPC mappings of a peer's
+ * included), counted when the operation is issued, as a GPU's memory would
+ * see them: a device-to-device copy of n bytes reads n and writes n, a
+ * host-to-device copy writes n, a device-to-host copy reads n, a memset
+ * writes n; a reduction kernel reads count elements of each of its nsrc
+ * inputs and writes count of its output (its launch parameter says how
+ * many; each further output it writes counts too).  Stream memory operations (4- or 8-byte flags) are not counted.
+ * A collective's minimum is every input byte read once and every output
+ * byte written once.
+ *
  * With CUDA_STANDIN_COUNTS=FILE each process appends one line at exit:
- *   pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N ptrq=N calls=N
+ *   pid=P waits=N launches=N dtod=N htod=N dtoh=N memset=N ptrq=N calls=N traffic=N
  * in one write(2) on an O_APPEND descriptor, so lines of processes exiting
  * together do not interleave.  A forked child starts from zero.
  */
 #include "cuda_standin.h"
+
+#include "kernels/strata_reduce.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +51,12 @@ static int cuda_standin_count_registered;
  * that never take it). */
 void cuda_standin_count(cuda_standin_count_kind_t kind)
 {
-    __atomic_add_fetch(&cuda_standin_counts[kind], 1, __ATOMIC_RELAXED);
+    cuda_standin_count_add(kind, 1);
+}
+
+void cuda_standin_count_add(cuda_standin_count_kind_t kind, unsigned long long n)
+{
+    __atomic_add_fetch(&cuda_standin_counts[kind], n, __ATOMIC_RELAXED);
 }
 
 /* Through one more macro, so that cuda.h's renaming applies first (the
@@ -54,7 +73,7 @@ void cuda_standin_count_call(cuda_standin_api_id_t id)
     }
 }
 
-void cuda_standin_count_copy(uintptr_t dst, uintptr_t src)
+void cuda_standin_count_copy(uintptr_t dst, uintptr_t src, size_t len)
 {
     int dst_dev = cuda_standin_map_find(dst) != NULL;
     int src_dev = cuda_standin_map_find(src) != NULL;
@@ -66,6 +85,30 @@ void cuda_standin_count_copy(uintptr_t dst, uintptr_t src)
     } else if (src_dev) {
         cuda_standin_count(CUDA_STANDIN_COUNT_DTOH);
     }
+    cuda_standin_count_add(CUDA_STANDIN_COUNT_TRAFFIC,
+                           (unsigned long long)len * (unsigned)(dst_dev + src_dev));
+}
+
+void cuda_standin_count_memset(uintptr_t dst, size_t len)
+{
+    cuda_standin_count(CUDA_STANDIN_COUNT_MEMSET);
+    if (cuda_standin_map_find(dst) != NULL) {
+        cuda_standin_count_add(CUDA_STANDIN_COUNT_TRAFFIC, len);
+    }
+}
+
+void cuda_standin_count_kernel(const strata_reduce_host_kernel_t *kernel, const void *params)
+{
+    strata_reduce_args_t args;
+
+    memcpy(&args, params, sizeof(args));
+    if ((args.nsrc < 1) || (args.nsrc > STRATA_REDUCE_MAX_SRCS) || (args.nalso < 0) ||
+        (args.nalso > STRATA_REDUCE_MAX_ALSO)) {
+        return; /* it faults when it runs, and moves nothing */
+    }
+    cuda_standin_count_add(CUDA_STANDIN_COUNT_TRAFFIC,
+                           args.count * kernel->elem_size *
+                               (unsigned long long)(args.nsrc + 1 + args.nalso));
 }
 
 static void cuda_standin_count_write(void)
@@ -78,7 +121,7 @@ static void cuda_standin_count_write(void)
     }
     n  = snprintf(line, sizeof(line),
                   "pid=%d waits=%llu launches=%llu dtod=%llu htod=%llu "
-                   "dtoh=%llu memset=%llu ptrq=%llu calls=%llu\n",
+                   "dtoh=%llu memset=%llu ptrq=%llu calls=%llu traffic=%llu\n",
                   (int)getpid(), cuda_standin_counts[CUDA_STANDIN_COUNT_WAIT],
                   cuda_standin_counts[CUDA_STANDIN_COUNT_LAUNCH],
                   cuda_standin_counts[CUDA_STANDIN_COUNT_DTOD],
@@ -86,7 +129,8 @@ static void cuda_standin_count_write(void)
                   cuda_standin_counts[CUDA_STANDIN_COUNT_DTOH],
                   cuda_standin_counts[CUDA_STANDIN_COUNT_MEMSET],
                   cuda_standin_counts[CUDA_STANDIN_COUNT_PTRQ],
-                  cuda_standin_counts[CUDA_STANDIN_COUNT_CALLS]);
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_CALLS],
+                  cuda_standin_counts[CUDA_STANDIN_COUNT_TRAFFIC]);
     fd = open(cuda_standin_config.counts_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr, "cuda_standin: CUDA_STANDIN_COUNTS=%s: %s\n",

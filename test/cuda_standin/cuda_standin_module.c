@@ -114,6 +114,9 @@ static const strata_reduce_host_kernel_t *cuda_standin_kernel_of(CUfunction fn)
     return NULL;
 }
 
+_Static_assert(sizeof(strata_reduce_args_t) <= sizeof(((cuda_standin_op_t *)0)->params),
+               "a kernel's parameter must fit in the queued operation");
+
 typedef struct cuda_standin_launch {
     CUfunction fn;
     unsigned grid[3], block[3];
@@ -153,6 +156,7 @@ static CUresult cuda_standin_launch(const cuda_standin_launch_t *l)
     status    = cuda_standin_stream_enqueue(stream, &op);
     if (status == CUDA_SUCCESS) {
         cuda_standin_count(CUDA_STANDIN_COUNT_LAUNCH);
+        cuda_standin_count_kernel(k, op.params);
     }
     return status;
 }
@@ -202,8 +206,10 @@ void cuda_standin_kernel_run(const cuda_standin_op_t *op)
 
     memcpy(&args, op->params, sizeof(args));
     bytes = (size_t)args.count * op->kernel->elem_size;
-    if ((args.nsrc < 1) || (args.nsrc > STRATA_REDUCE_MAX_SRCS)) {
-        cuda_standin_fault(CUDA_ERROR_LAUNCH_FAILED, "%s: %d inputs", op->kernel->name, args.nsrc);
+    if ((args.nsrc < 1) || (args.nsrc > STRATA_REDUCE_MAX_SRCS) || (args.nalso < 0) ||
+        (args.nalso > STRATA_REDUCE_MAX_ALSO)) {
+        cuda_standin_fault(CUDA_ERROR_LAUNCH_FAILED, "%s: %d inputs, %d more outputs",
+                           op->kernel->name, args.nsrc, args.nalso);
         return;
     }
     if (bytes == 0) {
@@ -230,6 +236,19 @@ void cuda_standin_kernel_run(const cuda_standin_op_t *op)
                            op->kernel->name, ((const strata_reduce_args_t *)op->params)->dst,
                            bytes);
         return;
+    }
+    for (int j = 0; j < args.nalso; ++j) {
+        void *alias = cuda_standin_kernel_alias((uintptr_t)args.also[j], bytes, op->device,
+                                                op->ctx);
+
+        if (alias == NULL) {
+            cuda_standin_fault(CUDA_ERROR_ILLEGAL_ADDRESS,
+                               "%s: output %d at %p (%zu bytes) is not device memory of this "
+                               "device and context",
+                               op->kernel->name, j + 1, args.also[j], bytes);
+            return;
+        }
+        args.also[j] = alias;
     }
     op->kernel->fn(args);
 }

@@ -308,8 +308,8 @@ static void st_check_counts(void)
     close(fd);
     unlink(path);
     snprintf(want, sizeof(want),
-             "pid=%d waits=4 launches=0 dtod=1 htod=3 dtoh=1 memset=1 "
-             "ptrq=3 calls=20\n",
+             "pid=%d waits=4 launches=1 dtod=1 htod=3 dtoh=1 memset=1 "
+             "ptrq=3 calls=23 traffic=640\n",
              (int)pid);
     st_count();
     if ((n <= 0) || (strcmp(line, want) != 0)) {

@@ -5,6 +5,8 @@
  */
 #include "standin_selftest.h"
 
+#include "kernels/strata_reduce.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +239,11 @@ int st_sub_counts(void)
     size_t size;
     void *pinned;
     CUstream nb;
+    static const unsigned char image[16] = {0x50, 0xed, 0x55, 0xba};
+    strata_reduce_args_t args;
+    void *params[] = {&args};
+    CUmodule module;
+    CUfunction sum;
 
     st_ctx_setup(0);
     a = st_alloc(64);
@@ -257,7 +264,18 @@ int st_sub_counts(void)
     ST_CU(cuMemGetAddressRange(&base, &size, (CUdeviceptr)host),
           CUDA_ERROR_NOT_FOUND);                                             /* ptrq, failed */
     ST_OK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, b)); /* a call only */
-    return 0; /* 20 calls in all, st_ctx_setup's 4 included */
+    ST_OK(cuModuleLoadData(&module, image));
+    ST_OK(cuModuleGetFunction(&sum, module, "strata_reduce_sum_int32"));
+    memset(&args, 0, sizeof(args));
+    args.src[0] = (const void *)(uintptr_t)a;
+    args.src[1] = (const void *)(uintptr_t)b;
+    args.dst    = (void *)(uintptr_t)b;
+    args.count  = 16;
+    args.nsrc   = 2;
+    ST_OK(cuLaunchKernel(sum, 1, 1, 1, 32, 1, 1, 0, nb, params, NULL)); /* a launch */
+    /* traffic: htod 3 x 64 written, dtod 64 read + 64 written, memset 64
+     * written, dtoh 64 read, the kernel 2 x 64 read + 64 written: 640 */
+    return 0; /* 23 calls in all, st_ctx_setup's 4 included */
 }
 
 void st_test_order(void)

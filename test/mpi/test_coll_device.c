@@ -4,7 +4,7 @@
  *
  *   mpirun -np N test_coll_device [--kinds LIST] [--counts LIST] [--max-count N]
  *                                 [--only LIST] [--quiet] [--timeout S]
- *                                 [--mode normal|deadlock|big|fault|repeat] [--count N]
+ *                                 [--mode normal|deadlock|big|fault|repeat|realloc] [--count N]
  *                                 [--fresh] [--calls N] [--inplace] [--cuda]
  *
  * In this tree, e.g. on device buffers through Strata:
@@ -12,7 +12,9 @@
  *   strata_mpirun_gpu 4 $(strata_coll_mca strata) build/test/mpi/test_coll_device --quiet
  *
  *   --kinds LIST   send/receive buffer kinds, comma-separated pairs of d (device,
- *                  cuMemAlloc), h (host, malloc), m (managed, cuMemAllocManaged);
+ *                  cuMemAlloc), h (host, malloc), m (managed, cuMemAllocManaged),
+ *                  a (device, cuMemAllocAsync from the default pool), v (device,
+ *                  VMM: cuMemCreate and cuMemMap);
  *                  default dd,dh,hd,mm (dd in the other modes).  MPI_Bcast's
  *                  one buffer takes the first letter.
  *   --counts LIST  elements per rank block (default 0,1,7,31,1021,300000: the
@@ -77,6 +79,16 @@
  * matched to ranks: test/mpi/tests.sh holds a call to a budget of GPU
  * operations that way.
  *
+ * --mode realloc: --calls rounds (default 8) of: allocate a send and a
+ * receive buffer of the first --kinds pair, MPI_Allreduce (MPI_INT,
+ * MPI_SUM; --inplace: MPI_MAX in place) of --count elements (default 65536;
+ * every third round a quarter more) with inputs new to the round, check,
+ * free both.  Allocators hand a freed address out again, so a library that
+ * keeps mappings of its peers' buffers must notice the new allocation
+ * behind an old address: a mapping of the freed one reads the last round's
+ * values.  Rank 0 prints how many rounds got an address again
+ * ("realloc: N of M rounds reused an address").
+ *
  * --mode fault: for a job run with the CUDA stand-in failing a copy entry
  * point the library uses (CUDA_STANDIN_FAIL=cuMemcpyDtoHAsync, say), with
  * MPI_ERRORS_RETURN: MPI_Allreduce, MPI_Bcast (root 0), MPI_Allgather and
@@ -140,8 +152,15 @@
 #define BIG_CHUNK  ((size_t)4 << 20) /* elements per host chunk in --mode big */
 #define TOKEN_TAG  4242
 
-typedef enum { MODE_NORMAL, MODE_DEADLOCK, MODE_BIG, MODE_FAULT, MODE_REPEAT } run_mode_t;
-static const char *const mode_names[] = {"normal", "deadlock", "big", "fault", "repeat"};
+typedef enum {
+    MODE_NORMAL,
+    MODE_DEADLOCK,
+    MODE_BIG,
+    MODE_FAULT,
+    MODE_REPEAT,
+    MODE_REALLOC
+} run_mode_t;
+static const char *const mode_names[] = {"normal", "deadlock", "big", "fault", "repeat", "realloc"};
 
 static struct {
     run_mode_t mode;
@@ -262,7 +281,12 @@ static void buf_alloc(buf_t *b, char kind, size_t nelem, size_t esize)
     memset(b, 0, sizeof(*b));
     b->nelem = nelem;
     b->esize = esize;
-    stest_buf_alloc(&b->mem, kind == 'h' ? STEST_MEM_HOST : kind == 'd' ? STEST_MEM_DEVICE : STEST_MEM_MANAGED,
+    stest_buf_alloc(&b->mem,
+                    kind == 'h'   ? STEST_MEM_HOST
+                    : kind == 'd' ? STEST_MEM_DEVICE
+                    : kind == 'a' ? STEST_MEM_ASYNC
+                    : kind == 'v' ? STEST_MEM_VMM
+                                  : STEST_MEM_MANAGED,
                     buf_len(b), &g.dev);
 }
 
@@ -1211,6 +1235,60 @@ static void run_repeat(void)
     if (g.rank == 0) printf("%s: ok\n", c.label);
 }
 
+/* ---- --mode realloc ---- */
+
+static void run_realloc(void)
+{
+    long rounds = (opt.calls > 0 && opt.calls != 100) ? opt.calls : 8, reused = 0;
+    size_t base = (size_t)(opt.count ? opt.count : 65536);
+    uintptr_t last_s = 0, last_r = 0;
+
+    for (long i = 0; i < rounds; i++) {
+        size_t n = (i % 3 == 2) ? base + base / 4 : base;
+        check_t c = {.coll = coll_find("allreduce"), .comm = MPI_COMM_WORLD, .root = -1};
+        buf_t sb = {0}, rb = {0};
+        unsigned char *pre, *exp;
+        void *s = MPI_IN_PLACE;
+        int rc, again;
+
+        c.skind = opt.kinds[0][0];
+        c.rkind = opt.kinds[0][1];
+        c.count = (int)n;
+        c.rank = g.rank;
+        c.size = g.size;
+        c.inplace = opt.inplace;
+        c.red = c.inplace ? &red_int_max : &red_sum;
+        c.esize = sizeof(int);
+        c.seed = stest_mix64(++g.calls); /* inputs new to the round */
+        snprintf(c.label, sizeof(c.label), "realloc round %ld %s %c%c count=%d inplace=%d", i,
+                 c.red->tag, c.skind, c.rkind, c.count, c.inplace);
+        pre = img_new(&c, n);
+        if (c.inplace) img_inputs(&c, pre, 0, c.rank, 0, n);
+        recv_buf(&c, &rb, c.rkind, pre, n);
+        if (!c.inplace) s = send_buf(&c, &sb, n);
+        again = (uintptr_t)rb.mem.ptr == last_r || (!c.inplace && (uintptr_t)sb.mem.ptr == last_s);
+        last_r = (uintptr_t)rb.mem.ptr;
+        last_s = (uintptr_t)sb.mem.ptr;
+        stest_watchdog_arm(g.rank, c.label, opt.timeout);
+        rc = MPI_Allreduce(s, rb.mem.ptr, c.count, MPI_INT, check_op(&c), c.comm);
+        alarm(0);
+        if (rc != MPI_SUCCESS) mpi_fail(&c, "the call", rc);
+        exp = img_new(&c, n);
+        img_reduced(&c, exp, 0, 0, c.size, 0, n);
+        check_recv(&c, &rb, exp, 0, 0); /* frees rb */
+        buf_done(&c, &sb);
+        MPI_Allreduce(MPI_IN_PLACE, &again, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        reused += again;
+        g.checks[0]++;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g.rank == 0) {
+        printf("realloc: %ld of %ld rounds reused an address\n", reused, rounds);
+        printf("realloc %c%c count=%zu inplace=%d rounds=%ld: ok\n", opt.kinds[0][0],
+               opt.kinds[0][1], base, opt.inplace, rounds);
+    }
+}
+
 /* ---- options, main ---- */
 
 static void usage(void) __attribute__((noreturn));
@@ -1234,7 +1312,9 @@ static void parse_kinds(const char *v)
     snprintf(tmp, sizeof(tmp), "%s", v);
     opt.nkinds = 0;
     for (char *t = strtok_r(tmp, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        if (strlen(t) != 2 || !strchr("dhm", t[0]) || !strchr("dhm", t[1]) || opt.nkinds == MAX_KINDS) usage();
+        if (strlen(t) != 2 || !strchr("dhmav", t[0]) || !strchr("dhmav", t[1]) ||
+            opt.nkinds == MAX_KINDS)
+            usage();
         memcpy(opt.kinds[opt.nkinds++], t, 3);
     }
     if (opt.nkinds == 0) usage();
@@ -1302,10 +1382,10 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(a, "--count")) opt.count = strtol(v, NULL, 10);
         else if (!strcmp(a, "--calls")) opt.calls = strtol(v, NULL, 10);
         else if (!strcmp(a, "--mode")) {
-            for (opt.mode = MODE_NORMAL; opt.mode <= MODE_REPEAT && strcmp(v, mode_names[opt.mode]);
-                 opt.mode++) {
+            for (opt.mode = MODE_NORMAL;
+                 opt.mode <= MODE_REALLOC && strcmp(v, mode_names[opt.mode]); opt.mode++) {
             }
-            if (opt.mode > MODE_REPEAT) usage();
+            if (opt.mode > MODE_REALLOC) usage();
         } else {
             usage();
         }
@@ -1346,6 +1426,7 @@ int main(int argc, char **argv)
     else if (opt.mode == MODE_DEADLOCK) run_deadlock();
     else if (opt.mode == MODE_BIG) run_big();
     else if (opt.mode == MODE_REPEAT) run_repeat();
+    else if (opt.mode == MODE_REALLOC) run_realloc();
     else run_fault();
 
     /* Each split communicator's checks count once: its rank 0 reports them. */

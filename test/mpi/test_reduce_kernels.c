@@ -274,7 +274,8 @@ int main(int argc, char **argv)
 {
     static const size_t counts[] = {1, 7, 1021};
     size_t checked_kernels = 0, checks = 0, table = 0;
-    unsigned char *src_base[6], *src[6], *ref, *saved, *out_base, *out;
+    unsigned char *src_base[6], *src[6], *ref, *saved, *out_base, *out, *also_base[2], *outs[3];
+    int nout;
 
     MPI_Init(&argc, &argv);
     stest_mpi_init(0, STEST_MPI_FAIL_FIRST);
@@ -290,6 +291,7 @@ int main(int argc, char **argv)
     ref = malloc(16 * 1021);
     saved = malloc(16 * 1021);
     out_base = aligned_alloc(16, 16 * 1022);
+    for (int o = 0; o < 2; ++o) also_base[o] = aligned_alloc(16, 16 * 1022);
     for (const strata_reduce_host_kernel_t *k = strata_reduce_host_kernels; k->name; ++k) ++table;
 
     for (size_t ti = 0; ti < NTYPES; ++ti) {
@@ -304,64 +306,89 @@ int main(int argc, char **argv)
                 return 1;
             }
             /* variant: bit 0 every pointer one element off 16-byte
-             * alignment, bit 1 in place (dst = the last input) */
-            for (int variant = 0; variant < 4; ++variant)
-            for (int nsrc = 1; nsrc <= 6; ++nsrc) {
-                for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ++ci) {
-                    size_t count = counts[ci], shift = (variant & 1) ? t->size : 0;
-                    int in_place = (variant & 2) != 0;
-                    strata_reduce_args_t a;
+             * alignment, bit 1 in place (dst = the last input), bit 2
+             * two more outputs (also[]; in place: the first inputs, as a
+             * node's ranks' buffers of an in-place direct allreduce) */
+            for (int variant = 0; variant < 8; ++variant)
+                for (int nsrc = 1; nsrc <= 6; ++nsrc) {
+                    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ++ci) {
+                        size_t count = counts[ci], shift = (variant & 1) ? t->size : 0;
+                        int in_place = (variant & 2) != 0;
+                        strata_reduce_args_t a;
 
-                    memset(&a, 0, sizeof(a));
-                    for (int j = 0; j < nsrc; ++j) {
-                        src[j] = src_base[j] + shift;
-                        fill(t, *op, src[j], count);
-                        a.src[j] = src[j];
-                    }
-                    out = out_base + shift;
-                    memcpy(ref, src[nsrc - 1], t->size * count);
-                    for (int j = nsrc - 2; j >= 0; --j) {
-                        MPI_Reduce_local(src[j], ref, (int)count, t->type, op_of(*op));
-                    }
-                    memcpy(saved, src[nsrc - 1], t->size * count);
-                    if (in_place) {
-                        out = src[nsrc - 1];
-                    } else {
-                        memset(out, 0, t->size * count);
-                    }
-                    a.dst = out;
-                    a.count = count;
-                    a.nsrc = nsrc;
-                    k->fn(a);
-                    for (int side = 0; side < (dev.on ? 2 : 1); ++side) {
-                        if (side == 1) {
-                            /* the GPU against the host-compiled kernel */
-                            memcpy(ref, out, t->size * count);
-                            if (in_place) {
-                                /* the host run overwrote the last input */
-                                memcpy(src[nsrc - 1], saved, t->size * count);
+                        memset(&a, 0, sizeof(a));
+                        for (int j = 0; j < nsrc; ++j) {
+                            src[j] = src_base[j] + shift;
+                            fill(t, *op, src[j], count);
+                            a.src[j] = src[j];
+                        }
+                        out = out_base + shift;
+                        memcpy(ref, src[nsrc - 1], t->size * count);
+                        for (int j = nsrc - 2; j >= 0; --j) {
+                            MPI_Reduce_local(src[j], ref, (int)count, t->type, op_of(*op));
+                        }
+                        memcpy(saved, src[nsrc - 1], t->size * count);
+                        if (in_place) {
+                            out = src[nsrc - 1];
+                        } else {
+                            memset(out, 0, t->size * count);
+                        }
+                        a.dst = out;
+                        a.count = count;
+                        a.nsrc = nsrc;
+                        nout = 1;
+                        outs[0] = out;
+                        if (variant & 4) {
+                            if (in_place && nsrc < 3) {
+                                continue; /* no two other inputs to write to */
                             }
-                            out = out_base + shift;
-                            if (device_run(*op, t->name, src, nsrc, count, t->size, shift,
-                                           in_place, out) != 0) {
+                            for (int o = 0; o < 2; ++o) {
+                                a.also[o] = outs[1 + o] = in_place ? src[o] : also_base[o] + shift;
+                                if (!in_place) memset(outs[1 + o], 0, t->size * count);
+                            }
+                            a.nalso = 2;
+                            nout = 3;
+                        }
+                        k->fn(a);
+                        for (int o = 1; o < nout; ++o) {
+                            if (memcmp(outs[o], out, t->size * count) != 0) {
+                                printf("FAIL: %s, %d inputs, count %zu%s: output %d differs from "
+                                       "the first\n",
+                                       k->name, nsrc, count, in_place ? ", in place" : "", o);
                                 return 1;
                             }
                         }
-                        for (size_t e = 0; e < count; ++e) {
-                            if (!same_element(t, out + e * t->size, ref + e * t->size)) {
-                                printf("FAIL: %s%s, %d inputs, count %zu, index %zu:", k->name,
-                                       side ? " on the device" : "", nsrc, count, e);
-                                for (int j = 0; j < nsrc; ++j) dump("in", src[j] + e * t->size, t->size);
-                                dump("expected", ref + e * t->size, t->size);
-                                dump("got", out + e * t->size, t->size);
-                                printf("\n");
-                                return 1;
+                        /* (the GPU's run below checks the one-output kernel) */
+                        for (int side = 0; side < ((dev.on && !(variant & 4)) ? 2 : 1); ++side) {
+                            if (side == 1) {
+                                /* the GPU against the host-compiled kernel */
+                                memcpy(ref, out, t->size * count);
+                                if (in_place) {
+                                    /* the host run overwrote the last input */
+                                    memcpy(src[nsrc - 1], saved, t->size * count);
+                                }
+                                out = out_base + shift;
+                                if (device_run(*op, t->name, src, nsrc, count, t->size, shift,
+                                               in_place, out) != 0) {
+                                    return 1;
+                                }
                             }
+                            for (size_t e = 0; e < count; ++e) {
+                                if (!same_element(t, out + e * t->size, ref + e * t->size)) {
+                                    printf("FAIL: %s%s, %d inputs, count %zu, index %zu:", k->name,
+                                           side ? " on the device" : "", nsrc, count, e);
+                                    for (int j = 0; j < nsrc; ++j)
+                                        dump("in", src[j] + e * t->size, t->size);
+                                    dump("expected", ref + e * t->size, t->size);
+                                    dump("got", out + e * t->size, t->size);
+                                    printf("\n");
+                                    return 1;
+                                }
+                            }
+                            ++checks;
                         }
-                        ++checks;
                     }
                 }
-            }
             ++checked_kernels;
         }
     }

@@ -1171,7 +1171,8 @@ coll_device_budget_check() {
     local np=$1 n=$2 waits=$3 what=$4
     shift 4
     awk -v np="$np" -v n="$n" -v waits="$waits" -v what="$what" \
-        -v waits_only="${BUDGET_WAITS_ONLY:-0}" -v ptrq="${BUDGET_PTRQ:-}" '
+        -v waits_only="${BUDGET_WAITS_ONLY:-0}" -v ptrq="${BUDGET_PTRQ:-}" \
+        -v tmin="${BUDGET_TRAFFIC_MIN:-}" -v tmax="${BUDGET_TRAFFIC:-}" '
         FNR == 1 { file++ }
         /^rank [0-9]+ pid [0-9]+$/ { rank[int((file + 1) / 2), $4] = $2; next }
         /^pid=/ {
@@ -1183,9 +1184,10 @@ coll_device_budget_check() {
         END {
             for (r = 0; r < np; r++) {
                 if (!((1, r) in seen) || !((2, r) in seen)) { printf "rank %d: no count line\n", r; bad = 1; continue }
-                nk = split("waits launches dtod htod dtoh memset ptrq calls", k, " ")
+                nk = split("waits launches dtod htod dtoh memset ptrq calls traffic", k, " ")
                 line = sprintf("rank %d: %d more calls (%s):", r, n, what)
                 for (i = 1; i <= nk; i++) { d[k[i]] = v[2, r, k[i]] - v[1, r, k[i]]; line = line sprintf(" %s %+d", k[i], d[k[i]]) }
+                traffic += d["traffic"]
                 if (ptrq != "") {
                     print line sprintf(" (%.2f pointer queries, %.2f driver calls per call)", d["ptrq"] / n, d["calls"] / n)
                     if (d["ptrq"] > ptrq * n)
@@ -1199,6 +1201,14 @@ coll_device_budget_check() {
                     { printf "FAIL rank %d: %.2f host-side waits per call, expected at most %d\n", r, d["waits"] / n, waits; bad = 1 }
                 if (!waits_only && (d["htod"] > n || d["dtoh"] > n))
                     { printf "FAIL rank %d: more than one copy each way per call (htod %+d, dtoh %+d)\n", r, d["htod"], d["dtoh"]; bad = 1 }
+            }
+            # device-memory traffic summed over the processes, per call,
+            # against the least a call can move (BUDGET_TRAFFIC_MIN bytes):
+            # at most BUDGET_TRAFFIC times that
+            if (tmin != "") {
+                printf "traffic: %.0f bytes per call summed over %d ranks, %.2f x the least a call moves (%s bytes)\n", traffic / n, np, traffic / n / tmin, tmin
+                if (tmax != "" && traffic > tmax * tmin * n)
+                    { printf "FAIL: device-memory traffic %.2f x the least per call, expected at most %s x\n", traffic / n / tmin, tmax; bad = 1 }
             }
             print bad ? "budget: FAIL" : "budget: ok"
             exit bad
@@ -1307,6 +1317,79 @@ coll_device_native_budget_detects() {
     local rc=$?; cat "$STRATA_TEST_LOG.out" | tail -20
     [ $rc -ne 0 ] && grep -q "FAIL rank 0: .* host-side waits per call, expected at most 4" "$STRATA_TEST_LOG.out" &&
         grep -q "^budget: FAIL" "$STRATA_TEST_LOG.out"
+}
+
+# Issue 45: the direct path's device-memory traffic (CUDA_STANDIN_COUNTS'
+# traffic: bytes its copies, memsets and kernels read and write).  A 64 MiB
+# MPI_Allreduce on 4 ranks (C = 64 MiB, k = 4) must move at most 1.25 x 2kC
+# per call summed over the processes: every input byte read once and every
+# output byte written once is 2kC; through the device scratch (copy in, one
+# reduction per owner, copy out) it is (5k+1)C = 2.62 x.  The same budget
+# check as coll_device_native_budget (one GPU per rank, or the GPU shared by
+# 4 ranks under MPS: $@ sets it), plus verbosity 20 saying "direct".
+# coll_device_direct_traffic [MPIRUN_ARGS...]
+coll_device_direct_traffic() {
+    BUDGET_TRAFFIC_MIN=$((2 * 4 * 64 * 1024 * 1024)) BUDGET_TRAFFIC=${BUDGET_TRAFFIC:-1.25} \
+        coll_device_native_budget 4 allreduce 4 "$@" || return 1
+    grep -h "^traffic:\|^FAIL" "$STRATA_TEST_LOG.out"
+    grep -q "MPI_Allreduce strata node of MPI_COMM_WORLD: direct" "$STRATA_TEST_LOG.out"
+}
+coll_device_direct_traffic_mps() {
+    CUDA_STANDIN_DEVICES=1 CUDA_STANDIN_MPS=1 coll_device_direct_traffic -x CUDA_STANDIN_MPS "$@"
+}
+
+# The budget's check on the path through the device scratch (the queued
+# engine of issue 36: coll_strata_device_direct 0): 2.62 x, and the check
+# must say so.
+coll_device_direct_traffic_detects() {
+    BUDGET_TRAFFIC_MIN=$((2 * 4 * 64 * 1024 * 1024)) BUDGET_TRAFFIC=1.25 \
+        coll_device_native_budget 4 allreduce 4 --mca coll_strata_device_direct 0
+    local rc=$?; grep -h "^traffic:\|^FAIL\|^budget" "$STRATA_TEST_LOG.out"
+    [ $rc -ne 0 ] && grep -q "^FAIL: device-memory traffic 2.62 x the least per call, expected at most 1.25 x" "$STRATA_TEST_LOG.out"
+}
+
+# An application buffer freed between calls is never read through a stale
+# mapping: each round allocates new buffers (the allocator hands freed
+# addresses out again), with inputs new to the round; every result checked
+# against the host reference, and at least one round must have reused an
+# address (else the test proves nothing).
+# coll_device_direct_realloc NP DEVICES [PROGRAM_ARGS...] (CUDA_STANDIN_MPS=1:
+# the devices run under MPS)
+coll_device_direct_realloc() {
+    local np=$1 devices=$2; shift 2
+    CUDA_STANDIN_DEVICES=$devices coll_device "$np" ob1 -x CUDA_STANDIN_DEVICES \
+        ${CUDA_STANDIN_MPS:+-x CUDA_STANDIN_MPS} \
+        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 -- \
+        --mode realloc --timeout 60 "$@" >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata" "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "MPI_Allreduce strata node of MPI_COMM_WORLD: direct" "$STRATA_TEST_LOG.out" &&
+        grep -Eq "^realloc: [1-9][0-9]* of [0-9]+ rounds reused an address" "$STRATA_TEST_LOG.out" &&
+        grep -q "^realloc .*: ok" "$STRATA_TEST_LOG.out"
+}
+
+# One rank's buffers cannot be exported (coll_strata_test_fail=direct_export
+# on rank 1, every call): no rank runs the call direct, all go through the
+# device scratch and every value is right (test_coll_device's checks).
+coll_device_direct_export_refused() {
+    CUDA_STANDIN_DEVICES=3 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 \
+        -x LD_LIBRARY_PATH -x CUDA_STANDIN_DEVICES $(strata_coll_mca strata) \
+        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=direct_export; exec "$@"' _ \
+        "$T/mpi/test_coll_device" --kinds dd --only allreduce --quiet --timeout 60 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata" "$STRATA_TEST_LOG.out"
+    [ $rc -eq 0 ] && grep -q "through the device scratch" "$STRATA_TEST_LOG.out" &&
+        ! grep -q "MPI_Allreduce strata node of MPI_COMM_WORLD: direct" "$STRATA_TEST_LOG.out"
+}
+
+# One rank cannot map a peer's buffer (coll_strata_test_fail=direct_map on
+# rank 1, once): it says which driver call failed, its slice is not
+# reduced, and every rank returns an error instead of waiting; the next
+# calls work (a host allreduce afterwards is right).
+coll_device_direct_map_fails() {
+    coll_device_native_rank1 OMPI_MCA_coll_strata_test_fail=direct_map &&
+        grep -q "coll:strata: MPI_Allreduce on device buffers: cuIpcOpenMemHandle (a peer's buffer) failed" "$STRATA_TEST_LOG.out" &&
+        [ "$(grep -c "fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out")" -eq 3 ]
 }
 
 # Sourced by a test that needs the functions in another process.
@@ -1492,6 +1575,16 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         done
         strata_test mpi_coll_device_native_budget_mps_np4 300 coll_device_native_budget_mps
         strata_test mpi_coll_device_native_budget_detects 300 coll_device_native_budget_detects
+        # issue 45: the direct path, at the memory limit by construction
+        strata_test mpi_coll_device_direct_traffic_np4 300 coll_device_direct_traffic
+        strata_test mpi_coll_device_direct_traffic_mps_np4 300 coll_device_direct_traffic_mps
+        strata_test mpi_coll_device_direct_traffic_detects 300 coll_device_direct_traffic_detects
+        strata_test mpi_coll_device_direct_realloc_np4 120 coll_device_direct_realloc 4 4
+        strata_test mpi_coll_device_direct_realloc_inplace_np3 120 coll_device_direct_realloc 3 3 --inplace
+        CUDA_STANDIN_MPS=1 strata_test mpi_coll_device_direct_realloc_mps_np4 120 \
+            coll_device_direct_realloc 4 1
+        strata_test mpi_coll_device_direct_export_refused 180 coll_device_direct_export_refused
+        strata_test mpi_coll_device_direct_map_fails 120 coll_device_direct_map_fails
         strata_test mpi_threads_native_np3 300 coll_threads strata-native 3
         strata_test mpi_threads_auto_np4 300 coll_threads strata 4
         # issue 42 item 1: the queued native path on the stand-in's hardware

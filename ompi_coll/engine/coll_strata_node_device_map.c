@@ -1,0 +1,300 @@
+/*
+ * coll/strata node area of device data: the direct path's buffers.
+ *
+ * On the direct path (issue 45) a slice's owner reduces it from every
+ * local rank's input buffer and writes the result into every local rank's
+ * output buffer, where the application has them: each byte of the inputs
+ * is read once and each byte of the outputs written once, the least any
+ * allreduce moves (2kC for k ranks and C bytes), against (5k+1)C through
+ * the scratch areas (copy in, reduce, copy out).  For that each rank maps
+ * its peers' buffers with CUDA IPC, per call:
+ *
+ *   post     this rank writes its card in the node's segment (the handle
+ *            of the allocation holding each buffer, and the buffer's offset
+ *            in it), then stores card_serial: the call's first chunk
+ *            serial + 1, the same number on every local rank
+ *   collect  it waits (on its peers' hosts, never a GPU) until every local
+ *            rank's card_serial says so, and reads their cards: the call
+ *            runs direct only when every card is ok, which every rank reads
+ *            alike, so all of them decide the same
+ *   map      it opens each peer's allocations, through a cache
+ *
+ * A buffer that cannot be exported (memory from a stream-ordered pool, VMM
+ * or managed memory: not legacy-IPC capable), the setting
+ * coll_strata_device_direct=0, or no context on any local rank: that
+ * rank's card is not ok, and the node's ranks run the call through the
+ * scratch areas, as before.
+ *
+ * The cache.  Opening a handle costs far more than a call's reduction of a
+ * few megabytes, and applications call collectives on the same buffers
+ * again and again: mappings are kept per peer, keyed by the whole handle.
+ * CUDA gives a new allocation a new handle even at the same address (the
+ * handle names the allocation, not the address), so a buffer freed and
+ * allocated again is a miss, never read through the old mapping.  Mappings
+ * are closed when the communicator goes, or, least recently used first,
+ * when a peer has more than MCA_COLL_STRATA_DIRECT_MAPS (the driver keeps
+ * a peer's freed allocation alive while it is mapped here, as it does for
+ * UCX's cuda_ipc cache: so the cache is bounded).  The exporter keeps the
+ * handles of its own recent allocations by buffer id (unique for the
+ * process's life), so a repeated call costs one pointer query and no
+ * cuIpcGetMemHandle.
+ */
+#include "coll_strata_node_device.h"
+#include "coll_strata_pipeline.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <common/strata_mem.h>
+
+#include "ompi/constants.h"
+#include "opal/runtime/opal_progress.h"
+
+_Static_assert(MCA_COLL_STRATA_DIRECT_RANKS_MAX == STRATA_REDUCE_MAX_ALSO + 1,
+               "the direct path writes one kernel output per local rank");
+_Static_assert(sizeof(((mca_coll_strata_shm_card_t *)0)->in_handle) == CU_IPC_HANDLE_SIZE,
+               "a card holds a CUDA IPC handle");
+
+/* polls of a peer's card before each further one yields the core */
+#define MCA_COLL_STRATA_DIRECT_SPINS 64
+
+/* A mapped allocation of a peer's, and a handle of this rank's own. */
+struct mca_coll_strata_direct_map {
+    unsigned char handle[CU_IPC_HANDLE_SIZE];
+    CUdeviceptr at; /* 0: unused */
+    uint64_t used;  /* the call that last used it: the LRU order */
+};
+
+struct mca_coll_strata_direct_export {
+    unsigned long long buffer_id; /* 0: unused */
+    CUipcMemHandle handle;
+};
+
+struct mca_coll_strata_node_device_maps_t {
+    /* per peer (local rank), its mapped allocations */
+    struct mca_coll_strata_direct_map (*peer)[MCA_COLL_STRATA_DIRECT_MAPS];
+    /* this rank's own recent allocations' handles */
+    struct mca_coll_strata_direct_export exports[MCA_COLL_STRATA_DIRECT_EXPORTS];
+    int next_export;
+    uint64_t calls;
+    char **in, **out; /* per local rank, the call's */
+};
+
+int mca_coll_strata_node_device_maps_setup(mca_coll_strata_node_device_t *d)
+{
+    struct mca_coll_strata_node_device_maps_t *m = calloc(1, sizeof(*m));
+
+    if (NULL == m || NULL == (m->peer = calloc((size_t)d->nranks, sizeof(*m->peer))) ||
+        NULL == (m->in = calloc((size_t)d->nranks, sizeof(*m->in))) ||
+        NULL == (m->out = calloc((size_t)d->nranks, sizeof(*m->out)))) {
+        if (NULL != m) {
+            free(m->peer);
+            free(m->in);
+        }
+        free(m);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    d->maps = m;
+    return OMPI_SUCCESS;
+}
+
+/* Every mapping closed (the device's context current). */
+void mca_coll_strata_node_device_maps_close(mca_coll_strata_node_device_t *d)
+{
+    struct mca_coll_strata_node_device_maps_t *m = d->maps;
+
+    if (NULL == m) {
+        return;
+    }
+    for (int r = 0; r < d->nranks; ++r) {
+        for (int i = 0; i < MCA_COLL_STRATA_DIRECT_MAPS; ++i) {
+            if (0 != m->peer[r][i].at) {
+                (void)strata_cuda.cuIpcCloseMemHandle(m->peer[r][i].at);
+            }
+        }
+    }
+    free(m->peer);
+    free(m->in);
+    free(m->out);
+    free(m);
+    d->maps = NULL;
+}
+
+/* The handle of the allocation holding [buf, buf + bytes) and buf's offset
+ * in it; false where it cannot be exported. */
+static bool mca_coll_strata_direct_export(mca_coll_strata_node_device_t *d, const void *buf,
+                                          size_t bytes, unsigned char *handle, uint64_t *offset)
+{
+    struct mca_coll_strata_node_device_maps_t *m = d->maps;
+    strata_mem_info_t info;
+    CUipcMemHandle h;
+    int i;
+
+    if (mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_EXPORT) ||
+        0 != strata_mem_query(buf, &info) || STRATA_MEM_DEVICE != info.kind || !info.legacy_ipc ||
+        0 == info.buffer_id || (uintptr_t)buf < info.base ||
+        (uintptr_t)buf + bytes > info.base + info.length) {
+        return false;
+    }
+    for (i = 0; i < MCA_COLL_STRATA_DIRECT_EXPORTS && m->exports[i].buffer_id != info.buffer_id;
+         ++i) {
+    }
+    if (i == MCA_COLL_STRATA_DIRECT_EXPORTS) {
+        if (CUDA_SUCCESS != strata_cuda.cuIpcGetMemHandle(&h, (CUdeviceptr)info.base)) {
+            return false;
+        }
+        i = m->next_export;
+        m->next_export = (i + 1) % MCA_COLL_STRATA_DIRECT_EXPORTS;
+        m->exports[i].buffer_id = info.buffer_id;
+        m->exports[i].handle = h;
+    }
+    memcpy(handle, &m->exports[i].handle, CU_IPC_HANDLE_SIZE);
+    *offset = (uint64_t)((uintptr_t)buf - info.base);
+    return true;
+}
+
+/* Peer r's allocation of `handle`, mapped here (cached); 0 where it cannot
+ * be (said once per call, naming the driver's error). */
+static CUdeviceptr mca_coll_strata_direct_import(mca_coll_strata_node_device_t *d, int r,
+                                                 const unsigned char *handle)
+{
+    struct mca_coll_strata_node_device_maps_t *m = d->maps;
+    struct mca_coll_strata_direct_map *slot = NULL;
+    CUipcMemHandle h;
+    CUresult res;
+
+    for (int i = 0; i < MCA_COLL_STRATA_DIRECT_MAPS; ++i) {
+        struct mca_coll_strata_direct_map *e = &m->peer[r][i];
+
+        if (0 != e->at && 0 == memcmp(e->handle, handle, CU_IPC_HANDLE_SIZE)) {
+            e->used = m->calls;
+            return e->at;
+        }
+    }
+    /* not mapped yet: into a free entry, else in place of the least
+     * recently used one that this call does not use */
+    for (int i = 0; i < MCA_COLL_STRATA_DIRECT_MAPS; ++i) {
+        struct mca_coll_strata_direct_map *e = &m->peer[r][i];
+
+        if (0 == e->at) {
+            slot = e;
+            break;
+        }
+        if (e->used != m->calls && (NULL == slot || e->used < slot->used)) {
+            slot = e;
+        }
+    }
+    if (NULL == slot) {
+        return 0; /* every mapping is this call's: not reached with two buffers a call */
+    }
+    if (0 != slot->at) {
+        (void)strata_cuda.cuIpcCloseMemHandle(slot->at);
+        slot->at = 0;
+    }
+    memcpy(&h, handle, sizeof(h));
+    res = mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_MAP)
+              ? CUDA_ERROR_INVALID_HANDLE
+              : strata_cuda.cuIpcOpenMemHandle(&slot->at, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (CUDA_SUCCESS != res) {
+        slot->at = 0;
+        (void)mca_coll_strata_node_device_status(d, res, "cuIpcOpenMemHandle (a peer's buffer)");
+        return 0;
+    }
+    memcpy(slot->handle, handle, CU_IPC_HANDLE_SIZE);
+    slot->used = m->calls;
+    return slot->at;
+}
+
+/* This rank's card for the call (see the top). */
+static void mca_coll_strata_direct_post(mca_coll_strata_node_device_t *d,
+                                        const mca_coll_strata_pipeline_args_t *a, uint64_t serial)
+{
+    mca_coll_strata_shm_flags_t *mine = &d->super.shm->flags[d->me];
+    mca_coll_strata_shm_card_t *card = &mine->card;
+    ptrdiff_t extent;
+    size_t bytes;
+
+    ompi_datatype_type_extent(a->dtype, &extent);
+    bytes = a->count * (size_t)extent;
+    card->ok = d->direct && !d->no_context && NULL != d->maps &&
+               mca_coll_strata_direct_export(d, a->sbuf, bytes, card->in_handle,
+                                             &card->in_offset) &&
+               mca_coll_strata_direct_export(d, a->out, bytes, card->out_handle, &card->out_offset);
+    __atomic_store_n(&mine->card_serial, serial + 1, __ATOMIC_RELEASE);
+}
+
+/* Whether every local rank's card for the call is there and ok. */
+static bool mca_coll_strata_direct_collect(mca_coll_strata_node_device_t *d, uint64_t serial)
+{
+    mca_coll_strata_shm_t *shm = d->super.shm;
+    bool ok = true;
+
+    for (int r = 0; r < d->nranks; ++r) {
+        unsigned idle = 0;
+
+        while (__atomic_load_n(&shm->flags[r].card_serial, __ATOMIC_ACQUIRE) != serial + 1) {
+            opal_progress();
+            if (++idle > MCA_COLL_STRATA_DIRECT_SPINS) {
+                sched_yield();
+            }
+        }
+        ok = ok && shm->flags[r].card.ok;
+    }
+    return ok;
+}
+
+bool mca_coll_strata_node_device_direct(mca_coll_strata_node_t *node,
+                                        const mca_coll_strata_pipeline_args_t *a, uint64_t serial,
+                                        char *const **in, char *const **out)
+{
+    mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
+    struct mca_coll_strata_node_device_maps_t *m = d->maps;
+    const mca_coll_strata_shm_t *shm = node->shm;
+
+    mca_coll_strata_direct_post(d, a, serial);
+    if (!mca_coll_strata_direct_collect(d, serial)) {
+        return false;
+    }
+    /* every card is ok, so this rank has its maps too */
+    m->calls++;
+    for (int r = 0; r < d->nranks; ++r) {
+        const mca_coll_strata_shm_card_t *card = &shm->flags[r].card;
+        CUdeviceptr at;
+
+        if (r == d->me) {
+            m->in[r] = (char *)a->sbuf;
+            m->out[r] = (char *)a->out;
+            continue;
+        }
+        /* a peer this rank cannot map: its pointers stay NULL, and this
+         * rank's reduction fails (every rank then learns it) */
+        at = mca_coll_strata_direct_import(d, r, card->in_handle);
+        m->in[r] = (0 != at) ? (char *)(uintptr_t)(at + card->in_offset) : NULL;
+        at = mca_coll_strata_direct_import(d, r, card->out_handle);
+        m->out[r] = (0 != at) ? (char *)(uintptr_t)(at + card->out_offset) : NULL;
+    }
+    *in = m->in;
+    *out = m->out;
+    return true;
+}
+
+/* dsts[0..ndst) = srcs[0] op (... op srcs[k-1]), one kernel. */
+int mca_coll_strata_node_device_reduce_to(mca_coll_strata_node_t *node, struct ompi_op_t *op,
+                                          struct ompi_datatype_t *dtype, const void *const *srcs,
+                                          int k, void *const *dsts, int ndst, size_t count)
+{
+    for (int i = 0; i < k; ++i) {
+        if (NULL == srcs[i]) {
+            return MPI_ERR_OTHER; /* a peer's buffer this rank could not map */
+        }
+    }
+    for (int i = 0; i < ndst; ++i) {
+        if (NULL == dsts[i]) {
+            return MPI_ERR_OTHER;
+        }
+    }
+    return mca_coll_strata_node_device_launch(MCA_COLL_STRATA_DEV(node), op, dtype, srcs, k, dsts,
+                                              ndst, count);
+}
