@@ -32,6 +32,14 @@
  * completed() says so: the exchange polls, it never waits), and only then
  * may a progress flag announce it.  Every call returns an OMPI status.
  */
+/* The direct path's view of a call: local rank r's input (element 0 of
+ * the vector) and output (element lo[r], its window [lo[r], hi[r]); NULL
+ * where the window is empty), as this process addresses them. */
+typedef struct mca_coll_strata_direct_t {
+    char **in, **out;
+    size_t *lo, *hi;
+} mca_coll_strata_direct_t;
+
 typedef struct mca_coll_strata_node_ops_t {
     const char *name;
     /* local rank r's input area of a slot, and the slot's result area */
@@ -51,12 +59,13 @@ typedef struct mca_coll_strata_node_ops_t {
      * outputs where the application has them, with no copy in or out.
      * direct: collective over the node's ranks (each tells the others its
      * buffers for the call at chunk serial `serial`, and maps theirs):
-     * whether this call runs so, the same answer on every local rank; then
-     * in[r] and out[r] are local rank r's input and output as this process
-     * addresses them (valid until the call ends).  reduce_to: reduce as
-     * `reduce` does, writing the result to each of dsts[0..ndst). */
-    bool (*direct)(struct mca_coll_strata_node_t *node, const mca_coll_strata_pipeline_args_t *a,
-                   uint64_t serial, char *const **in, char *const **out);
+     * every local rank's buffers as this process addresses them (valid
+     * until the call ends), or NULL: the call runs through the slots; the
+     * same answer on every local rank.  reduce_to: reduce as `reduce`
+     * does, writing the result to each of dsts[0..ndst). */
+    const struct mca_coll_strata_direct_t *(*direct)(struct mca_coll_strata_node_t *node,
+                                                     const mca_coll_strata_pipeline_args_t *a,
+                                                     uint64_t serial);
     int (*reduce_to)(struct mca_coll_strata_node_t *node, struct ompi_op_t *op,
                      struct ompi_datatype_t *dtype, const void *const *srcs, int k,
                      void *const *dsts, int ndst, size_t count);
@@ -110,6 +119,7 @@ typedef struct mca_coll_strata_node_queue_ops_t {
 typedef struct mca_coll_strata_shm_card_t {
     unsigned char in_handle[64], out_handle[64];
     uint64_t in_offset, out_offset;
+    uint64_t out_lo, out_hi; /* the output's window of the vector (empty: no output) */
     uint32_t ok;
     uint32_t pad;
 } mca_coll_strata_shm_card_t;

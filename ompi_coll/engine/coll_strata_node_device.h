@@ -83,9 +83,9 @@ int mca_coll_strata_node_device_launch(mca_coll_strata_node_device_t *d, struct 
 
 /* coll_strata_node_device_map.c: the direct path (the node ops' direct and
  * reduce_to), its mappings made and closed (the device's context current) */
-bool mca_coll_strata_node_device_direct(mca_coll_strata_node_t *node,
-                                        const mca_coll_strata_pipeline_args_t *a, uint64_t serial,
-                                        char *const **in, char *const **out);
+const mca_coll_strata_direct_t *
+mca_coll_strata_node_device_direct(mca_coll_strata_node_t *node,
+                                   const mca_coll_strata_pipeline_args_t *a, uint64_t serial);
 int mca_coll_strata_node_device_reduce_to(mca_coll_strata_node_t *node, struct ompi_op_t *op,
                                           struct ompi_datatype_t *dtype, const void *const *srcs,
                                           int k, void *const *dsts, int ndst, size_t count);

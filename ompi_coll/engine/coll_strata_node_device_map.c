@@ -20,7 +20,9 @@
  *   map      it opens each peer's allocations, through a cache
  *
  * A buffer that cannot be exported (memory from a stream-ordered pool, VMM
- * or managed memory: not legacy-IPC capable), the setting
+ * or managed memory: not legacy-IPC capable), an output that overlaps the
+ * input elsewhere than on its own elements (an in-place reduce-scatter),
+ * the setting
  * coll_strata_device_direct=0, or no context on any local rank: that
  * rank's card is not ok, and the node's ranks run the call through the
  * scratch areas, as before.
@@ -79,21 +81,32 @@ struct mca_coll_strata_node_device_maps_t {
     struct mca_coll_strata_direct_export exports[MCA_COLL_STRATA_DIRECT_EXPORTS];
     int next_export;
     uint64_t calls;
-    char **in, **out; /* per local rank, the call's */
+    mca_coll_strata_direct_t call; /* per local rank, the call's buffers */
 };
+
+static void mca_coll_strata_node_device_maps_free(struct mca_coll_strata_node_device_maps_t *m)
+{
+    if (NULL != m) {
+        free(m->peer);
+        free(m->call.in);
+        free(m->call.out);
+        free(m->call.lo);
+        free(m->call.hi);
+        free(m);
+    }
+}
 
 int mca_coll_strata_node_device_maps_setup(mca_coll_strata_node_device_t *d)
 {
     struct mca_coll_strata_node_device_maps_t *m = calloc(1, sizeof(*m));
+    size_t k = (size_t)d->nranks;
 
-    if (NULL == m || NULL == (m->peer = calloc((size_t)d->nranks, sizeof(*m->peer))) ||
-        NULL == (m->in = calloc((size_t)d->nranks, sizeof(*m->in))) ||
-        NULL == (m->out = calloc((size_t)d->nranks, sizeof(*m->out)))) {
-        if (NULL != m) {
-            free(m->peer);
-            free(m->in);
-        }
-        free(m);
+    if (NULL == m || NULL == (m->peer = calloc(k, sizeof(*m->peer))) ||
+        NULL == (m->call.in = calloc(k, sizeof(*m->call.in))) ||
+        NULL == (m->call.out = calloc(k, sizeof(*m->call.out))) ||
+        NULL == (m->call.lo = calloc(k, sizeof(*m->call.lo))) ||
+        NULL == (m->call.hi = calloc(k, sizeof(*m->call.hi)))) {
+        mca_coll_strata_node_device_maps_free(m);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     d->maps = m;
@@ -115,10 +128,7 @@ void mca_coll_strata_node_device_maps_close(mca_coll_strata_node_device_t *d)
             }
         }
     }
-    free(m->peer);
-    free(m->in);
-    free(m->out);
-    free(m);
+    mca_coll_strata_node_device_maps_free(m);
     d->maps = NULL;
 }
 
@@ -207,6 +217,23 @@ static CUdeviceptr mca_coll_strata_direct_import(mca_coll_strata_node_device_t *
     return slot->at;
 }
 
+/* Whether owners may write this rank's output while others still read its
+ * input: the two apart, or the output the input's own elements (an
+ * in-place allreduce: each element is read before it is written, by the
+ * one owner of it).  An in-place reduce-scatter's output is the start of
+ * the buffer its input fills: another owner would read elements its block
+ * has already overwritten. */
+static bool mca_coll_strata_direct_apart(const mca_coll_strata_pipeline_args_t *a,
+                                         ptrdiff_t extent)
+{
+    uintptr_t in = (uintptr_t)a->sbuf, out = (uintptr_t)a->out;
+    size_t in_bytes = a->count * (size_t)extent;
+    size_t out_bytes = (a->out_hi - a->out_lo) * (size_t)extent;
+
+    return NULL == a->out || a->out_hi <= a->out_lo || out + out_bytes <= in ||
+           in + in_bytes <= out || out == in + a->out_lo * (size_t)extent;
+}
+
 /* This rank's card for the call (see the top). */
 static void mca_coll_strata_direct_post(mca_coll_strata_node_device_t *d,
                                         const mca_coll_strata_pipeline_args_t *a, uint64_t serial)
@@ -218,10 +245,17 @@ static void mca_coll_strata_direct_post(mca_coll_strata_node_device_t *d,
 
     ompi_datatype_type_extent(a->dtype, &extent);
     bytes = a->count * (size_t)extent;
-    card->ok = d->direct && !d->no_context && NULL != d->maps &&
+    /* an empty window: no output to tell (a reduce's ranks but its root) */
+    card->out_lo = a->out_lo;
+    card->out_hi = (NULL != a->out && a->out_hi > a->out_lo) ? a->out_hi : a->out_lo;
+    card->ok = d->direct && !d->no_context && NULL != d->maps && NULL != a->sbuf &&
+               mca_coll_strata_direct_apart(a, extent) &&
                mca_coll_strata_direct_export(d, a->sbuf, bytes, card->in_handle,
                                              &card->in_offset) &&
-               mca_coll_strata_direct_export(d, a->out, bytes, card->out_handle, &card->out_offset);
+               (card->out_hi == card->out_lo ||
+                mca_coll_strata_direct_export(d, a->out,
+                                              (card->out_hi - card->out_lo) * (size_t)extent,
+                                              card->out_handle, &card->out_offset));
     __atomic_store_n(&mine->card_serial, serial + 1, __ATOMIC_RELEASE);
 }
 
@@ -245,9 +279,9 @@ static bool mca_coll_strata_direct_collect(mca_coll_strata_node_device_t *d, uin
     return ok;
 }
 
-bool mca_coll_strata_node_device_direct(mca_coll_strata_node_t *node,
-                                        const mca_coll_strata_pipeline_args_t *a, uint64_t serial,
-                                        char *const **in, char *const **out)
+const mca_coll_strata_direct_t *
+mca_coll_strata_node_device_direct(mca_coll_strata_node_t *node,
+                                   const mca_coll_strata_pipeline_args_t *a, uint64_t serial)
 {
     mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
     struct mca_coll_strata_node_device_maps_t *m = d->maps;
@@ -255,29 +289,30 @@ bool mca_coll_strata_node_device_direct(mca_coll_strata_node_t *node,
 
     mca_coll_strata_direct_post(d, a, serial);
     if (!mca_coll_strata_direct_collect(d, serial)) {
-        return false;
+        return NULL;
     }
     /* every card is ok, so this rank has its maps too */
     m->calls++;
     for (int r = 0; r < d->nranks; ++r) {
         const mca_coll_strata_shm_card_t *card = &shm->flags[r].card;
+        bool window = card->out_hi > card->out_lo;
         CUdeviceptr at;
 
+        m->call.lo[r] = card->out_lo;
+        m->call.hi[r] = card->out_hi;
         if (r == d->me) {
-            m->in[r] = (char *)a->sbuf;
-            m->out[r] = (char *)a->out;
+            m->call.in[r] = (char *)a->sbuf;
+            m->call.out[r] = window ? (char *)a->out : NULL;
             continue;
         }
         /* a peer this rank cannot map: its pointers stay NULL, and this
          * rank's reduction fails (every rank then learns it) */
         at = mca_coll_strata_direct_import(d, r, card->in_handle);
-        m->in[r] = (0 != at) ? (char *)(uintptr_t)(at + card->in_offset) : NULL;
-        at = mca_coll_strata_direct_import(d, r, card->out_handle);
-        m->out[r] = (0 != at) ? (char *)(uintptr_t)(at + card->out_offset) : NULL;
+        m->call.in[r] = (0 != at) ? (char *)(uintptr_t)(at + card->in_offset) : NULL;
+        at = window ? mca_coll_strata_direct_import(d, r, card->out_handle) : 0;
+        m->call.out[r] = (0 != at) ? (char *)(uintptr_t)(at + card->out_offset) : NULL;
     }
-    *in = m->in;
-    *out = m->out;
-    return true;
+    return &m->call;
 }
 
 /* dsts[0..ndst) = srcs[0] op (... op srcs[k-1]), one kernel. */

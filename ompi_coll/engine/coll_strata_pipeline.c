@@ -161,8 +161,9 @@ static void mca_coll_strata_pipeline_report(const mca_coll_strata_pipeline_t *p,
 void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
                                       const mca_coll_strata_pipeline_args_t *a,
                                       const mca_coll_strata_decision_t *decision,
-                                      mca_coll_strata_node_t *node, char *const *direct_in,
-                                      char *const *direct_out, mca_coll_strata_pipeline_t *out)
+                                      mca_coll_strata_node_t *node,
+                                      const mca_coll_strata_direct_t *direct,
+                                      mca_coll_strata_pipeline_t *out)
 {
     mca_coll_strata_pipeline_t p = {
         .e = e,
@@ -183,8 +184,7 @@ void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
         .base = e->chunk_serial,
         .me = e->topo.local_rank,
         .owner = e->topo.local_rank < decision->nslices,
-        .direct_in = direct_in,
-        .direct_out = direct_out,
+        .direct = direct,
     };
     struct ompi_datatype_t *dtype = a->dtype;
     size_t count = a->count;
@@ -212,7 +212,7 @@ void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
     ompi_datatype_type_extent(dtype, &p.extent);
     /* an allgather's chunk holds that many elements of every block */
     p.chunk_elems = node->slot_bytes / ((size_t)p.extent * (size_t)p.comm_size);
-    if (NULL != p.direct_in) {
+    if (NULL != p.direct) {
         p.chunk_elems = (count > 0) ? count : 1; /* no slot: one chunk, the whole vector */
     }
     p.nchunks = (count + p.chunk_elems - 1) / p.chunk_elems;
@@ -229,9 +229,10 @@ int mca_coll_strata_pipeline_outcome(const mca_coll_strata_pipeline_t *p, const 
 
 /* Whether a call may run on the node area's direct path (which then asks
  * the node's ranks whether their buffers allow it): the same answer on
- * every local rank, from what they share.  For now an allreduce within one
- * node (no exchange between nodes to feed), queued, with a slice for every
- * local rank (each writes its slice to all k outputs in one kernel). */
+ * every local rank, from what they share.  For now the reductions within
+ * one node (no exchange between nodes to feed), queued, with a slice for
+ * every local rank (each writes its slice to every output whose window
+ * holds it, one kernel per run of the slice that the same outputs hold). */
 static bool mca_coll_strata_pipeline_may_direct(const mca_coll_strata_engine_t *e,
                                                 const mca_coll_strata_pipeline_args_t *a,
                                                 const mca_coll_strata_decision_t *decision,
@@ -240,8 +241,7 @@ static bool mca_coll_strata_pipeline_may_direct(const mca_coll_strata_engine_t *
     int k = e->topo.local_size;
 
     return NULL != node->ops->direct && NULL != node->queue && 1 == e->topo.nnodes &&
-           MCA_COLL_STRATA_PIPE_REDUCE == a->kind && MCA_COLL_STRATA_PARTS_WHOLE == a->parts &&
-           !a->partial && a->count > 0 && a->out_lo == 0 && a->out_hi == a->count &&
+           MCA_COLL_STRATA_PIPE_REDUCE == a->kind && a->count > 0 &&
            MCA_COLL_STRATA_ALG_REPLICATED != decision->algorithm && decision->nslices == k &&
            k >= 2 && k <= MCA_COLL_STRATA_DIRECT_RANKS_MAX;
 }
@@ -251,24 +251,23 @@ int mca_coll_strata_pipeline_run(mca_coll_strata_engine_t *e,
                                  const mca_coll_strata_decision_t *decision,
                                  mca_coll_strata_node_t *node)
 {
+    const mca_coll_strata_direct_t *direct = NULL;
     mca_coll_strata_pipeline_t p;
-    char *const *in = NULL, *const *out = NULL;
 
     /* nonblocking calls started before this one go first: theirs are the
      * counters' earlier chunks */
     mca_coll_strata_pipeline_drain(e);
     if (mca_coll_strata_pipeline_may_direct(e, a, decision, node)) {
-        if (!node->ops->direct(node, a, e->chunk_serial, &in, &out)) {
-            in = out = NULL;
-        }
+        direct = node->ops->direct(node, a, e->chunk_serial);
         MCA_COLL_STRATA_VERBOSE(20, "%s %s: %s", a->coll, e->topo.node_comm->c_name,
-                                (NULL != in) ? "direct (every local rank's buffers read and "
-                                               "written where they are)"
-                                             : "through the device scratch (a local rank's "
-                                               "buffers cannot be mapped, or "
-                                               "coll_strata_device_direct=0)");
+                                (NULL != direct) ? "direct (every local rank's buffers read and "
+                                                   "written where they are)"
+                                                 : "through the device scratch (a local rank's "
+                                                   "buffers cannot be exported, or its output "
+                                                   "overlaps its input in place, or "
+                                                   "coll_strata_device_direct=0)");
     }
-    mca_coll_strata_pipeline_prepare(e, a, decision, node, in, out, &p);
+    mca_coll_strata_pipeline_prepare(e, a, decision, node, direct, &p);
     /* the driver: the node area's queue where it has one, else the host */
     if (NULL != node->queue) {
         mca_coll_strata_pipeline_driver_queued(&p);

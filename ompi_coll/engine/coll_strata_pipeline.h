@@ -70,10 +70,9 @@ typedef struct mca_coll_strata_pipeline_t {
     /* the direct path (the node area's `direct`): every local rank's input
      * and output as this process addresses them, or NULL: the call runs
      * through the slots.  Direct, a call is one chunk: its owners reduce
-     * their slices of the whole vector from every input into every
-     * output, and nothing is copied in or out. */
-    char *const *direct_in;
-    char *const *direct_out;
+     * their slices of the whole vector from every input into every output
+     * whose window holds them, and nothing is copied in or out. */
+    const mca_coll_strata_direct_t *direct;
     /* next chunk (0..nchunks) for each stage of this rank */
     uint64_t next_in, next_reduce, next_publish, next_out;
 } mca_coll_strata_pipeline_t;
@@ -204,8 +203,9 @@ void mca_coll_strata_pipeline_host_turn(mca_coll_strata_pipeline_t *p, bool *mov
 void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
                                       const mca_coll_strata_pipeline_args_t *a,
                                       const mca_coll_strata_decision_t *decision,
-                                      mca_coll_strata_node_t *node, char *const *direct_in,
-                                      char *const *direct_out, mca_coll_strata_pipeline_t *p);
+                                      mca_coll_strata_node_t *node,
+                                      const mca_coll_strata_direct_t *direct,
+                                      mca_coll_strata_pipeline_t *p);
 int mca_coll_strata_pipeline_outcome(const mca_coll_strata_pipeline_t *p, const char *coll);
 
 /* coll_strata_progress.c: whether the progress thread may turn this

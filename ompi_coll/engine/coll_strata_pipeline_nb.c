@@ -131,7 +131,7 @@ int mca_coll_strata_pipeline_start(mca_coll_strata_engine_t *e,
     call->decision = *decision;
     call->coll = a->coll;
     mca_coll_strata_pipeline_nb_drive(e);
-    mca_coll_strata_pipeline_prepare(e, a, &call->decision, node, NULL, NULL, &call->p);
+    mca_coll_strata_pipeline_prepare(e, a, &call->decision, node, NULL, &call->p);
     call->p.on_ucp_wire = mca_coll_strata_pipeline_nb_ucp(&call->p);
     call->threadable = mca_coll_strata_progress_wanted(e) &&
                        (1 == e->topo.nnodes || NULL == e->topo.rail_comm || call->p.on_ucp_wire);

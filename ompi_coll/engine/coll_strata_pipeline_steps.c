@@ -152,7 +152,7 @@ int mca_coll_strata_pipeline_issue_in(mca_coll_strata_pipeline_t *p, uint64_t c)
     mca_coll_strata_node_t *node = p->node;
     size_t first, n;
 
-    if (!p->copies_in || NULL != p->direct_in) {
+    if (!p->copies_in || NULL != p->direct) {
         return OMPI_SUCCESS; /* direct: the owners read the input where it is */
     }
     if (NULL == p->sbuf) {
@@ -287,7 +287,7 @@ static void mca_coll_strata_pipeline_slice(const mca_coll_strata_pipeline_t *p, 
     if (p->replicated) {
         *off = 0;
         *len = n;
-    } else if (NULL != p->direct_in && 0 == 16 % (size_t)p->extent) {
+    } else if (NULL != p->direct && 0 == 16 % (size_t)p->extent) {
         /* direct: slices of whole 16-byte vectors, so that every slice
          * starts aligned where the buffers do (a kernel's vector loads),
          * whatever the number of ranks; the last takes the rest */
@@ -316,33 +316,53 @@ void mca_coll_strata_pipeline_reduce_target(const mca_coll_strata_pipeline_t *p,
         return;
     }
     mca_coll_strata_pipeline_slice(p, n, &off, len);
-    if (NULL != p->direct_out) { /* this rank's own output */
-        *dst = p->direct_out[p->me] + (first + off) * (size_t)p->extent;
+    if (NULL != p->direct) { /* no area: the outputs themselves */
+        *dst = NULL;
         return;
     }
     *dst = p->private_result ? p->out + first * (size_t)p->extent
                              : node->ops->result(node, slot) + off * (size_t)p->extent;
 }
 
-/* Direct: this owner's slice (len elements from element `from` of the
- * vector) from every rank's input, in `order`, into every rank's output,
- * this rank's own first, in one operation. */
+/* Direct: this owner's slice, elements [lo, hi) of the vector, from every
+ * rank's input (in `order`) into every rank's output whose window holds
+ * them.  The slice is cut where a window starts or ends; each run between
+ * cuts goes to the same outputs, in one operation (an allreduce's whole
+ * slice to all k outputs at once; a reduce-scatter's to the one rank whose
+ * block it is; a run nobody's window holds is not read at all). */
 static int mca_coll_strata_pipeline_reduce_direct(mca_coll_strata_pipeline_t *p, const int *order,
-                                                  size_t from, size_t len)
+                                                  size_t lo, size_t hi)
 {
+    const mca_coll_strata_direct_t *d = p->direct;
     mca_coll_strata_node_t *node = p->node;
-    int k = p->shm->nranks;
-    size_t at = from * (size_t)p->extent;
+    size_t ext = (size_t)p->extent;
+    int k = p->shm->nranks, rc = OMPI_SUCCESS;
     const void *srcs[k];
     void *dsts[k];
 
-    for (int i = 0; i < k; ++i) {
-        int r = (0 == i) ? p->me : (i <= p->me) ? i - 1 : i;
+    while (lo < hi && OMPI_SUCCESS == rc) {
+        size_t end = hi;
+        int ndst = 0;
 
-        srcs[i] = (NULL != p->direct_in[order[i]]) ? p->direct_in[order[i]] + at : NULL;
-        dsts[i] = (NULL != p->direct_out[r]) ? p->direct_out[r] + at : NULL;
+        /* the run from lo: up to the next window edge inside the slice */
+        for (int q = 0; q < k; ++q) {
+            end = (d->lo[q] > lo && d->lo[q] < end) ? d->lo[q] : end;
+            end = (d->hi[q] > lo && d->hi[q] < end) ? d->hi[q] : end;
+        }
+        for (int q = 0; q < k; ++q) {
+            if (d->lo[q] <= lo && end <= d->hi[q]) {
+                dsts[ndst++] = (NULL != d->out[q]) ? d->out[q] + (lo - d->lo[q]) * ext : NULL;
+            }
+        }
+        for (int i = 0; i < k && ndst > 0; ++i) {
+            srcs[i] = (NULL != d->in[order[i]]) ? d->in[order[i]] + lo * ext : NULL;
+        }
+        if (ndst > 0) {
+            rc = node->ops->reduce_to(node, p->op, p->dtype, srcs, k, dsts, ndst, end - lo);
+        }
+        lo = end;
     }
-    return node->ops->reduce_to(node, p->op, p->dtype, srcs, k, dsts, k, len);
+    return rc;
 }
 
 int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_t c, char **dst,
@@ -366,8 +386,8 @@ int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_
     for (int i = 0; i < k; ++i) {
         order[i] = (k < 2) ? 0 : (i == k - 1) ? 1 : (i == k - 2) ? 0 : k - 1 - i;
     }
-    if (NULL != p->direct_in) {
-        return mca_coll_strata_pipeline_reduce_direct(p, order, first + off, *len);
+    if (NULL != p->direct) {
+        return mca_coll_strata_pipeline_reduce_direct(p, order, first + off, first + off + *len);
     }
     for (int i = 0; i < k; ++i) {
         srcs[i] = node->ops->input(node, slot, order[i]) + off * (size_t)p->extent;
@@ -476,7 +496,7 @@ int mca_coll_strata_pipeline_issue_out(mca_coll_strata_pipeline_t *p, uint64_t c
     int rc;
 
     mca_coll_strata_pipeline_window(p, c, &lo, &hi);
-    if (!mca_coll_strata_pipeline_has_out(p, lo, hi) || NULL != p->direct_out) {
+    if (!mca_coll_strata_pipeline_has_out(p, lo, hi) || NULL != p->direct) {
         return OMPI_SUCCESS; /* direct: the owners wrote it into `out` */
     }
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
