@@ -92,6 +92,17 @@ if [ -n "${STRATA_UCX_LIBDIR:-}" ] && [ "$STRATA_UCX_BINDIR" != /usr/bin ]; then
     export PATH LD_LIBRARY_PATH
 fi
 
+# UCX 1.22 waits UCM's bistro grace period (UCX_MEM_BISTRO_GRACE_DURATION,
+# 50 ms) after each function it patches, for threads that may be inside it:
+# UCX's own memory hooks and Strata's CUDA driver hooks (ucx_tl/
+# strata_memhooks.c, up to 15), about a second at each process's first
+# device-memory use, which users of 1.22 pay (docs/troubleshooting.md).  A
+# test process patches before it starts threads of its own: no grace there
+# (the ucx layer on 1.22 took 224 s with it, 2026-12-02, about 3x 1.20's).
+if [ "$(printf '%s\n%s\n' 1.22.0 "${STRATA_UCX_VERSION:-0}" | sort -V | head -n 1)" = 1.22.0 ]; then
+    export UCX_MEM_BISTRO_GRACE_DURATION=${UCX_MEM_BISTRO_GRACE_DURATION:-0}
+fi
+
 # Open MPI finds the components of this build tree through this path; a user
 # running an uninstalled or prefix-installed Strata sets the same
 # (docs/install.md).

@@ -223,15 +223,33 @@ static CUdeviceptr mca_coll_strata_direct_import(mca_coll_strata_node_device_t *
  * one owner of it).  An in-place reduce-scatter's output is the start of
  * the buffer its input fills: another owner would read elements its block
  * has already overwritten. */
-static bool mca_coll_strata_direct_apart(const mca_coll_strata_pipeline_args_t *a,
-                                         ptrdiff_t extent)
+static bool mca_coll_strata_direct_apart(const mca_coll_strata_pipeline_args_t *a, ptrdiff_t extent,
+                                         size_t out_bytes)
 {
     uintptr_t in = (uintptr_t)a->sbuf, out = (uintptr_t)a->out;
     size_t in_bytes = a->count * (size_t)extent;
-    size_t out_bytes = (a->out_hi - a->out_lo) * (size_t)extent;
+    /* where this rank's own input is in its output: an allgather's block
+     * at its place, else the window's first element */
+    size_t own = (MCA_COLL_STRATA_PIPE_ALLGATHER == a->kind)
+                     ? (size_t)ompi_comm_rank(a->comm) * in_bytes
+                     : a->out_lo * (size_t)extent;
 
-    return NULL == a->out || a->out_hi <= a->out_lo || out + out_bytes <= in ||
-           in + in_bytes <= out || out == in + a->out_lo * (size_t)extent;
+    return NULL == a->out || 0 == out_bytes || out + out_bytes <= in || in + in_bytes <= out ||
+           out + own == in;
+}
+
+/* The bytes of this rank's output: an allgather's every block, else its
+ * window (none: no output, a reduce's ranks but its root, a bcast's root). */
+static size_t mca_coll_strata_direct_out_bytes(const mca_coll_strata_pipeline_args_t *a,
+                                               ptrdiff_t extent)
+{
+    if (NULL == a->out || a->out_hi <= a->out_lo) {
+        return 0;
+    }
+    if (MCA_COLL_STRATA_PIPE_ALLGATHER == a->kind) {
+        return a->count * (size_t)extent * (size_t)ompi_comm_size(a->comm);
+    }
+    return (a->out_hi - a->out_lo) * (size_t)extent;
 }
 
 /* This rank's card for the call (see the top). */
@@ -240,22 +258,20 @@ static void mca_coll_strata_direct_post(mca_coll_strata_node_device_t *d,
 {
     mca_coll_strata_shm_flags_t *mine = &d->super.shm->flags[d->me];
     mca_coll_strata_shm_card_t *card = &mine->card;
+    size_t bytes, out_bytes;
     ptrdiff_t extent;
-    size_t bytes;
 
     ompi_datatype_type_extent(a->dtype, &extent);
     bytes = a->count * (size_t)extent;
-    /* an empty window: no output to tell (a reduce's ranks but its root) */
+    out_bytes = mca_coll_strata_direct_out_bytes(a, extent);
     card->out_lo = a->out_lo;
-    card->out_hi = (NULL != a->out && a->out_hi > a->out_lo) ? a->out_hi : a->out_lo;
-    card->ok = d->direct && !d->no_context && NULL != d->maps && NULL != a->sbuf &&
-               mca_coll_strata_direct_apart(a, extent) &&
-               mca_coll_strata_direct_export(d, a->sbuf, bytes, card->in_handle,
-                                             &card->in_offset) &&
-               (card->out_hi == card->out_lo ||
-                mca_coll_strata_direct_export(d, a->out,
-                                              (card->out_hi - card->out_lo) * (size_t)extent,
-                                              card->out_handle, &card->out_offset));
+    card->out_hi = (0 != out_bytes) ? a->out_hi : a->out_lo;
+    card->ok =
+        d->direct && !d->no_context && NULL != d->maps && NULL != a->sbuf &&
+        mca_coll_strata_direct_apart(a, extent, out_bytes) &&
+        mca_coll_strata_direct_export(d, a->sbuf, bytes, card->in_handle, &card->in_offset) &&
+        (0 == out_bytes ||
+         mca_coll_strata_direct_export(d, a->out, out_bytes, card->out_handle, &card->out_offset));
     __atomic_store_n(&mine->card_serial, serial + 1, __ATOMIC_RELEASE);
 }
 

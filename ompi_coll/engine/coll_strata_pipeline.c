@@ -183,18 +183,20 @@ void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
         .op = a->op,
         .base = e->chunk_serial,
         .me = e->topo.local_rank,
-        .owner = e->topo.local_rank < decision->nslices,
+        .nslices = (NULL != direct) ? e->topo.local_size : decision->nslices,
         .direct = direct,
     };
     struct ompi_datatype_t *dtype = a->dtype;
     size_t count = a->count;
 
-    p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm;
+    p.owner = p.me < p.nslices;
+    p.replicated = MCA_COLL_STRATA_ALG_REPLICATED == decision->algorithm && NULL == direct;
     if (mca_coll_strata_pipeline_scatters(e, a, decision)) {
         p.node_parts = mca_coll_strata_pipeline_parts(e, a);
     }
     if (MCA_COLL_STRATA_PIPE_BCAST == a->kind) {
         p.root_node = e->topo.rank_node[a->root];
+        p.root = a->root; /* on one node (the direct path) its local rank too */
         p.copies_in = a->root == ompi_comm_rank(a->comm);
     } else if (MCA_COLL_STRATA_PIPE_ALLGATHER == a->kind) {
         p.comm_size = ompi_comm_size(a->comm);
@@ -204,9 +206,8 @@ void mca_coll_strata_pipeline_prepare(mca_coll_strata_engine_t *e,
      * rail need it; every other replicated owner works in its own rbuf (the
      * replicated path runs only where every rank's part is the whole
      * vector: MPI_Allreduce). */
-    p.private_result = p.replicated && p.owner &&
-                       !(0 == p.me && e->topo.local_size > decision->nslices);
-    p.result_owners = p.replicated ? 1 : decision->nslices;
+    p.private_result = p.replicated && p.owner && !(0 == p.me && e->topo.local_size > p.nslices);
+    p.result_owners = p.replicated ? 1 : p.nslices;
     p.fail_copy_out = !p.private_result &&
                       mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_COPY_OUT);
     ompi_datatype_type_extent(dtype, &p.extent);
@@ -229,10 +230,12 @@ int mca_coll_strata_pipeline_outcome(const mca_coll_strata_pipeline_t *p, const 
 
 /* Whether a call may run on the node area's direct path (which then asks
  * the node's ranks whether their buffers allow it): the same answer on
- * every local rank, from what they share.  For now the reductions within
- * one node (no exchange between nodes to feed), queued, with a slice for
- * every local rank (each writes its slice to every output whose window
- * holds it, one kernel per run of the slice that the same outputs hold). */
+ * every local rank, from what they share.  For now the calls within one
+ * node (no exchange between nodes to feed), queued: the reductions with a
+ * slice for every local rank (each writes its slice to every output whose
+ * window holds it, one kernel per run of the slice that the same outputs
+ * hold), a bcast (each rank copies a slice of the root's vector to every
+ * other rank) and an allgather (each rank copies its block to everyone). */
 static bool mca_coll_strata_pipeline_may_direct(const mca_coll_strata_engine_t *e,
                                                 const mca_coll_strata_pipeline_args_t *a,
                                                 const mca_coll_strata_decision_t *decision,
@@ -241,9 +244,9 @@ static bool mca_coll_strata_pipeline_may_direct(const mca_coll_strata_engine_t *
     int k = e->topo.local_size;
 
     return NULL != node->ops->direct && NULL != node->queue && 1 == e->topo.nnodes &&
-           MCA_COLL_STRATA_PIPE_REDUCE == a->kind && a->count > 0 &&
-           MCA_COLL_STRATA_ALG_REPLICATED != decision->algorithm && decision->nslices == k &&
-           k >= 2 && k <= MCA_COLL_STRATA_DIRECT_RANKS_MAX;
+           a->count > 0 && k >= 2 && k <= MCA_COLL_STRATA_DIRECT_RANKS_MAX &&
+           (MCA_COLL_STRATA_PIPE_REDUCE != a->kind ||
+            (MCA_COLL_STRATA_ALG_REPLICATED != decision->algorithm && decision->nslices == k));
 }
 
 int mca_coll_strata_pipeline_run(mca_coll_strata_engine_t *e,

@@ -34,6 +34,7 @@ typedef struct mca_coll_strata_pipeline_t {
     mca_coll_strata_pipe_kind_t kind;
     mca_coll_strata_sched_alg_t sched_alg; /* BCAST, ALLGATHER */
     int root_node;                         /* BCAST: the root's node */
+    int root;                              /* BCAST: the root's rank in comm */
     bool copies_in; /* this rank has input (every rank, or the bcast's root) */
     int comm_size;  /* ALLGATHER: blocks per chunk */
     /* REDUCE: the nodes' regions of the result (args' parts), or NULL */
@@ -53,6 +54,9 @@ typedef struct mca_coll_strata_pipeline_t {
     uint64_t base;       /* global serial of chunk 0 of this call */
     int me;              /* local rank */
     bool owner;          /* owns slice `me` of every chunk */
+    /* the chunk's slices: the decision's, or on the direct path every
+     * local rank's (a bcast's or allgather's too: each copies a part) */
+    int nslices;
     bool replicated;     /* owners take whole chunks (see above) */
     bool private_result; /* this rank's result lands in its rbuf, not the result area */
     int result_owners;   /* owners whose published results copy-out waits for */

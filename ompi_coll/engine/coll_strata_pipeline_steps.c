@@ -173,7 +173,7 @@ static void mca_coll_strata_pipeline_slice_parts(const mca_coll_strata_pipeline_
     size_t first, n, off, len, lo, hi;
 
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-    mca_coll_strata_partition(n, p->decision->nslices, p->me, &off, &len);
+    mca_coll_strata_partition(n, p->nslices, p->me, &off, &len);
     lo = first + off;
     hi = lo + len;
     for (int k = 0; k <= nnodes; ++k) {
@@ -293,11 +293,11 @@ static void mca_coll_strata_pipeline_slice(const mca_coll_strata_pipeline_t *p, 
          * whatever the number of ranks; the last takes the rest */
         size_t v = 16 / (size_t)p->extent, units = (n + v - 1) / v, uoff, ulen;
 
-        mca_coll_strata_partition(units, p->decision->nslices, p->me, &uoff, &ulen);
+        mca_coll_strata_partition(units, p->nslices, p->me, &uoff, &ulen);
         *off = (uoff * v < n) ? uoff * v : n;
         *len = ((uoff + ulen) * v < n ? (uoff + ulen) * v : n) - *off;
     } else {
-        mca_coll_strata_partition(n, p->decision->nslices, p->me, off, len);
+        mca_coll_strata_partition(n, p->nslices, p->me, off, len);
     }
 }
 
@@ -309,6 +309,11 @@ void mca_coll_strata_pipeline_reduce_target(const mca_coll_strata_pipeline_t *p,
     size_t first, n, off;
 
     mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    if (NULL != p->direct) { /* no area: the outputs themselves */
+        *dst = NULL;
+        *len = 0;
+        return;
+    }
     if (MCA_COLL_STRATA_PIPE_REDUCE != p->kind) {
         /* the inputs are the result: the leader sends and receives it whole */
         *dst = node->ops->result(node, slot);
@@ -316,28 +321,27 @@ void mca_coll_strata_pipeline_reduce_target(const mca_coll_strata_pipeline_t *p,
         return;
     }
     mca_coll_strata_pipeline_slice(p, n, &off, len);
-    if (NULL != p->direct) { /* no area: the outputs themselves */
-        *dst = NULL;
-        return;
-    }
     *dst = p->private_result ? p->out + first * (size_t)p->extent
                              : node->ops->result(node, slot) + off * (size_t)p->extent;
 }
 
-/* Direct: this owner's slice, elements [lo, hi) of the vector, from every
- * rank's input (in `order`) into every rank's output whose window holds
+/* Direct: this owner's slice, elements [lo, hi) of the vector, from the
+ * inputs `ins` (element 0 of each; a reduction's every rank's, in its
+ * order; a bcast's the root's) into every rank's output whose window holds
  * them.  The slice is cut where a window starts or ends; each run between
  * cuts goes to the same outputs, in one operation (an allreduce's whole
  * slice to all k outputs at once; a reduce-scatter's to the one rank whose
- * block it is; a run nobody's window holds is not read at all). */
-static int mca_coll_strata_pipeline_reduce_direct(mca_coll_strata_pipeline_t *p, const int *order,
-                                                  size_t lo, size_t hi)
+ * block it is; a run nobody's window holds is not read at all).  A copy is
+ * a one-input reduction. */
+static int mca_coll_strata_pipeline_reduce_direct(mca_coll_strata_pipeline_t *p, char *const *ins,
+                                                  int nin, size_t lo, size_t hi)
 {
     const mca_coll_strata_direct_t *d = p->direct;
     mca_coll_strata_node_t *node = p->node;
+    struct ompi_op_t *op = (NULL != p->op) ? p->op : MPI_BOR; /* MPI_BYTE: any op copies */
     size_t ext = (size_t)p->extent;
     int k = p->shm->nranks, rc = OMPI_SUCCESS;
-    const void *srcs[k];
+    const void *srcs[nin];
     void *dsts[k];
 
     while (lo < hi && OMPI_SUCCESS == rc) {
@@ -354,15 +358,59 @@ static int mca_coll_strata_pipeline_reduce_direct(mca_coll_strata_pipeline_t *p,
                 dsts[ndst++] = (NULL != d->out[q]) ? d->out[q] + (lo - d->lo[q]) * ext : NULL;
             }
         }
-        for (int i = 0; i < k && ndst > 0; ++i) {
-            srcs[i] = (NULL != d->in[order[i]]) ? d->in[order[i]] + lo * ext : NULL;
+        for (int i = 0; i < nin && ndst > 0; ++i) {
+            srcs[i] = (NULL != ins[i]) ? ins[i] + lo * ext : NULL;
         }
         if (ndst > 0) {
-            rc = node->ops->reduce_to(node, p->op, p->dtype, srcs, k, dsts, ndst, end - lo);
+            rc = node->ops->reduce_to(node, op, p->dtype, srcs, nin, dsts, ndst, end - lo);
         }
         lo = end;
     }
     return rc;
+}
+
+/* Direct, an allgather: this rank's block, from its input, into its place
+ * in every rank's output (but its own in place: it is there), in one
+ * operation. */
+static int mca_coll_strata_pipeline_gather_direct(mca_coll_strata_pipeline_t *p)
+{
+    const mca_coll_strata_direct_t *d = p->direct;
+    size_t at = (size_t)p->comm_rank * p->count * (size_t)p->extent;
+    int k = p->shm->nranks, ndst = 0;
+    const void *src = d->in[p->me];
+    void *dsts[k];
+
+    for (int q = 0; q < k; ++q) {
+        char *place = (NULL != d->out[q]) ? d->out[q] + at : NULL;
+
+        if (q != p->me || place != src) {
+            dsts[ndst++] = place;
+        }
+    }
+    return (0 == ndst)
+               ? OMPI_SUCCESS
+               : p->node->ops->reduce_to(p->node, MPI_BOR, p->dtype, &src, 1, dsts, ndst, p->count);
+}
+
+/* Direct, a call's one chunk: this owner's part (see the two above). */
+static int mca_coll_strata_pipeline_issue_direct(mca_coll_strata_pipeline_t *p, const int *order)
+{
+    int k = p->shm->nranks;
+    char *ins[k];
+    size_t off, len;
+
+    if (MCA_COLL_STRATA_PIPE_ALLGATHER == p->kind) {
+        return mca_coll_strata_pipeline_gather_direct(p);
+    }
+    mca_coll_strata_pipeline_slice(p, p->count, &off, &len);
+    if (MCA_COLL_STRATA_PIPE_BCAST == p->kind) {
+        ins[0] = p->direct->in[p->root];
+        return mca_coll_strata_pipeline_reduce_direct(p, ins, 1, off, off + len);
+    }
+    for (int i = 0; i < k; ++i) {
+        ins[i] = p->direct->in[order[i]];
+    }
+    return mca_coll_strata_pipeline_reduce_direct(p, ins, k, off, off + len);
 }
 
 int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_t c, char **dst,
@@ -375,20 +423,20 @@ int mca_coll_strata_pipeline_issue_reduce(mca_coll_strata_pipeline_t *p, uint64_
     size_t first, n, off;
 
     mca_coll_strata_pipeline_reduce_target(p, c, dst, len);
-    if (MCA_COLL_STRATA_PIPE_REDUCE != p->kind) {
-        return OMPI_SUCCESS;
-    }
-    /* the inputs' elements of this owner's slice (all for the replicated) */
-    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
-    mca_coll_strata_pipeline_slice(p, n, &off, len);
     /* Inputs in local rank order 1, 0, 2, 3, ...: the order this pipeline
      * has always reduced in (b op a, then each further input). */
     for (int i = 0; i < k; ++i) {
         order[i] = (k < 2) ? 0 : (i == k - 1) ? 1 : (i == k - 2) ? 0 : k - 1 - i;
     }
     if (NULL != p->direct) {
-        return mca_coll_strata_pipeline_reduce_direct(p, order, first + off, first + off + *len);
+        return mca_coll_strata_pipeline_issue_direct(p, order); /* one chunk: the vector */
     }
+    if (MCA_COLL_STRATA_PIPE_REDUCE != p->kind) {
+        return OMPI_SUCCESS;
+    }
+    /* the inputs' elements of this owner's slice (all for the replicated) */
+    mca_coll_strata_pipeline_chunk(p, c, &first, &n);
+    mca_coll_strata_pipeline_slice(p, n, &off, len);
     for (int i = 0; i < k; ++i) {
         srcs[i] = node->ops->input(node, slot, order[i]) + off * (size_t)p->extent;
     }

@@ -1074,19 +1074,25 @@ coll_device_native_kernel_fails() {
 }
 
 # The same for MPI_Bcast and MPI_Allgather on the GPUs: rank 1's device
-# copies fail (its bcast copy-out, its allgather copy-in): errors, no hang.
+# copies fail (through the scratch: its bcast copy-out, its allgather
+# copy-in; on the direct path, coll_device_native_copy_fails cuLaunchKernel,
+# the one-input kernels that copy): errors, no hang.
+# coll_device_native_copy_fails [ENTRY]
 coll_device_native_copy_fails() {
+    local entry=${1:-cuMemcpyAsync} direct=0
+    [ "$entry" = cuLaunchKernel ] && direct=1
     LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 -x LD_LIBRARY_PATH \
         $(strata_coll_mca strata) --mca coll_strata_allreduce_device_algorithm native \
-        --mca coll_strata_verbose 20 \
-        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export CUDA_STANDIN_FAIL=cuMemcpyAsync; exec "$@"' _ \
+        --mca coll_strata_verbose 20 --mca coll_strata_device_direct "$direct" \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export CUDA_STANDIN_FAIL=$0; exec "$@"' "$entry" \
         "$T/mpi/test_coll_device" --mode fault --only bcast,allgather --timeout 30 >"$STRATA_TEST_LOG.out" 2>&1
     local rc=$?; grep -v "coll:strata: MPI_\|coll:strata: allreduce" "$STRATA_TEST_LOG.out"
     [ $rc -eq 0 ] && grep -q "host-buffer MPI_Allreduce after the errors: ok" "$STRATA_TEST_LOG.out" &&
         grep -q "coll:strata: MPI_Bcast MPI_COMM_WORLD .* device->device: native" "$STRATA_TEST_LOG.out" &&
         grep -q "coll:strata: MPI_Allgather MPI_COMM_WORLD .* device->device: native" "$STRATA_TEST_LOG.out" &&
         grep -q "rank 1: fault bcast dd .*: error as expected" "$STRATA_TEST_LOG.out" &&
-        grep -q "rank 1: fault allgather dd .*: error as expected" "$STRATA_TEST_LOG.out"
+        grep -q "rank 1: fault allgather dd .*: error as expected" "$STRATA_TEST_LOG.out" &&
+        { [ $direct = 0 ] || grep -q "MPI_Bcast strata node of MPI_COMM_WORLD: direct" "$STRATA_TEST_LOG.out"; }
 }
 
 # One rank cannot queue a chunk hand-off (CUDA_STANDIN_FAIL=$1 on rank 1:
@@ -1321,31 +1327,39 @@ coll_device_native_budget_detects() {
 
 # Issue 45: the direct path's device-memory traffic (CUDA_STANDIN_COUNTS'
 # traffic: bytes its copies, memsets and kernels read and write).  A 64 MiB
-# MPI_Allreduce on 4 ranks (C = 64 MiB, k = 4) must move at most 1.25 x 2kC
-# per call summed over the processes: every input byte read once and every
-# output byte written once is 2kC; through the device scratch (copy in, one
-# reduction per owner, copy out) it is (5k+1)C = 2.62 x.  The same budget
-# check as coll_device_native_budget (one GPU per rank, or the GPU shared by
-# 4 ranks under MPS: $@ sets it), plus verbosity 20 saying "direct".
-# coll_device_direct_traffic [MPIRUN_ARGS...]
+# call on 4 ranks (k = 4, C = 64 MiB: the reduced or broadcast vector, the
+# gathered one) must move at most 1.25 x the least it can, per call summed
+# over the processes: every input byte read once and every output byte
+# written once, 2kC for MPI_Allreduce, kC for MPI_Bcast (the root's C read,
+# (k-1)C written), (k+1)C for MPI_Allgather (C read, kC written).  Through
+# the device scratch (copy in, reduce, copy out) the allreduce moves (5k+1)C
+# = 2.62 x, the copy collectives 2 x.  The same budget check as
+# coll_device_native_budget (one GPU per rank, or the GPU shared by 4 ranks
+# under MPS: CUDA_STANDIN_DEVICES=1 CUDA_STANDIN_MPS=1), plus verbosity 20
+# saying "direct".
+# coll_device_direct_traffic COLL [MPIRUN_ARGS...]
 coll_device_direct_traffic() {
-    BUDGET_TRAFFIC_MIN=$((2 * 4 * 64 * 1024 * 1024)) BUDGET_TRAFFIC=${BUDGET_TRAFFIC:-1.25} \
-        coll_device_native_budget 4 allreduce 4 "$@" || return 1
+    local coll=$1 c=$((64 * 1024 * 1024)) least name
+    shift
+    case $coll in
+    allreduce) least=$((2 * 4 * c)) name=MPI_Allreduce ;;
+    bcast) least=$((4 * c)) name=MPI_Bcast ;;
+    allgather) least=$((5 * c)) name=MPI_Allgather ;;
+    esac
+    BUDGET_TRAFFIC_MIN=$least BUDGET_TRAFFIC=${BUDGET_TRAFFIC:-1.25} \
+        coll_device_native_budget 4 "$coll" 4 ${CUDA_STANDIN_MPS:+-x CUDA_STANDIN_MPS} "$@"
+    local rc=$?
     grep -h "^traffic:\|^FAIL" "$STRATA_TEST_LOG.out"
-    grep -q "MPI_Allreduce strata node of MPI_COMM_WORLD: direct" "$STRATA_TEST_LOG.out"
-}
-coll_device_direct_traffic_mps() {
-    CUDA_STANDIN_DEVICES=1 CUDA_STANDIN_MPS=1 coll_device_direct_traffic -x CUDA_STANDIN_MPS "$@"
+    [ $rc -eq 0 ] && grep -q "$name strata node of MPI_COMM_WORLD: direct" "$STRATA_TEST_LOG.out"
 }
 
 # The budget's check on the path through the device scratch (the queued
-# engine of issue 36: coll_strata_device_direct 0): 2.62 x, and the check
-# must say so.
+# engine of issue 36: coll_strata_device_direct 0), and it must say so.
+# coll_device_direct_traffic_detects COLL RATIO
 coll_device_direct_traffic_detects() {
-    BUDGET_TRAFFIC_MIN=$((2 * 4 * 64 * 1024 * 1024)) BUDGET_TRAFFIC=1.25 \
-        coll_device_native_budget 4 allreduce 4 --mca coll_strata_device_direct 0
-    local rc=$?; grep -h "^traffic:\|^FAIL\|^budget" "$STRATA_TEST_LOG.out"
-    [ $rc -ne 0 ] && grep -q "^FAIL: device-memory traffic 2.62 x the least per call, expected at most 1.25 x" "$STRATA_TEST_LOG.out"
+    coll_device_direct_traffic "$1" --mca coll_strata_device_direct 0
+    local rc=$?
+    [ $rc -ne 0 ] && grep -q "^FAIL: device-memory traffic $2 x the least per call, expected at most 1.25 x" "$STRATA_TEST_LOG.out"
 }
 
 # An application buffer freed between calls is never read through a stale
@@ -1535,6 +1549,7 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
             strata_test mpi_copy_colls_device_staged_np3 300 copy_colls_device 3 staged --device --only-comm world
         strata_test mpi_copy_colls_device_mixed_np3 300 copy_colls_device 3 mixed --mixed
         strata_test mpi_coll_device_native_copy_fails 120 coll_device_native_copy_fails
+        strata_test mpi_coll_device_direct_copy_fails 120 coll_device_native_copy_fails cuLaunchKernel
         strata_test mpi_coll_device_native_auto 120 coll_device_native_auto
         strata_test mpi_coll_device_native_auto_shared 120 coll_device_native_auto_shared
         strata_test mpi_coll_device_native_ucx 300 coll_device 4 ucx --mca coll_strata_allreduce_device_algorithm native -- \
@@ -1576,9 +1591,15 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_coll_device_native_budget_mps_np4 300 coll_device_native_budget_mps
         strata_test mpi_coll_device_native_budget_detects 300 coll_device_native_budget_detects
         # issue 45: the direct path, at the memory limit by construction
-        strata_test mpi_coll_device_direct_traffic_np4 300 coll_device_direct_traffic
-        strata_test mpi_coll_device_direct_traffic_mps_np4 300 coll_device_direct_traffic_mps
-        strata_test mpi_coll_device_direct_traffic_detects 300 coll_device_direct_traffic_detects
+        for coll in allreduce bcast allgather; do
+            strata_test "mpi_coll_device_direct_traffic_${coll}_np4" 300 coll_device_direct_traffic "$coll"
+        done
+        CUDA_STANDIN_DEVICES=1 CUDA_STANDIN_MPS=1 strata_test mpi_coll_device_direct_traffic_allreduce_mps_np4 300 \
+            coll_device_direct_traffic allreduce
+        CUDA_STANDIN_DEVICES=1 CUDA_STANDIN_MPS=1 strata_test mpi_coll_device_direct_traffic_allgather_mps_np4 300 \
+            coll_device_direct_traffic allgather
+        strata_test mpi_coll_device_direct_traffic_allreduce_detects 300 coll_device_direct_traffic_detects allreduce 2.62
+        strata_test mpi_coll_device_direct_traffic_bcast_detects 300 coll_device_direct_traffic_detects bcast 2.00
         strata_test mpi_coll_device_direct_realloc_np4 120 coll_device_direct_realloc 4 4
         strata_test mpi_coll_device_direct_realloc_inplace_np3 120 coll_device_direct_realloc 3 3 --inplace
         CUDA_STANDIN_MPS=1 strata_test mpi_coll_device_direct_realloc_mps_np4 120 \
