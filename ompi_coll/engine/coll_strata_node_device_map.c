@@ -34,9 +34,13 @@
  * handle names the allocation, not the address), so a buffer freed and
  * allocated again is a miss, never read through the old mapping.  Mappings
  * are closed when the communicator goes, or, least recently used first,
- * when a peer has more than MCA_COLL_STRATA_DIRECT_MAPS (the driver keeps
- * a peer's freed allocation alive while it is mapped here, as it does for
- * UCX's cuda_ipc cache: so the cache is bounded).  The exporter keeps the
+ * when a peer has more than MCA_COLL_STRATA_DIRECT_MAPS.  The CUDA
+ * documentation calls an exporter's cuMemFree of memory still open in
+ * another process undefined; UCX's cuda_ipc cache keeps such mappings all
+ * the same, relying on the driver keeping the memory until the last
+ * importer closes it (opening per call would cost more than the call), and
+ * so does this one, bounded (coll_strata_device_direct=0 avoids it;
+ * docs/design.md).  The exporter keeps the
  * handles of its own recent allocations by buffer id (unique for the
  * process's life), so a repeated call costs one pointer query and no
  * cuIpcGetMemHandle.
