@@ -112,16 +112,25 @@ typedef struct mca_coll_strata_node_queue_ops_t {
     int (*drain)(struct mca_coll_strata_node_t *node);
 } mca_coll_strata_node_queue_ops_t;
 
-/* What a local rank tells its node's other ranks about its buffers for one
- * call on the direct path: each buffer by the handle of the allocation
- * holding it (CUDA IPC: 64 bytes) and its offset there; ok 0 where they
- * cannot be exported (then no rank runs the call direct). */
+/* What a local rank tells its node's other ranks about one of its buffers
+ * for a call on the direct path: the handle of the allocation holding it
+ * (CUDA IPC: 64 bytes), that allocation's addresses in the rank's process,
+ * and the buffer's offset there. */
+typedef struct mca_coll_strata_shm_buf_t {
+    unsigned char handle[64];
+    uint64_t base, len, offset;
+} mca_coll_strata_shm_buf_t;
+
+/* A local rank's card for one call on the direct path: its input (where
+ * its peers read it: a reduction's every input, a bcast's root's) and its
+ * output, the output's window of the vector (empty: no output); ok 0 where
+ * they cannot be exported (then no rank runs the call direct).  Then, in a
+ * second round, mapped: whether it mapped every peer's buffer it needs
+ * (else no rank runs it direct either). */
 typedef struct mca_coll_strata_shm_card_t {
-    unsigned char in_handle[64], out_handle[64];
-    uint64_t in_offset, out_offset;
-    uint64_t out_lo, out_hi; /* the output's window of the vector (empty: no output) */
-    uint32_t ok;
-    uint32_t pad;
+    mca_coll_strata_shm_buf_t in, out;
+    uint64_t out_lo, out_hi;
+    uint32_t ok, in_read, mapped, pad;
 } mca_coll_strata_shm_card_t;
 
 /* One local rank's progress flags, each on its own cache line.  Beside
@@ -169,9 +178,10 @@ typedef struct mca_coll_strata_shm_flags_t {
     uint64_t result_failed[MCA_COLL_STRATA_SLOTS_MAX];
     /* (the direct path, coll_strata_node_device_map.c) this rank's buffers
      * for the call whose chunks start at serial card_serial - 1: written,
-     * then card_serial stored (release) */
+     * then card_serial stored (release); its mapping of its peers' buffers
+     * for that call: card.mapped written, then mapped_serial stored */
     mca_coll_strata_shm_card_t card;
-    uint64_t card_serial;
+    uint64_t card_serial, mapped_serial;
 } mca_coll_strata_shm_flags_t;
 
 /* The offset of the queued store's record beside progress counter `_field`

@@ -9,15 +9,19 @@
  * the scratch areas (copy in, reduce, copy out).  For that each rank maps
  * its peers' buffers with CUDA IPC, per call:
  *
- *   post     this rank writes its card in the node's segment (the handle
- *            of the allocation holding each buffer, and the buffer's offset
+ *   post     this rank writes its card in the node's segment (for each
+ *            buffer its peers read or write: the handle of the allocation
+ *            holding it, the allocation's addresses, the buffer's offset
  *            in it), then stores card_serial: the call's first chunk
  *            serial + 1, the same number on every local rank
  *   collect  it waits (on its peers' hosts, never a GPU) until every local
  *            rank's card_serial says so, and reads their cards: the call
  *            runs direct only when every card is ok, which every rank reads
  *            alike, so all of them decide the same
- *   map      it opens each peer's allocations, through a cache
+ *   map      it opens the peers' allocations it needs, through a cache,
+ *            says in a second round (mapped_serial) whether all of them
+ *            opened, and the call runs direct only where every rank's did:
+ *            a mapping that fails costs a fallback, never the call
  *
  * A buffer that cannot be exported (memory from a stream-ordered pool, VMM
  * or managed memory: not legacy-IPC capable), an output that overlaps the
@@ -60,7 +64,7 @@
 
 _Static_assert(MCA_COLL_STRATA_DIRECT_RANKS_MAX == STRATA_REDUCE_MAX_ALSO + 1,
                "the direct path writes one kernel output per local rank");
-_Static_assert(sizeof(((mca_coll_strata_shm_card_t *)0)->in_handle) == CU_IPC_HANDLE_SIZE,
+_Static_assert(sizeof(((mca_coll_strata_shm_buf_t *)0)->handle) == CU_IPC_HANDLE_SIZE,
                "a card holds a CUDA IPC handle");
 
 /* polls of a peer's card before each further one yields the core */
@@ -69,8 +73,9 @@ _Static_assert(sizeof(((mca_coll_strata_shm_card_t *)0)->in_handle) == CU_IPC_HA
 /* A mapped allocation of a peer's, and a handle of this rank's own. */
 struct mca_coll_strata_direct_map {
     unsigned char handle[CU_IPC_HANDLE_SIZE];
-    CUdeviceptr at; /* 0: unused */
-    uint64_t used;  /* the call that last used it: the LRU order */
+    uint64_t base, len; /* the allocation, at the exporter's addresses */
+    CUdeviceptr at;     /* 0: unused */
+    uint64_t used;      /* the call that last used it: the LRU order */
 };
 
 struct mca_coll_strata_direct_export {
@@ -139,7 +144,7 @@ void mca_coll_strata_node_device_maps_close(mca_coll_strata_node_device_t *d)
 /* The handle of the allocation holding [buf, buf + bytes) and buf's offset
  * in it; false where it cannot be exported. */
 static bool mca_coll_strata_direct_export(mca_coll_strata_node_device_t *d, const void *buf,
-                                          size_t bytes, unsigned char *handle, uint64_t *offset)
+                                          size_t bytes, mca_coll_strata_shm_buf_t *out)
 {
     struct mca_coll_strata_node_device_maps_t *m = d->maps;
     strata_mem_info_t info;
@@ -164,31 +169,71 @@ static bool mca_coll_strata_direct_export(mca_coll_strata_node_device_t *d, cons
         m->exports[i].buffer_id = info.buffer_id;
         m->exports[i].handle = h;
     }
-    memcpy(handle, &m->exports[i].handle, CU_IPC_HANDLE_SIZE);
-    *offset = (uint64_t)((uintptr_t)buf - info.base);
+    memcpy(out->handle, &m->exports[i].handle, CU_IPC_HANDLE_SIZE);
+    out->base = (uint64_t)info.base;
+    out->len = (uint64_t)info.length;
+    out->offset = (uint64_t)((uintptr_t)buf - info.base);
     return true;
 }
 
-/* Peer r's allocation of `handle`, mapped here (cached); 0 where it cannot
- * be (said once per call, naming the driver's error). */
-static CUdeviceptr mca_coll_strata_direct_import(mca_coll_strata_node_device_t *d, int r,
-                                                 const unsigned char *handle)
+static void mca_coll_strata_direct_unmap(struct mca_coll_strata_direct_map *e)
+{
+    (void)strata_cuda.cuIpcCloseMemHandle(e->at);
+    e->at = 0;
+}
+
+/* Close peer r's mappings that this call does not use and that overlap
+ * [base, base + len) of its addresses (all of them for len 0): a mapping
+ * of an allocation the peer freed, whose addresses now hold another.
+ * CUDA opens a peer's allocation at the peer's own addresses, so the new
+ * one cannot be opened while the old one is mapped here
+ * (CUDA_ERROR_ALREADY_MAPPED), and the old one's memory is held for
+ * nothing. */
+static void mca_coll_strata_direct_unmap_stale(struct mca_coll_strata_node_device_maps_t *m, int r,
+                                               uint64_t base, uint64_t len)
+{
+    for (int i = 0; i < MCA_COLL_STRATA_DIRECT_MAPS; ++i) {
+        struct mca_coll_strata_direct_map *e = &m->peer[r][i];
+
+        if (0 != e->at && e->used != m->calls &&
+            (0 == len || (e->base < base + len && base < e->base + e->len))) {
+            mca_coll_strata_direct_unmap(e);
+        }
+    }
+}
+
+static CUresult mca_coll_strata_direct_open(struct mca_coll_strata_direct_map *slot,
+                                            const mca_coll_strata_shm_buf_t *b)
+{
+    CUipcMemHandle h;
+
+    if (mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_MAP)) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    memcpy(&h, b->handle, sizeof(h));
+    return strata_cuda.cuIpcOpenMemHandle(&slot->at, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+}
+
+/* Peer r's buffer `b`, mapped here (cached): its address here, or NULL
+ * where it cannot be (said, naming the driver's error). */
+static char *mca_coll_strata_direct_import(mca_coll_strata_node_device_t *d, int r,
+                                           const mca_coll_strata_shm_buf_t *b)
 {
     struct mca_coll_strata_node_device_maps_t *m = d->maps;
     struct mca_coll_strata_direct_map *slot = NULL;
-    CUipcMemHandle h;
     CUresult res;
 
     for (int i = 0; i < MCA_COLL_STRATA_DIRECT_MAPS; ++i) {
         struct mca_coll_strata_direct_map *e = &m->peer[r][i];
 
-        if (0 != e->at && 0 == memcmp(e->handle, handle, CU_IPC_HANDLE_SIZE)) {
+        if (0 != e->at && 0 == memcmp(e->handle, b->handle, CU_IPC_HANDLE_SIZE)) {
             e->used = m->calls;
-            return e->at;
+            return (char *)(uintptr_t)(e->at + b->offset);
         }
     }
-    /* not mapped yet: into a free entry, else in place of the least
-     * recently used one that this call does not use */
+    mca_coll_strata_direct_unmap_stale(m, r, b->base, b->len);
+    /* into a free entry, else in place of the least recently used one
+     * that this call does not use */
     for (int i = 0; i < MCA_COLL_STRATA_DIRECT_MAPS; ++i) {
         struct mca_coll_strata_direct_map *e = &m->peer[r][i];
 
@@ -201,24 +246,28 @@ static CUdeviceptr mca_coll_strata_direct_import(mca_coll_strata_node_device_t *
         }
     }
     if (NULL == slot) {
-        return 0; /* every mapping is this call's: not reached with two buffers a call */
+        return NULL; /* every mapping is this call's: not reached with two buffers a call */
     }
     if (0 != slot->at) {
-        (void)strata_cuda.cuIpcCloseMemHandle(slot->at);
-        slot->at = 0;
+        mca_coll_strata_direct_unmap(slot);
     }
-    memcpy(&h, handle, sizeof(h));
-    res = mca_coll_strata_test_fail(MCA_COLL_STRATA_TEST_FAIL_MAP)
-              ? CUDA_ERROR_INVALID_HANDLE
-              : strata_cuda.cuIpcOpenMemHandle(&slot->at, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    res = mca_coll_strata_direct_open(slot, b);
+    if (CUDA_ERROR_ALREADY_MAPPED == res) {
+        /* something of the peer's at those addresses still mapped here (a
+         * range the card did not say): every idle mapping of the peer goes */
+        mca_coll_strata_direct_unmap_stale(m, r, 0, 0);
+        res = mca_coll_strata_direct_open(slot, b);
+    }
     if (CUDA_SUCCESS != res) {
         slot->at = 0;
         (void)mca_coll_strata_node_device_status(d, res, "cuIpcOpenMemHandle (a peer's buffer)");
-        return 0;
+        return NULL;
     }
-    memcpy(slot->handle, handle, CU_IPC_HANDLE_SIZE);
+    memcpy(slot->handle, b->handle, CU_IPC_HANDLE_SIZE);
+    slot->base = b->base;
+    slot->len = b->len;
     slot->used = m->calls;
-    return slot->at;
+    return (char *)(uintptr_t)(slot->at + b->offset);
 }
 
 /* Whether owners may write this rank's output while others still read its
@@ -256,6 +305,21 @@ static size_t mca_coll_strata_direct_out_bytes(const mca_coll_strata_pipeline_ar
     return (a->out_hi - a->out_lo) * (size_t)extent;
 }
 
+/* Whether the node's other ranks read this rank's input: every input of a
+ * reduction, a bcast's root's; an allgather's block is copied out by its
+ * own rank. */
+static bool mca_coll_strata_direct_in_read(const mca_coll_strata_pipeline_args_t *a)
+{
+    switch (a->kind) {
+    case MCA_COLL_STRATA_PIPE_BCAST:
+        return ompi_comm_rank(a->comm) == a->root;
+    case MCA_COLL_STRATA_PIPE_ALLGATHER:
+        return false;
+    default:
+        return true;
+    }
+}
+
 /* This rank's card for the call (see the top). */
 static void mca_coll_strata_direct_post(mca_coll_strata_node_device_t *d,
                                         const mca_coll_strata_pipeline_args_t *a, uint64_t serial)
@@ -270,31 +334,56 @@ static void mca_coll_strata_direct_post(mca_coll_strata_node_device_t *d,
     out_bytes = mca_coll_strata_direct_out_bytes(a, extent);
     card->out_lo = a->out_lo;
     card->out_hi = (0 != out_bytes) ? a->out_hi : a->out_lo;
-    card->ok =
-        d->direct && !d->no_context && NULL != d->maps && NULL != a->sbuf &&
-        mca_coll_strata_direct_apart(a, extent, out_bytes) &&
-        mca_coll_strata_direct_export(d, a->sbuf, bytes, card->in_handle, &card->in_offset) &&
-        (0 == out_bytes ||
-         mca_coll_strata_direct_export(d, a->out, out_bytes, card->out_handle, &card->out_offset));
+    card->in_read = mca_coll_strata_direct_in_read(a);
+    card->ok = d->direct && !d->no_context && NULL != d->maps && NULL != a->sbuf &&
+               mca_coll_strata_direct_apart(a, extent, out_bytes) &&
+               (!card->in_read || mca_coll_strata_direct_export(d, a->sbuf, bytes, &card->in)) &&
+               (0 == out_bytes || mca_coll_strata_direct_export(d, a->out, out_bytes, &card->out));
     __atomic_store_n(&mine->card_serial, serial + 1, __ATOMIC_RELEASE);
 }
 
-/* Whether every local rank's card for the call is there and ok. */
-static bool mca_coll_strata_direct_collect(mca_coll_strata_node_device_t *d, uint64_t serial)
+/* Wait until every local rank's word at `field` (an offset into the
+ * flags) says `value`: a wait on the peers' hosts, never on a GPU. */
+static void mca_coll_strata_direct_await(const mca_coll_strata_shm_t *shm, size_t field,
+                                         uint64_t value)
 {
-    mca_coll_strata_shm_t *shm = d->super.shm;
-    bool ok = true;
-
-    for (int r = 0; r < d->nranks; ++r) {
+    for (int r = 0; r < shm->nranks; ++r) {
+        const uint64_t *word = (const uint64_t *)((const char *)&shm->flags[r] + field);
         unsigned idle = 0;
 
-        while (__atomic_load_n(&shm->flags[r].card_serial, __ATOMIC_ACQUIRE) != serial + 1) {
+        while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) {
             opal_progress();
             if (++idle > MCA_COLL_STRATA_DIRECT_SPINS) {
                 sched_yield();
             }
         }
-        ok = ok && shm->flags[r].card.ok;
+    }
+}
+
+/* Every peer's buffers this rank reads or writes, mapped; whether all
+ * were. */
+static bool mca_coll_strata_direct_map_peers(mca_coll_strata_node_device_t *d,
+                                             const mca_coll_strata_pipeline_args_t *a)
+{
+    struct mca_coll_strata_node_device_maps_t *m = d->maps;
+    const mca_coll_strata_shm_t *shm = d->super.shm;
+    bool ok = true;
+
+    m->calls++;
+    for (int r = 0; r < d->nranks; ++r) {
+        const mca_coll_strata_shm_card_t *card = &shm->flags[r].card;
+        bool window = card->out_hi > card->out_lo;
+
+        m->call.lo[r] = card->out_lo;
+        m->call.hi[r] = card->out_hi;
+        if (r == d->me) {
+            m->call.in[r] = (char *)a->sbuf;
+            m->call.out[r] = window ? (char *)a->out : NULL;
+            continue;
+        }
+        m->call.in[r] = card->in_read ? mca_coll_strata_direct_import(d, r, &card->in) : NULL;
+        m->call.out[r] = window ? mca_coll_strata_direct_import(d, r, &card->out) : NULL;
+        ok = ok && (!card->in_read || NULL != m->call.in[r]) && (!window || NULL != m->call.out[r]);
     }
     return ok;
 }
@@ -304,35 +393,29 @@ mca_coll_strata_node_device_direct(mca_coll_strata_node_t *node,
                                    const mca_coll_strata_pipeline_args_t *a, uint64_t serial)
 {
     mca_coll_strata_node_device_t *d = MCA_COLL_STRATA_DEV(node);
-    struct mca_coll_strata_node_device_maps_t *m = d->maps;
-    const mca_coll_strata_shm_t *shm = node->shm;
+    mca_coll_strata_shm_t *shm = node->shm;
+    mca_coll_strata_shm_flags_t *mine = &shm->flags[d->me];
+    bool all = true;
 
     mca_coll_strata_direct_post(d, a, serial);
-    if (!mca_coll_strata_direct_collect(d, serial)) {
-        return NULL;
-    }
-    /* every card is ok, so this rank has its maps too */
-    m->calls++;
+    mca_coll_strata_direct_await(shm, offsetof(mca_coll_strata_shm_flags_t, card_serial),
+                                 serial + 1);
     for (int r = 0; r < d->nranks; ++r) {
-        const mca_coll_strata_shm_card_t *card = &shm->flags[r].card;
-        bool window = card->out_hi > card->out_lo;
-        CUdeviceptr at;
-
-        m->call.lo[r] = card->out_lo;
-        m->call.hi[r] = card->out_hi;
-        if (r == d->me) {
-            m->call.in[r] = (char *)a->sbuf;
-            m->call.out[r] = window ? (char *)a->out : NULL;
-            continue;
-        }
-        /* a peer this rank cannot map: its pointers stay NULL, and this
-         * rank's reduction fails (every rank then learns it) */
-        at = mca_coll_strata_direct_import(d, r, card->in_handle);
-        m->call.in[r] = (0 != at) ? (char *)(uintptr_t)(at + card->in_offset) : NULL;
-        at = window ? mca_coll_strata_direct_import(d, r, card->out_handle) : 0;
-        m->call.out[r] = (0 != at) ? (char *)(uintptr_t)(at + card->out_offset) : NULL;
+        all = all && shm->flags[r].card.ok;
     }
-    return &m->call;
+    if (!all) {
+        return NULL; /* every rank read the same cards */
+    }
+    /* Second round: a rank that could not map a peer's buffer says so,
+     * and the call goes through the scratch on every rank. */
+    mine->card.mapped = mca_coll_strata_direct_map_peers(d, a);
+    __atomic_store_n(&mine->mapped_serial, serial + 1, __ATOMIC_RELEASE);
+    mca_coll_strata_direct_await(shm, offsetof(mca_coll_strata_shm_flags_t, mapped_serial),
+                                 serial + 1);
+    for (int r = 0; r < d->nranks; ++r) {
+        all = all && shm->flags[r].card.mapped;
+    }
+    return all ? &d->maps->call : NULL;
 }
 
 /* dsts[0..ndst) = srcs[0] op (... op srcs[k-1]), one kernel. */

@@ -51,6 +51,7 @@ static void mca_coll_strata_node_device_close(mca_coll_strata_node_device_t *d)
     CUcontext saved;
 
     if (0 != strata_cuda_ctx_push(d->ordinal, &saved)) {
+        mca_coll_strata_node_device_maps_close(d); /* (its closes fail: no context) */
         return;
     }
     if (NULL != d->stream) {
@@ -361,9 +362,12 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_engine_t *e,
             (void)strata_cuda.cuDeviceGetAttribute(&mine.mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev);
             mine.queued = s->device_queue &&
                           mca_coll_strata_node_device_queue_setup(d, &e->shm, dev);
-            /* the direct path runs queued; without its maps the card of
-             * every call says no (agreed per call) */
+            /* the direct path runs queued, and copies with a kernel (a
+             * one-input bor on bytes); without them, or its maps, the card
+             * of every call says no (agreed per call) */
             d->direct = s->device_direct && mine.queued &&
+                        CUDA_SUCCESS ==
+                            strata_kernels_function(ordinal, "bor", "uint8", &d->copy_fn) &&
                         OMPI_SUCCESS == mca_coll_strata_node_device_maps_setup(d);
         }
         strata_cuda_ctx_pop(saved);

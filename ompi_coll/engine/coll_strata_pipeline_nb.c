@@ -41,16 +41,12 @@ struct mca_coll_strata_pipeline_call_t {
     bool done; /* its last chunk is copied out */
     /* the progress thread may turn it: none of its exchanges enters the pml */
     bool threadable;
-    unsigned idle; /* advances in a row that moved nothing */
     struct mca_coll_strata_pipeline_call_t *next;
 };
 
 /* Most turns one advance runs while they move: progress returns to the
  * application's other requests between them. */
 #define MCA_COLL_STRATA_NB_TURNS 16
-/* Advances of a call that move nothing before each further one yields the
- * core (as the blocking drivers' idle polls do). */
-#define MCA_COLL_STRATA_NB_SPINS 64
 
 static bool mca_coll_strata_pipeline_nb_try_drive(mca_coll_strata_engine_t *e)
 {
@@ -168,19 +164,9 @@ bool mca_coll_strata_pipeline_advance(mca_coll_strata_pipeline_call_t *call)
     if (__atomic_load_n(&call->done, __ATOMIC_ACQUIRE)) {
         return true;
     }
-    if (!mca_coll_strata_pipeline_nb_try_drive(e)) {
-        /* the progress thread is turning it: let it have the core (an
-         * application in MPI_Wait spins here; where ranks outnumber cores
-         * the spinning would keep the thread that moves the call off) */
-        sched_yield();
-    } else {
-        bool moved = mca_coll_strata_pipeline_nb_turns(e, false);
-
+    if (mca_coll_strata_pipeline_nb_try_drive(e)) {
+        (void)mca_coll_strata_pipeline_nb_turns(e, false);
         mca_coll_strata_pipeline_nb_let_go(e);
-        call->idle = moved ? 0 : call->idle + 1;
-        if (call->idle > MCA_COLL_STRATA_NB_SPINS) {
-            sched_yield(); /* waiting for peers: give them the core */
-        }
     }
     return __atomic_load_n(&call->done, __ATOMIC_ACQUIRE);
 }

@@ -1397,13 +1397,22 @@ coll_device_direct_export_refused() {
 }
 
 # One rank cannot map a peer's buffer (coll_strata_test_fail=direct_map on
-# rank 1, once): it says which driver call failed, its slice is not
-# reduced, and every rank returns an error instead of waiting; the next
-# calls work (a host allreduce afterwards is right).
+# rank 1, once): it says which driver call failed, tells its peers in the
+# cards' second round, and that call goes through the device scratch on
+# every rank, right (test_coll_device checks every value); the later calls
+# run direct again.
 coll_device_direct_map_fails() {
-    coll_device_native_rank1 OMPI_MCA_coll_strata_test_fail=direct_map &&
+    CUDA_STANDIN_DEVICES=3 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 \
+        -x LD_LIBRARY_PATH -x CUDA_STANDIN_DEVICES $(strata_coll_mca strata) \
+        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=direct_map; exec "$@"' _ \
+        "$T/mpi/test_coll_device" --kinds dd --only allreduce --quiet --timeout 60 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?; grep -v "coll:strata: MPI_Allreduce strata node\|coll:strata: allreduce" "$STRATA_TEST_LOG.out" | tail -n 20
+    [ $rc -eq 0 ] &&
         grep -q "coll:strata: MPI_Allreduce on device buffers: cuIpcOpenMemHandle (a peer's buffer) failed" "$STRATA_TEST_LOG.out" &&
-        [ "$(grep -c "fault allreduce dd .*: error as expected" "$STRATA_TEST_LOG.out")" -eq 3 ]
+        [ "$(grep -c "MPI_Allreduce strata node of MPI_COMM_WORLD: through the device scratch" "$STRATA_TEST_LOG.out")" -eq 3 ] &&
+        grep -q "MPI_Allreduce strata node of MPI_COMM_WORLD: direct" "$STRATA_TEST_LOG.out"
 }
 
 # Sourced by a test that needs the functions in another process.
