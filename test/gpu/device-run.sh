@@ -145,7 +145,8 @@ stage | h200_failed         |  55 |                                  | the 9 tes
 step  | tests_h200          |  30 | tests first 40                   | 2 lanes, none above 40 s
 stage | mps                 | 130 |                                  | MPS, started at once: the native allreduce
 step  | mps_start           |   5 | mps_start                        | daemon, pipe and log folders of the run's own
-step  | native_np4_mps      |  20 | mps native 4 1M 64M 3            | 4 ranks, 1-64 MiB: queued, staged, HBM limit
+step  | native_np4_mps      |  20 | mps native 4 1M 64M 3            | 4 ranks, 1-64 MiB: direct, staged, HBM limit
+step  | scratch_np4_mps     |  15 | mps native_scratch 4 1M 64M 3    | the same through the scratch (device_direct 0)
 step  | native_host_np4_mps |  15 | mps native_host 4 1M 64M 3       | the same, host-driven (device_queue 0)
 step  | chunks_np4_mps      |  15 | mps native_chunks 4 8M,32M 1M 64M | 4 ranks: 8 against 32 MiB chunks
 step  | native_np3_mps      |  15 | mps native 3 1M 64M 3            | 3 ranks: queued, staged, HBM limit
@@ -968,6 +969,13 @@ step_native() {
 # path's gain in the same run.
 step_native_host() {
     STEP_SUFFIX="-host${STEP_SUFFIX:-}" OMPI_MCA_coll_strata_device_queue=0 step_native "$@" strata-native
+}
+
+# The native allreduce through the device scratch, queued (coll_strata_device_direct
+# 0: the queued engine of issue 36), for the direct path's gain (issue 45:
+# each byte read and written once) in the same run.
+step_native_scratch() {
+    STEP_SUFFIX="-scratch${STEP_SUFFIX:-}" OMPI_MCA_coll_strata_device_direct=0 step_native "$@" strata-native
 }
 
 # native_big NP: native against staged allreduce from 1 MiB to
