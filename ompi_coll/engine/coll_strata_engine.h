@@ -165,6 +165,9 @@ typedef struct mca_coll_strata_engine_t {
      * whether a thread is turning them (coll_strata_pipeline_nb.c) */
     struct mca_coll_strata_pipeline_call_t *nb_head, *nb_tail;
     int nb_driving;
+    /* when (CLOCK_MONOTONIC ns) the application's thread last advanced
+     * them inside an MPI call: the progress thread stands aside meanwhile */
+    uint64_t nb_app_ns;
     /* the rail's connections on coll/strata's own UCP worker, which the
      * nonblocking calls' exchanges use (coll_strata_wire_ucp.c), or NULL */
     struct mca_coll_strata_wire_ucp_t *wire_ucp;

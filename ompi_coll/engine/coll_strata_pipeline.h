@@ -221,8 +221,9 @@ void mca_coll_strata_progress_watch(mca_coll_strata_engine_t *e);
 void mca_coll_strata_progress_unwatch(mca_coll_strata_engine_t *e);
 
 /* coll_strata_pipeline_nb.c: the progress thread's turn of an engine's
- * calls (nothing when another thread drives it): whether anything moved */
-bool mca_coll_strata_pipeline_nb_progress(mca_coll_strata_engine_t *e);
+ * calls: whether anything moved; *aside: nothing was tried, because the
+ * application drives the engine now (the thread sleeps meanwhile) */
+bool mca_coll_strata_pipeline_nb_progress(mca_coll_strata_engine_t *e, bool *aside);
 
 /* coll_strata_pipeline_nb.c: finish every nonblocking call the engine has
  * started (a blocking call's pipeline shares their counters and slots, so

@@ -44,6 +44,10 @@
  * (or a peer of a node whose ring this thread did not hear) is looked at
  * again by then. */
 #define MCA_COLL_STRATA_PROGRESS_NAP_NS 2000000L
+/* How long the thread leaves an engine the application drives before it
+ * looks again (the application's MPI_Wait or MPI_Test polls far more
+ * often: the engine stays its own while it is in MPI). */
+#define MCA_COLL_STRATA_PROGRESS_ASIDE_NS 1000000L
 
 typedef struct mca_coll_strata_progress_entry_t {
     mca_coll_strata_engine_t *e;
@@ -80,17 +84,22 @@ void mca_coll_strata_progress_ring_slow(mca_coll_strata_shm_t *shm)
 
 /* One pass over the watched engines (the lock held): turn each; forget
  * those left without calls.  Whether anything moved; *wait: an engine
- * still waiting for a peer, if any. */
-static bool mca_coll_strata_progress_pass(mca_coll_strata_engine_t **wait)
+ * still waiting for a peer, if any; *aside: one the application drives
+ * now (left to it). */
+static bool mca_coll_strata_progress_pass(mca_coll_strata_engine_t **wait, bool *aside)
 {
     mca_coll_strata_progress_entry_t **link = &mca_coll_strata_progress.watched, *w;
     bool moved = false;
 
     *wait = NULL;
+    *aside = false;
     while (NULL != (w = *link)) {
-        if (mca_coll_strata_pipeline_nb_progress(w->e)) {
+        bool left;
+
+        if (mca_coll_strata_pipeline_nb_progress(w->e, &left)) {
             moved = true;
         }
+        *aside = *aside || left;
         if (NULL == __atomic_load_n(&w->e->nb_head, __ATOMIC_ACQUIRE)) {
             *link = w->next;
             free(w);
@@ -126,8 +135,23 @@ static void *mca_coll_strata_progress_main(void *arg)
         uint32_t seen, work = __atomic_load_n(&mca_coll_strata_progress.work, __ATOMIC_ACQUIRE);
         uint32_t *doorbell = NULL;
         struct timespec nap = {0, MCA_COLL_STRATA_PROGRESS_NAP_NS};
+        bool aside;
 
-        if (mca_coll_strata_progress_pass(&wait)) {
+        if (mca_coll_strata_progress_pass(&wait, &aside)) {
+            continue;
+        }
+        if (aside) {
+            /* The application drives an engine: look again once it may
+             * have left MPI.  Not on the doorbell: the application's own
+             * stores would wake this thread at every step, to find it
+             * still driving (on fewer cores than threads, each wake takes
+             * the core from a rank that moves). */
+            struct timespec later = {0, MCA_COLL_STRATA_PROGRESS_ASIDE_NS};
+
+            pthread_mutex_unlock(&mca_coll_strata_progress.lock);
+            (void)mca_coll_strata_progress_futex(&mca_coll_strata_progress.work,
+                                                 FUTEX_WAIT_PRIVATE, work, &later);
+            pthread_mutex_lock(&mca_coll_strata_progress.lock);
             continue;
         }
         if (NULL != wait) {
@@ -144,7 +168,7 @@ static void *mca_coll_strata_progress_main(void *arg)
                 __atomic_sub_fetch(&slept->shm.flags[0].sleepers, 1, __ATOMIC_SEQ_CST);
                 continue;
             }
-            if (mca_coll_strata_progress_pass(&wait) || wait != slept) {
+            if (mca_coll_strata_progress_pass(&wait, &aside) || wait != slept) {
                 /* (the lock is held: slept cannot have been released) */
                 __atomic_sub_fetch(&slept->shm.flags[0].sleepers, 1, __ATOMIC_SEQ_CST);
                 continue;
