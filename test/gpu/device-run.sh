@@ -730,6 +730,19 @@ tests_ordered() {
     grep -v " (skipped: " "$list" | grep -vxF -f <(printf '%s\n' "${TESTS_FIRST[@]}" "${TESTS_LONG[@]}")
 }
 
+# STRATA_DEVICE_TESTS_SAMPLE=N (a rehearsal: the stand-in runs these tests
+# in the host's own layers already): one test in every N of the order runs,
+# the others are listed as skipped, so the step still does all it does on a
+# GPU but on fewer tests.  Never on a GPU.
+tests_sample() {
+    local order=$1 n=${STRATA_DEVICE_TESTS_SAMPLE:-}
+    [ -n "$n" ] && [ "${STRATA_DEVICE_REHEARSAL:-}" = 1 ] || return 0
+    awk -v n="$n" 'NR % n == 0' "$order" >"$order.kept"
+    grep -vxF -f "$order.kept" "$order" | sed "s/\$/ (a rehearsal's sample: STRATA_DEVICE_TESTS_SAMPLE=$n)/" |
+        sed 's/^/SKIP: /'
+    mv "$order.kept" "$order"
+}
+
 # One lane of a tests step: takes the next test nobody took yet (mkdir is
 # the claim) and runs it alone through run-tests.sh (-k NAME, -x the longer
 # names that contain NAME), until none is left; a test that would start
@@ -770,6 +783,7 @@ step_tests() {
     done
     grep -E '^[a-z0-9_]+( \(skipped: .*\))?$' "$q/listed" >"$q/list"
     tests_ordered "$set" "$q/list" >"$q/order"
+    tests_sample "$q/order" | tee "$q/lane_sample.out"
     echo "== $(wc -l <"$q/order") tests in $lanes lanes, until $(date -u -d "@$deadline" +%T) UTC, none above $max s:" \
         "$(paste -sd ' ' "$q/order")"
     # The layers' own skips, of this set's tests (a layer skipped for want of

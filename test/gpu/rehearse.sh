@@ -188,7 +188,8 @@ machine_cmd() {
     send_checkout
     rm -rf "$machine/root/out-$name" && mkdir -p "$machine/root/out-$name"
     CMD=(env STRATA_TREE_SRC=none "$TREE_SH" run "$machine" -- env OUT="/root/out-$name" STRATA_DEVICE_BIG=64M
-         STRATA_DEVICE_REHEARSAL=1 STRATA_DEVICE_SANITIZER=/usr/local/nvidia/bin/compute-sanitizer
+         STRATA_DEVICE_REHEARSAL=1 STRATA_DEVICE_TESTS_SAMPLE=${STRATA_DEVICE_TESTS_SAMPLE:-6}
+         STRATA_DEVICE_SANITIZER=/usr/local/nvidia/bin/compute-sanitizer
          "${vars[@]}" bash /root/checkout/test/gpu/device-run.sh run "$@")
 }
 in_machine() { machine_cmd "$@" && "${CMD[@]}"; }
