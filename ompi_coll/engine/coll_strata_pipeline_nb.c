@@ -202,8 +202,8 @@ bool mca_coll_strata_pipeline_nb_progress(mca_coll_strata_engine_t *e, bool *asi
      * last MCA_COLL_STRATA_NB_APP_NS (MPI_Wait polls far more often), the
      * progress thread does not touch the engine: it sleeps until the
      * application leaves MPI. */
-    if (mca_coll_strata_pipeline_nb_now() -
-            __atomic_load_n(&e->nb_app_ns, __ATOMIC_RELAXED) < MCA_COLL_STRATA_NB_APP_NS ||
+    if (mca_coll_strata_pipeline_nb_now() - __atomic_load_n(&e->nb_app_ns, __ATOMIC_RELAXED) <
+            MCA_COLL_STRATA_NB_APP_NS ||
         !mca_coll_strata_pipeline_nb_try_drive(e)) {
         *aside = true;
         return false;

@@ -149,8 +149,8 @@ static void *mca_coll_strata_progress_main(void *arg)
             struct timespec later = {0, MCA_COLL_STRATA_PROGRESS_ASIDE_NS};
 
             pthread_mutex_unlock(&mca_coll_strata_progress.lock);
-            (void)mca_coll_strata_progress_futex(&mca_coll_strata_progress.work,
-                                                 FUTEX_WAIT_PRIVATE, work, &later);
+            (void)mca_coll_strata_progress_futex(&mca_coll_strata_progress.work, FUTEX_WAIT_PRIVATE,
+                                                 work, &later);
             pthread_mutex_lock(&mca_coll_strata_progress.lock);
             continue;
         }
