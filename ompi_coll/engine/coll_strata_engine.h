@@ -165,9 +165,9 @@ typedef struct mca_coll_strata_engine_t {
      * whether a thread is turning them (coll_strata_pipeline_nb.c) */
     struct mca_coll_strata_pipeline_call_t *nb_head, *nb_tail;
     int nb_driving;
-    /* when (CLOCK_MONOTONIC ns) the application's thread last advanced
+    /* when (mca_coll_strata_now) the application's thread last advanced
      * them inside an MPI call: the progress thread stands aside meanwhile */
-    uint64_t nb_app_ns;
+    double nb_app_s;
     /* the rail's connections on coll/strata's own UCP worker, which the
      * nonblocking calls' exchanges use (coll_strata_wire_ucp.c), or NULL */
     struct mca_coll_strata_wire_ucp_t *wire_ucp;
@@ -205,7 +205,8 @@ bool mca_coll_strata_progress_threaded(void);
 bool mca_coll_strata_wire_setup(mca_coll_strata_engine_t *e);
 
 /* Seconds on the monotonic clock (the network measurement, the exchange's
- * patience with a refusing pml). */
+ * patience with a refusing pml, the application's last advance of a
+ * nonblocking call). */
 static inline double mca_coll_strata_now(void)
 {
     struct timespec ts;

@@ -57,7 +57,6 @@ struct mca_coll_strata_node_device_t {
     /* the direct path (coll_strata_device_direct, agreed), and its
      * mappings of the peers' buffers (coll_strata_node_device_map.c) */
     bool direct;
-    CUfunction copy_fn; /* (resolved at set-up: the direct path's copies need it) */
     struct mca_coll_strata_node_device_maps_t *maps;
 };
 

@@ -343,19 +343,17 @@ static void mca_coll_strata_direct_post(mca_coll_strata_node_device_t *d,
 }
 
 /* Wait until every local rank's word at `field` (an offset into the
- * flags) says `value`: a wait on the peers' hosts, never on a GPU. */
+ * flags) reached `value` (it only grows): a wait on the peers' hosts,
+ * never on a GPU. */
 static void mca_coll_strata_direct_await(const mca_coll_strata_shm_t *shm, size_t field,
                                          uint64_t value)
 {
-    for (int r = 0; r < shm->nranks; ++r) {
-        const uint64_t *word = (const uint64_t *)((const char *)&shm->flags[r] + field);
-        unsigned idle = 0;
+    unsigned idle = 0;
 
-        while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) {
-            opal_progress();
-            if (++idle > MCA_COLL_STRATA_DIRECT_SPINS) {
-                sched_yield();
-            }
+    while (!mca_coll_strata_pipeline_reached(shm, field, shm->nranks, value)) {
+        opal_progress();
+        if (++idle > MCA_COLL_STRATA_DIRECT_SPINS) {
+            sched_yield();
         }
     }
 }

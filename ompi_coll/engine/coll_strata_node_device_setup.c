@@ -337,6 +337,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_engine_t *e,
     char why[256] = "";
     CUcontext saved;
     CUdevice dev;
+    CUfunction copy_fn; /* only resolved: the direct path's copies need it */
 
     memset(&mine, 0, sizeof(mine));
     if (NULL == d || 0 != strata_cuda_ctx_push(ordinal, &saved)) {
@@ -367,7 +368,7 @@ int mca_coll_strata_node_device_setup(mca_coll_strata_engine_t *e,
              * of every call says no (agreed per call) */
             d->direct = s->device_direct && mine.queued &&
                         CUDA_SUCCESS ==
-                            strata_kernels_function(ordinal, "bor", "uint8", &d->copy_fn) &&
+                            strata_kernels_function(ordinal, "bor", "uint8", &copy_fn) &&
                         OMPI_SUCCESS == mca_coll_strata_node_device_maps_setup(d);
         }
         strata_cuda_ctx_pop(saved);

@@ -26,7 +26,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ompi/constants.h"
 #include "opal/runtime/opal_progress.h"
@@ -48,9 +47,9 @@ struct mca_coll_strata_pipeline_call_t {
 /* Most turns one advance runs while they move: progress returns to the
  * application's other requests between them. */
 #define MCA_COLL_STRATA_NB_TURNS 16
-/* How recently the application must have advanced an engine for the
- * progress thread to leave it alone. */
-#define MCA_COLL_STRATA_NB_APP_NS 1000000ull
+/* How recently (seconds) the application must have advanced an engine for
+ * the progress thread to leave it alone. */
+#define MCA_COLL_STRATA_NB_APP_S 1e-3
 
 static bool mca_coll_strata_pipeline_nb_try_drive(mca_coll_strata_engine_t *e)
 {
@@ -161,24 +160,18 @@ int mca_coll_strata_pipeline_start(mca_coll_strata_engine_t *e,
     return OMPI_SUCCESS;
 }
 
-static uint64_t mca_coll_strata_pipeline_nb_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 bool mca_coll_strata_pipeline_advance(mca_coll_strata_pipeline_call_t *call)
 {
     mca_coll_strata_engine_t *e = call->p.e;
+    double now;
 
     if (__atomic_load_n(&call->done, __ATOMIC_ACQUIRE)) {
         return true;
     }
     /* the application drives now (MPI_Wait, MPI_Test): the progress
      * thread leaves the engine to it (mca_coll_strata_pipeline_nb_progress) */
-    __atomic_store_n(&e->nb_app_ns, mca_coll_strata_pipeline_nb_now(), __ATOMIC_RELAXED);
+    now = mca_coll_strata_now();
+    __atomic_store(&e->nb_app_s, &now, __ATOMIC_RELAXED);
     if (mca_coll_strata_pipeline_nb_try_drive(e)) {
         (void)mca_coll_strata_pipeline_nb_turns(e, false);
         mca_coll_strata_pipeline_nb_let_go(e);
@@ -189,6 +182,7 @@ bool mca_coll_strata_pipeline_advance(mca_coll_strata_pipeline_call_t *call)
 bool mca_coll_strata_pipeline_nb_progress(mca_coll_strata_engine_t *e, bool *aside)
 {
     bool moved = false;
+    double app;
 
     *aside = false;
     if (NULL == __atomic_load_n(&e->nb_head, __ATOMIC_ACQUIRE)) {
@@ -199,11 +193,11 @@ bool mca_coll_strata_pipeline_nb_progress(mca_coll_strata_engine_t *e, bool *asi
      * threads waiting for one that was descheduled holding it (measured on
      * 2x2 namespace nodes: MPI_Iallreduce + MPI_Wait 4-25x the blocking
      * call).  So while the application's thread drives, or has within the
-     * last MCA_COLL_STRATA_NB_APP_NS (MPI_Wait polls far more often), the
+     * last MCA_COLL_STRATA_NB_APP_S (MPI_Wait polls far more often), the
      * progress thread does not touch the engine: it sleeps until the
      * application leaves MPI. */
-    if (mca_coll_strata_pipeline_nb_now() - __atomic_load_n(&e->nb_app_ns, __ATOMIC_RELAXED) <
-            MCA_COLL_STRATA_NB_APP_NS ||
+    __atomic_load(&e->nb_app_s, &app, __ATOMIC_RELAXED);
+    if (mca_coll_strata_now() - app < MCA_COLL_STRATA_NB_APP_S ||
         !mca_coll_strata_pipeline_nb_try_drive(e)) {
         *aside = true;
         return false;

@@ -1381,18 +1381,27 @@ coll_device_direct_realloc() {
         grep -q "^realloc .*: ok" "$STRATA_TEST_LOG.out"
 }
 
+# coll_device_direct_rank1 STEP: device allreduces on 3 ranks (a GPU each)
+# with rank 1 failing STEP of the direct path (coll_strata_test_fail),
+# verbosity 20 in $STRATA_TEST_LOG.out; test_coll_device checks every value.
+coll_device_direct_rank1() {
+    CUDA_STANDIN_DEVICES=3 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 \
+        -x LD_LIBRARY_PATH -x CUDA_STANDIN_DEVICES $(strata_coll_mca strata) \
+        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 \
+        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=$0; exec "$@"' "$1" \
+        "$T/mpi/test_coll_device" --kinds dd --only allreduce --quiet --timeout 60 \
+        >"$STRATA_TEST_LOG.out" 2>&1
+    local rc=$?
+    grep -v "coll:strata: MPI_Allreduce strata node\|coll:strata: allreduce" "$STRATA_TEST_LOG.out" | tail -n 20
+    return $rc
+}
+
 # One rank's buffers cannot be exported (coll_strata_test_fail=direct_export
 # on rank 1, every call): no rank runs the call direct, all go through the
 # device scratch and every value is right (test_coll_device's checks).
 coll_device_direct_export_refused() {
-    CUDA_STANDIN_DEVICES=3 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 \
-        -x LD_LIBRARY_PATH -x CUDA_STANDIN_DEVICES $(strata_coll_mca strata) \
-        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 \
-        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=direct_export; exec "$@"' _ \
-        "$T/mpi/test_coll_device" --kinds dd --only allreduce --quiet --timeout 60 \
-        >"$STRATA_TEST_LOG.out" 2>&1
-    local rc=$?; grep -v "coll:strata" "$STRATA_TEST_LOG.out"
-    [ $rc -eq 0 ] && grep -q "through the device scratch" "$STRATA_TEST_LOG.out" &&
+    coll_device_direct_rank1 direct_export &&
+        grep -q "through the device scratch" "$STRATA_TEST_LOG.out" &&
         ! grep -q "MPI_Allreduce strata node of MPI_COMM_WORLD: direct" "$STRATA_TEST_LOG.out"
 }
 
@@ -1402,14 +1411,7 @@ coll_device_direct_export_refused() {
 # every rank, right (test_coll_device checks every value); the later calls
 # run direct again.
 coll_device_direct_map_fails() {
-    CUDA_STANDIN_DEVICES=3 LD_LIBRARY_PATH="$(strata_cuda_ld_path)" strata_mpirun_local 3 \
-        -x LD_LIBRARY_PATH -x CUDA_STANDIN_DEVICES $(strata_coll_mca strata) \
-        --mca coll_strata_allreduce_device_algorithm native --mca coll_strata_verbose 20 \
-        bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export OMPI_MCA_coll_strata_test_fail=direct_map; exec "$@"' _ \
-        "$T/mpi/test_coll_device" --kinds dd --only allreduce --quiet --timeout 60 \
-        >"$STRATA_TEST_LOG.out" 2>&1
-    local rc=$?; grep -v "coll:strata: MPI_Allreduce strata node\|coll:strata: allreduce" "$STRATA_TEST_LOG.out" | tail -n 20
-    [ $rc -eq 0 ] &&
+    coll_device_direct_rank1 direct_map &&
         grep -q "coll:strata: MPI_Allreduce on device buffers: cuIpcOpenMemHandle (a peer's buffer) failed" "$STRATA_TEST_LOG.out" &&
         [ "$(grep -c "MPI_Allreduce strata node of MPI_COMM_WORLD: through the device scratch" "$STRATA_TEST_LOG.out")" -eq 3 ] &&
         grep -q "MPI_Allreduce strata node of MPI_COMM_WORLD: direct" "$STRATA_TEST_LOG.out"
