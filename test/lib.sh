@@ -174,6 +174,54 @@ strata_mpirun_cluster() {
 
 strata_is_root() { [ "$(id -u)" = 0 ]; }
 
+# strata_run_until OUT PATTERN COUNT LIMIT_S CMD...: run CMD (output in OUT)
+# until it ends or OUT holds COUNT lines matching PATTERN, at most LIMIT_S
+# seconds; then end the launcher it started (mpirun, prterun) if it still
+# runs.  For jobs whose launcher may outlive its processes: Open MPI 4.1's
+# mpirun --enable-recovery across namespace nodes waits on after every
+# process of a job with a dead one has left.
+strata_descendants() {
+    local c
+    for c in $(pgrep -P "$1"); do echo "$c"; strata_descendants "$c"; done
+}
+strata_run_until() {
+    local out=$1 pattern=$2 want=$3 limit=$4 pid i d launchers=""; shift 4
+    "$@" >"$out" 2>&1 &
+    pid=$!
+    for ((i = 0; i < limit * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        [ "$(grep -c "$pattern" "$out")" -ge "$want" ] && break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        for d in $(strata_descendants "$pid"); do
+            case "$(cat "/proc/$d/comm" 2>/dev/null)" in
+            mpirun | prterun | orterun) launchers="$launchers $d" ;;
+            esac
+        done
+        # shellcheck disable=SC2086  # the pids' words
+        kill -TERM ${launchers:-$pid} 2>/dev/null
+    fi
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+# strata_peer_death_check OUT NP: the log OUT of test_icoll_peer_death
+# (test/mpi/test_icoll_peer_death.c, NP ranks, one killed) shows an error on
+# every survivor's MPI_Wait, none returning success or timing out, and
+# coll/strata's own word that the dead rank's node found it gone (where it
+# had node-mates; across nodes the rail's endpoints may say it first).
+strata_peer_death_check() {
+    local out=$1 np=$2 errors
+    grep "test_icoll_peer_death\|coll:strata: local rank .* is gone\|first MPI_Iallreduce" "$out" | sort | uniq -c
+    errors=$(grep -c "test_icoll_peer_death: rank [0-9]*: error" "$out")
+    ! grep -q "test_icoll_peer_death: rank [0-9]*: \(no error\|timed out\|the first\)" "$out" ||
+        { echo "a survivor returned success or timed out"; return 1; }
+    [ "$errors" -eq $((np - 1)) ] || { echo "$errors of $((np - 1)) survivors returned an error"; return 1; }
+    grep -q "coll:strata: iallreduce MPI_COMM_WORLD count=2097152 .*: \(rail\|leader\), " "$out" ||
+        { echo "the MPI_Iallreduce did not run on strata's pipeline"; return 1; }
+}
+
 # ---- GPU (device-buffer) tests ----
 # The CUDA driver the device tests run on: the stand-in of test/cuda_standin
 # (CI, no GPU) unless STRATA_TEST_DRIVER=real (make check-gpu on a GPU node).

@@ -54,6 +54,10 @@ typedef struct mca_coll_strata_shm_t {
     size_t slot_bytes; /* bytes of one input (or result) area */
     struct mca_coll_strata_shm_flags_t *flags;
     char *slots;
+    /* this process's: its local rank, and when (mca_coll_strata_now) it
+     * may next look whether a local rank died (coll_strata_shm_watch.c) */
+    int me;
+    double next_watch_s;
 } mca_coll_strata_shm_t;
 
 /* Where this process sits: computed once per communicator. */

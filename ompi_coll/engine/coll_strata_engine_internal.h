@@ -168,6 +168,13 @@ typedef struct mca_coll_strata_shm_flags_t {
     uint32_t doorbell;
     uint32_t sleepers;
     char pad6[56];
+    /* who this rank is, for its peers' watch (coll_strata_shm_watch.c):
+     * its process and pid namespace, written once it has mapped the
+     * segment; dead 1 once a peer found the process gone and made its
+     * flags read as done and failed */
+    uint64_t pid, pidns;
+    uint32_t dead, pad7;
+    char pad8[40];
     /* per slot: g + 1 when this rank's input of global chunk g in that slot
      * is wrong (before copied_in), and when its result slice of g is
      * (before published).  Two words, each keyed by the chunk, each
@@ -204,6 +211,23 @@ int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm, struct ompi_communica
                                char *why, size_t why_len);
 void mca_coll_strata_shm_detach(mca_coll_strata_shm_t *shm);
 void mca_coll_strata_shm_cleanup_stale(const char *dir);
+/* This process's pid namespace (the inode of /proc/self/ns/pid), or 0. */
+unsigned long mca_coll_strata_shm_pidns(void);
+
+/* coll_strata_shm_watch.c: the node's ranks watched for death.  A local
+ * rank whose process is gone (killed, crashed) never stores its counters
+ * again, and every peer waiting for them would wait forever; so a waiting
+ * rank looks (at most every MCA_COLL_STRATA_SHM_WATCH_S), and a dead rank's
+ * counters are made to read as done and its parts as failed: every call
+ * runs to its end and fails, on this node and, through the exchanges'
+ * failure news, on the others.
+ *   watch_self  this rank's record, once the segment is mapped
+ *   watch       look, where a wait found nothing moved: whether some local
+ *               rank is dead (found now or earlier)
+ *   dead        whether local rank r was found dead */
+void mca_coll_strata_shm_watch_self(mca_coll_strata_shm_t *shm, int me);
+bool mca_coll_strata_shm_watch(mca_coll_strata_shm_t *shm);
+bool mca_coll_strata_shm_dead(const mca_coll_strata_shm_t *shm, int r);
 
 static inline char *mca_coll_strata_shm_input(const mca_coll_strata_shm_t *shm, int slot,
                                               int local_rank)

@@ -345,14 +345,14 @@ static void mca_coll_strata_direct_post(mca_coll_strata_node_device_t *d,
 /* Wait until every local rank's word at `field` (an offset into the
  * flags) reached `value` (it only grows): a wait on the peers' hosts,
  * never on a GPU. */
-static void mca_coll_strata_direct_await(const mca_coll_strata_shm_t *shm, size_t field,
-                                         uint64_t value)
+static void mca_coll_strata_direct_await(mca_coll_strata_shm_t *shm, size_t field, uint64_t value)
 {
     unsigned idle = 0;
 
     while (!mca_coll_strata_pipeline_reached(shm, field, shm->nranks, value)) {
         opal_progress();
         if (++idle > MCA_COLL_STRATA_DIRECT_SPINS) {
+            (void)mca_coll_strata_shm_watch(shm); /* a peer that died */
             sched_yield();
         }
     }

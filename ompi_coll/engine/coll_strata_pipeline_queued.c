@@ -124,6 +124,7 @@ static void mca_coll_strata_queued_idle(mca_coll_strata_queued_t *s, unsigned *i
     s->q->poll(s->p->node);
     opal_progress();
     if (++*idle > MCA_COLL_STRATA_QUEUED_SPINS) {
+        (void)mca_coll_strata_shm_watch(s->p->shm); /* a peer that died */
         sched_yield();
     }
 }
@@ -269,7 +270,8 @@ static bool mca_coll_strata_queued_node_failed(const mca_coll_strata_queued_t *s
 
     for (int r = 0; r < shm->nranks; ++r) {
         if (r != except &&
-            __atomic_load_n(&shm->flags[r].call_failed, __ATOMIC_ACQUIRE) == s->end) {
+            (__atomic_load_n(&shm->flags[r].call_failed, __ATOMIC_ACQUIRE) == s->end ||
+             mca_coll_strata_shm_dead(shm, r))) {
             return true;
         }
     }

@@ -112,8 +112,11 @@ bool mca_coll_strata_pipeline_peer_failed(mca_coll_strata_pipeline_t *p, int nra
                                           mca_coll_strata_part_t part, uint64_t c)
 {
     for (int r = 0; r < nranks; ++r) {
+        /* a dead rank's counters read as done, its parts as failed
+         * (coll_strata_shm_watch.c) */
         if (__atomic_load_n(mca_coll_strata_pipeline_mark(p, r, part, c), __ATOMIC_RELAXED) ==
-            p->base + c + 1) {
+                p->base + c + 1 ||
+            mca_coll_strata_shm_dead(p->shm, r)) {
             return true;
         }
     }

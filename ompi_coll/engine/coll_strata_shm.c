@@ -102,7 +102,7 @@ static void mca_coll_strata_shm_hostname(char *buf, size_t len)
  * it came from: containers that share /dev/shm but not their pid namespace
  * each have a process 1234, and one's may be dead while the other's lives.
  */
-static unsigned long mca_coll_strata_shm_pidns(void)
+unsigned long mca_coll_strata_shm_pidns(void)
 {
     struct stat st;
 
@@ -427,6 +427,7 @@ int mca_coll_strata_shm_attach(mca_coll_strata_shm_t *shm, struct ompi_communica
         rc = OMPI_ERROR;
     } else {
         mca_coll_strata_shm_set_pointers(shm);
+        mca_coll_strata_shm_watch_self(shm, rank);
         MCA_COLL_STRATA_VERBOSE(10, "%s: segment of %zu bytes (%d slots of %zu bytes) mapped",
                                 node_comm->c_name, shm->size, nslots, slot_bytes);
     }

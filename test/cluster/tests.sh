@@ -83,6 +83,7 @@ cluster_map() {
     2x2) echo -np 4 --map-by ppr:2:node ;;
     4x2) echo -np 8 --map-by ppr:2:node ;;
     3+1) echo -np 4 --host "$STRATA_CLUSTER-n1:3,$STRATA_CLUSTER-n2:1" ;;
+    2+1) echo -np 3 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:1" ;;
     2+2+1) echo -np 5 --host "$STRATA_CLUSTER-n1:2,$STRATA_CLUSTER-n2:2,$STRATA_CLUSTER-n3:1" ;;
     bynode) echo -np 4 --map-by node ;;
     esac
@@ -135,6 +136,22 @@ cluster_icoll_progress() {
     else
         ! grep -q "UCP wire set up" "$out" || { echo "a UCP wire with coll_strata_progress=calls"; return 1; }
     fi
+}
+
+# A rank killed while an MPI_Iallreduce across nodes at PLACEMENT is
+# outstanding (test_icoll_peer_death.c, mpirun --enable-recovery): every
+# survivor, on the dead rank's node and on the others, returns an error
+# from MPI_Wait, none hangs.  The exchanges run on the UCP wire, whose
+# endpoints fail towards the dead rank; its node-mates find it gone.
+cluster_icoll_peer_death() {
+    local placement=$1 victim=$2 out="$STRATA_TEST_TMP/out" np; shift 2
+    np=$(cluster_map "$placement" | awk '{print $2}')
+    # shellcheck disable=SC2046
+    strata_run_until "$out" "test_icoll_peer_death: rank [0-9]*: [a-z]" $((np - 1)) 120 \
+        strata_mpirun_cluster $(cluster_map "$placement") --enable-recovery $(strata_coll_mca strata) \
+        --mca coll_strata_verbose 20 "$T/mpi/test_icoll_peer_death" --victim "$victim" "$@"
+    grep -o "coll:strata: strata rail of [^:]*: UCP wire set up" "$out" | sort | uniq -c
+    strata_peer_death_check "$out" "$np"
 }
 
 # Compression between nodes (issue 44) at PLACEMENT: test_compress.c with
@@ -802,6 +819,9 @@ else
     strata_test cluster_icoll_progress_2x2_sleep 180 cluster_job 2 "" cluster_icoll_progress 2x2 auto thread
     strata_test cluster_icoll_progress_3+1_busy 180 cluster_job 2 "" cluster_icoll_progress 3+1 thread thread --compute busy
     strata_test cluster_icoll_progress_2x2_calls 180 cluster_job 2 "" cluster_icoll_progress 2x2 calls calls
+    # a rank killed with a request outstanding: alone on its node, and with a node-mate
+    strata_test cluster_icoll_peer_death_2+1 180 cluster_job 2 "" cluster_icoll_peer_death 2+1 2
+    strata_test cluster_icoll_peer_death_2x2 180 cluster_job 2 "" cluster_icoll_peer_death 2x2 3
     # compression between nodes: each format, the info key by dup and by
     # set_info, the setting, uneven nodes, the ring's shapes, unknown values
     strata_test cluster_compress_bf16_2x2 300 cluster_job 2 "" cluster_compress 2x2 bf16 2 --expect-lossy

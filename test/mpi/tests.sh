@@ -256,6 +256,20 @@ mpi_icoll_progress() {
     fi
 }
 
+# mpi_icoll_peer_death NP VICTIM [ARGS]: world rank VICTIM killed while an
+# MPI_Iallreduce is outstanding (test_icoll_peer_death.c, the job kept by
+# mpirun --enable-recovery): every survivor's MPI_Wait returns an error
+# within the test's timeout, and the node found the rank gone
+# (engine/coll_strata_shm_watch.c).
+mpi_icoll_peer_death() {
+    local np=$1 victim=$2 out="$STRATA_TEST_TMP/out"; shift 2
+    strata_run_until "$out" "test_icoll_peer_death: rank [0-9]*: [a-z]" $((np - 1)) 120 \
+        strata_mpirun_local "$np" --enable-recovery $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
+        "$T/mpi/test_icoll_peer_death" --victim "$victim" "$@"
+    strata_peer_death_check "$out" "$np" || return 1
+    grep -q "coll:strata: local rank .* is gone" "$out" || { echo "no rank found its peer gone"; return 1; }
+}
+
 # Arguments MPI rejects stay rejected with strata on; the communicator
 # still works afterwards.
 mpi_strata_bad_arguments() {
@@ -1457,6 +1471,11 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_icoll_progress_auto_sleep 180 mpi_icoll_progress auto thread 4
     strata_test mpi_icoll_progress_thread_busy 180 mpi_icoll_progress thread thread 3 --compute busy
     strata_test mpi_icoll_progress_calls 180 mpi_icoll_progress calls calls 4
+    # a peer killed while a request is outstanding: an error on every
+    # survivor, no hang (killed after its start, or before it)
+    strata_test mpi_icoll_peer_death_np3 120 mpi_icoll_peer_death 3 1
+    strata_test mpi_icoll_peer_death_before_np4 120 mpi_icoll_peer_death 4 0 --before
+    strata_test mpi_allreduce_peer_death_np3 120 mpi_icoll_peer_death 3 2 --blocking
     # MPI_Bcast and MPI_Allgather on strata's pipeline (colls/coll_strata_copies.c):
     # tuned validates the test; strata at every size (thresholds 0), at its
     # defaults (both sides of them), and each bcast schedule forced
