@@ -290,6 +290,16 @@ mca_coll_base_module_t *mca_coll_strata_comm_query(struct ompi_communicator_t *c
     MCA_COLL_STRATA_FOREACH_BLOCKING(MCA_COLL_STRATA_INSTALL)
     if (mca_coll_strata_stage_req_layout_ok()) {
         MCA_COLL_STRATA_FOREACH_NONBLOCKING(MCA_COLL_STRATA_INSTALL)
+#if OMPI_MAJOR_VERSION >= 5
+        /* the persistent forms of what the pipeline runs (the others stay
+         * with the module below: Open MPI fills what strata leaves empty) */
+        MCA_COLL_STRATA_INSTALL(allreduce_init)
+        MCA_COLL_STRATA_INSTALL(reduce_init)
+        MCA_COLL_STRATA_INSTALL(reduce_scatter_block_init)
+        MCA_COLL_STRATA_INSTALL(reduce_scatter_init)
+        MCA_COLL_STRATA_INSTALL(bcast_init)
+        MCA_COLL_STRATA_INSTALL(allgather_init)
+#endif
     } else {
         static bool warned = false;
 

@@ -17,6 +17,7 @@
 
 #include "ompi_config.h"
 
+#include "mpi.h" /* OMPI_MAJOR_VERSION */
 #include "ompi/mca/coll/coll.h"
 #include "ompi/request/request.h"
 
@@ -136,6 +137,33 @@ int mca_coll_strata_iscatterv(const void *sbuf, const int *scounts, const int *d
                               MCA_COLL_STRATA_DT sdtype, void *rbuf, int rcount,
                               MCA_COLL_STRATA_DT rdtype, int root, MCA_COLL_STRATA_C,
                               MCA_COLL_STRATA_REQ, MCA_COLL_STRATA_M);
+/* coll_strata_persistent.c: the persistent forms (MPI 4.0, Open MPI 5.0) of
+ * the collectives strata runs on its pipeline */
+#if OMPI_MAJOR_VERSION >= 5
+int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count,
+                                   MCA_COLL_STRATA_DT dtype, struct ompi_op_t *op,
+                                   MCA_COLL_STRATA_C, struct ompi_info_t *info,
+                                   MCA_COLL_STRATA_REQ, MCA_COLL_STRATA_M);
+int mca_coll_strata_reduce_init(const void *sbuf, void *rbuf, int count, MCA_COLL_STRATA_DT dtype,
+                                struct ompi_op_t *op, int root, MCA_COLL_STRATA_C,
+                                struct ompi_info_t *info, MCA_COLL_STRATA_REQ, MCA_COLL_STRATA_M);
+int mca_coll_strata_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+                                              MCA_COLL_STRATA_DT dtype, struct ompi_op_t *op,
+                                              MCA_COLL_STRATA_C, struct ompi_info_t *info,
+                                              MCA_COLL_STRATA_REQ, MCA_COLL_STRATA_M);
+int mca_coll_strata_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+                                        MCA_COLL_STRATA_DT dtype, struct ompi_op_t *op,
+                                        MCA_COLL_STRATA_C, struct ompi_info_t *info,
+                                        MCA_COLL_STRATA_REQ, MCA_COLL_STRATA_M);
+int mca_coll_strata_bcast_init(void *buf, int count, MCA_COLL_STRATA_DT dtype, int root,
+                               MCA_COLL_STRATA_C, struct ompi_info_t *info, MCA_COLL_STRATA_REQ,
+                               MCA_COLL_STRATA_M);
+int mca_coll_strata_allgather_init(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype,
+                                   void *rbuf, int rcount, MCA_COLL_STRATA_DT rdtype,
+                                   MCA_COLL_STRATA_C, struct ompi_info_t *info,
+                                   MCA_COLL_STRATA_REQ, MCA_COLL_STRATA_M);
+#endif
+
 #undef MCA_COLL_STRATA_M
 #undef MCA_COLL_STRATA_C
 #undef MCA_COLL_STRATA_REQ

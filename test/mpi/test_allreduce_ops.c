@@ -5,7 +5,7 @@
  *
  *   mpirun -np 4 test_allreduce_ops [--max-bytes N] [--large] [--quiet]
  *                                   [--only-comm world] [--coll NAME]
- *                                   [--nonblocking]
+ *                                   [--nonblocking | --persistent]
  *
  * In this tree, e.g. with strata (or tuned, han) selected:
  *   source build/test/strata-test-env.sh && source test/lib.sh
@@ -34,6 +34,12 @@
  *                      when it is made (coll/strata sets a communicator up
  *                      only in a blocking call: before it, its nonblocking
  *                      calls go to the module below)
+ *   --persistent       the persistent form (MPI_Allreduce_init, ...; MPI
+ *                      4.0, Open MPI 5.0): each case's request made, started
+ *                      and waited for twice (once where the input is rbuf,
+ *                      in place, whose second start would reduce the first
+ *                      result), then freed; as --nonblocking otherwise.
+ *                      Without them in this MPI: exit 77
  *   --device           (test_allreduce_ops_device, built where CUDA is) the
  *                      same calls on device buffers: each variant's memory,
  *                      guards and poison included, is copied to a
@@ -122,7 +128,7 @@ static const char *const coll_names[NCOLLS] = {"allreduce", "reduce", "reduce_sc
 
 static struct {
     long max_bytes; /* -1: no cap */
-    bool large, quiet, only_world, device, nonblocking;
+    bool large, quiet, only_world, device, nonblocking, persistent;
     coll_id_t coll;
 } opt = {.max_bytes = -1};
 
@@ -396,6 +402,8 @@ struct test_case {
 };
 
 typedef enum { SEPARATE, INPLACE, ADJACENT, NVARIANTS } variant_t;
+/* the variant of the call in progress (coll_pcall: how many starts) */
+static variant_t call_variant;
 static const char *const variant_names[] = {"separate", "inplace", "adjacent"};
 #define ALL_VARIANTS 7u
 
@@ -1192,6 +1200,7 @@ static int device_call(const comm_t *cm, const test_case_t *c, variant_t v, char
         dsbuf = stest_dev_dup(sbuf, bytes);
         dsb = (char *)(uintptr_t)dsbuf;
     }
+    call_variant = v;
     rc = coll_call(cm, c, inplace ? MPI_IN_PLACE : dsb, no_rbuf ? NULL : drbuf, rcounts);
     stest_dev_read_free(block, dblock, block_bytes);
     if (dsbuf != 0) {
@@ -1262,6 +1271,47 @@ static void coll_part(const comm_t *cm, const test_case_t *c, variant_t v, int *
     }
 }
 
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+#define HAVE_PERSISTENT 1
+/* The persistent form (--persistent): made, started and waited for twice
+ * (once in place), freed. */
+static int coll_pcall(const comm_t *cm, const test_case_t *c, const void *sbuf, void *rbuf,
+                      const int *rcounts)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    /* the same number of starts on every rank: one for the in-place
+     * variant, which at a reduce is in place at the root only */
+    int rc, starts = (call_variant == INPLACE) ? 1 : 2;
+
+    switch (opt.coll) {
+    case C_REDUCE:
+        rc = MPI_Reduce_init(sbuf, rbuf, (int)c->count, c->dt, c->mpi_op, c->root, cm->comm,
+                             MPI_INFO_NULL, &req);
+        break;
+    case C_RSB:
+        rc = MPI_Reduce_scatter_block_init(sbuf, rbuf, (int)(c->count / cm->size), c->dt,
+                                           c->mpi_op, cm->comm, MPI_INFO_NULL, &req);
+        break;
+    case C_RS:
+        rc = MPI_Reduce_scatter_init(sbuf, rbuf, rcounts, c->dt, c->mpi_op, cm->comm,
+                                     MPI_INFO_NULL, &req);
+        break;
+    default:
+        rc = MPI_Allreduce_init(sbuf, rbuf, (int)c->count, c->dt, c->mpi_op, cm->comm,
+                                MPI_INFO_NULL, &req);
+        break;
+    }
+    for (int i = 0; i < starts && rc == MPI_SUCCESS; i++) {
+        rc = MPI_Start(&req);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    if (req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+    return rc;
+}
+#else
+#define HAVE_PERSISTENT 0
+#endif
+
 /* The nonblocking form, waited for at once (--nonblocking). */
 static int coll_icall(const comm_t *cm, const test_case_t *c, const void *sbuf, void *rbuf,
                       const int *rcounts)
@@ -1290,6 +1340,9 @@ static int coll_icall(const comm_t *cm, const test_case_t *c, const void *sbuf, 
 static int coll_call(const comm_t *cm, const test_case_t *c, const void *sbuf, void *rbuf,
                      const int *rcounts)
 {
+#if HAVE_PERSISTENT
+    if (opt.persistent) return coll_pcall(cm, c, sbuf, rbuf, rcounts);
+#endif
     if (opt.nonblocking) return coll_icall(cm, c, sbuf, rbuf, rcounts);
     switch (opt.coll) {
     case C_REDUCE:
@@ -1359,6 +1412,7 @@ static void run_variant(const comm_t *cm, const test_case_t *c, variant_t v, con
         rc = device_call(cm, c, v, block, lead + rbytes + GUARD_BYTES, sbuf, rbuf, bytes, inplace,
                          rbuf_elems == 0, rcounts);
     } else {
+        call_variant = v;
         rc = coll_call(cm, c, inplace ? MPI_IN_PLACE : sbuf, rbuf_elems > 0 ? rbuf : NULL, rcounts);
     }
     mpi_seconds += MPI_Wtime() - t0;
@@ -1726,6 +1780,12 @@ static bool parse_options(int argc, char **argv)
             opt.quiet = true;
         } else if (!strcmp(argv[i], "--nonblocking")) {
             opt.nonblocking = true;
+        } else if (!strcmp(argv[i], "--persistent")) {
+            if (!HAVE_PERSISTENT) {
+                fprintf(stderr, "test_allreduce_ops: no persistent collectives in this MPI\n");
+                exit(77);
+            }
+            opt.nonblocking = opt.persistent = true;
 #ifdef STRATA_TEST_DEVICE
         } else if (!strcmp(argv[i], "--device")) {
             opt.device = true;

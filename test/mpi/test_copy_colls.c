@@ -3,10 +3,13 @@
  * coll component runs them (coll/strata's pipeline, or tuned for the
  * test's own check).
  *   test_copy_colls [--coll bcast|allgather] [--quiet] [--large]
- *                   [--device | --mixed] [--only-comm world] [--nonblocking]
+ *                   [--device | --mixed] [--only-comm world] [--nonblocking | --persistent]
  *   --nonblocking  MPI_Ibcast and MPI_Iallgather, each waited for at once;
  *              every communicator takes one blocking MPI_Allreduce first
  *              (coll/strata sets a communicator up only in a blocking call)
+ *   --persistent  MPI_Bcast_init and MPI_Allgather_init (MPI 4.0, Open MPI
+ *              5.0), each request started and waited for twice, then freed;
+ *              as --nonblocking otherwise; without them in this MPI: exit 77
  *   --device   (test_copy_colls_device, built where CUDA is) every buffer
  *              is a cuMemAlloc'ed twin of the host one; the bytes come back
  *              for the same checks; exit 77 when no CUDA device can be had
@@ -55,8 +58,25 @@
 #define GUARD 64
 #define CHUNK (128 * 1024)
 
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+#define HAVE_PERSISTENT 1
+/* A persistent request just made (rc its making's): started and waited for
+ * twice (the second start must give the same bytes), then freed. */
+static int started_twice(int rc, MPI_Request *req)
+{
+    for (int i = 0; i < 2 && rc == MPI_SUCCESS; i++) {
+        rc = MPI_Start(req);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
+    }
+    if (*req != MPI_REQUEST_NULL) MPI_Request_free(req);
+    return rc;
+}
+#else
+#define HAVE_PERSISTENT 0
+#endif
+
 static struct {
-    bool bcast, allgather, quiet, large, device, mixed, world_only, nonblocking;
+    bool bcast, allgather, quiet, large, device, mixed, world_only, nonblocking, persistent;
 } opt = {true, true, false, false, false, false, false, false};
 
 static int world_rank, world_size;
@@ -258,7 +278,16 @@ static void check_bcast(const comm_t *cm, const dtype_t *t, long count, int root
     fill(buf, all, seed_of(cm, c, cm->rank, 0));
     memcpy(ref, buf, all);
     dbuf = on_device() ? twin(buf, all, &d) : buf;
-    if (opt.nonblocking) {
+    if (opt.persistent) {
+#if HAVE_PERSISTENT
+        MPI_Request req = MPI_REQUEST_NULL;
+
+        rc = MPI_Bcast_init(dbuf + GUARD, (int)mcount, mt, root, cm->comm, MPI_INFO_NULL, &req);
+        rc = started_twice(rc, &req);
+#else
+        rc = MPI_ERR_OTHER; /* (not reached: refused in main) */
+#endif
+    } else if (opt.nonblocking) {
         MPI_Request req;
 
         rc = MPI_Ibcast(dbuf + GUARD, (int)mcount, mt, root, cm->comm, &req);
@@ -317,7 +346,17 @@ static void check_allgather(const comm_t *cm, const dtype_t *t, long count, bool
         dsbuf = twin(sbuf, sall, &ds);
         drbuf = twin(rbuf, rall, &dr);
     }
-    if (opt.nonblocking) {
+    if (opt.persistent) {
+#if HAVE_PERSISTENT
+        MPI_Request req = MPI_REQUEST_NULL;
+
+        rc = MPI_Allgather_init(inplace ? MPI_IN_PLACE : dsbuf + GUARD, (int)mcount, mt,
+                                drbuf + GUARD, (int)mcount, mt, cm->comm, MPI_INFO_NULL, &req);
+        rc = started_twice(rc, &req);
+#else
+        rc = MPI_ERR_OTHER; /* (not reached: refused in main) */
+#endif
+    } else if (opt.nonblocking) {
         MPI_Request req;
 
         rc = MPI_Iallgather(inplace ? MPI_IN_PLACE : dsbuf + GUARD, (int)mcount, mt, drbuf + GUARD,
@@ -472,6 +511,13 @@ int main(int argc, char **argv)
             opt.mixed = true;
         } else if (!strcmp(argv[i], "--nonblocking")) {
             opt.nonblocking = true;
+        } else if (!strcmp(argv[i], "--persistent")) {
+            if (!HAVE_PERSISTENT) {
+                fprintf(stderr, PROG ": no persistent collectives in this MPI\n");
+                MPI_Finalize();
+                return 77;
+            }
+            opt.nonblocking = opt.persistent = true;
         } else if (!strcmp(argv[i], "--only-comm") && i + 1 < argc &&
                    !strcmp(argv[i + 1], "world")) {
             opt.world_only = true;
@@ -479,7 +525,7 @@ int main(int argc, char **argv)
         } else {
             if (world_rank == 0) {
                 fprintf(stderr, "usage: " PROG " [--coll bcast|allgather] [--quiet] [--large] "
-                                "[--device | --mixed] [--only-comm world] [--nonblocking]\n");
+                                "[--device | --mixed] [--only-comm world] [--nonblocking | --persistent]\n");
             }
             MPI_Finalize();
             return 2;
