@@ -142,8 +142,8 @@ int mca_coll_strata_iscatterv(const void *sbuf, const int *scounts, const int *d
 #if OMPI_MAJOR_VERSION >= 5
 int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count,
                                    MCA_COLL_STRATA_DT dtype, struct ompi_op_t *op,
-                                   MCA_COLL_STRATA_C, struct ompi_info_t *info,
-                                   MCA_COLL_STRATA_REQ, MCA_COLL_STRATA_M);
+                                   MCA_COLL_STRATA_C, struct ompi_info_t *info, MCA_COLL_STRATA_REQ,
+                                   MCA_COLL_STRATA_M);
 int mca_coll_strata_reduce_init(const void *sbuf, void *rbuf, int count, MCA_COLL_STRATA_DT dtype,
                                 struct ompi_op_t *op, int root, MCA_COLL_STRATA_C,
                                 struct ompi_info_t *info, MCA_COLL_STRATA_REQ, MCA_COLL_STRATA_M);
@@ -160,8 +160,8 @@ int mca_coll_strata_bcast_init(void *buf, int count, MCA_COLL_STRATA_DT dtype, i
                                MCA_COLL_STRATA_M);
 int mca_coll_strata_allgather_init(const void *sbuf, int scount, MCA_COLL_STRATA_DT sdtype,
                                    void *rbuf, int rcount, MCA_COLL_STRATA_DT rdtype,
-                                   MCA_COLL_STRATA_C, struct ompi_info_t *info,
-                                   MCA_COLL_STRATA_REQ, MCA_COLL_STRATA_M);
+                                   MCA_COLL_STRATA_C, struct ompi_info_t *info, MCA_COLL_STRATA_REQ,
+                                   MCA_COLL_STRATA_M);
 #endif
 
 #undef MCA_COLL_STRATA_M

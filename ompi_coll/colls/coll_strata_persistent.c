@@ -83,8 +83,8 @@ static int mca_coll_strata_persist_issue(mca_coll_strata_persist_t *p)
         return mca_coll_strata_ireduce_scatter_block(p->sbuf, p->rbuf, p->rcount, p->sdtype, p->op,
                                                      comm, &p->inner, p->module);
     case MCA_COLL_STRATA_PERSIST_REDUCE_SCATTER:
-        return mca_coll_strata_ireduce_scatter(p->sbuf, p->rbuf, p->rcounts, p->sdtype, p->op,
-                                               comm, &p->inner, p->module);
+        return mca_coll_strata_ireduce_scatter(p->sbuf, p->rbuf, p->rcounts, p->sdtype, p->op, comm,
+                                               &p->inner, p->module);
     case MCA_COLL_STRATA_PERSIST_BCAST:
         return mca_coll_strata_ibcast(p->rbuf, p->scount, p->sdtype, p->root, comm, &p->inner,
                                       p->module);
@@ -163,12 +163,10 @@ static int mca_coll_strata_persist_cancel(ompi_request_t *request, int complete)
 
 /* A new inactive persistent request of `kind` on comm (the arguments
  * filled in by the caller), or NULL. */
-static mca_coll_strata_persist_t *mca_coll_strata_persist_new(mca_coll_strata_persist_kind_t kind,
-                                                              struct ompi_communicator_t *comm,
-                                                              struct ompi_datatype_t *sdtype,
-                                                              struct ompi_datatype_t *rdtype,
-                                                              struct ompi_op_t *op,
-                                                              mca_coll_base_module_t *module)
+static mca_coll_strata_persist_t *
+mca_coll_strata_persist_new(mca_coll_strata_persist_kind_t kind, struct ompi_communicator_t *comm,
+                            struct ompi_datatype_t *sdtype, struct ompi_datatype_t *rdtype,
+                            struct ompi_op_t *op, mca_coll_base_module_t *module)
 {
     mca_coll_strata_persist_t *p = OBJ_NEW(mca_coll_strata_persist_t);
 
@@ -226,8 +224,8 @@ int mca_coll_strata_reduce_init(const void *sbuf, void *rbuf, int count,
                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_strata_persist_t *p = mca_coll_strata_persist_new(MCA_COLL_STRATA_PERSIST_REDUCE,
-                                                               comm, dtype, NULL, op, module);
+    mca_coll_strata_persist_t *p = mca_coll_strata_persist_new(MCA_COLL_STRATA_PERSIST_REDUCE, comm,
+                                                               dtype, NULL, op, module);
 
     (void)info;
     if (NULL == p) {
@@ -303,9 +301,9 @@ int mca_coll_strata_allgather_init(const void *sbuf, int scount, struct ompi_dat
                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                    ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_strata_persist_t *p = mca_coll_strata_persist_new(
-        MCA_COLL_STRATA_PERSIST_ALLGATHER, comm, (MPI_IN_PLACE == sbuf) ? NULL : sdtype, rdtype,
-        NULL, module);
+    mca_coll_strata_persist_t *p =
+        mca_coll_strata_persist_new(MCA_COLL_STRATA_PERSIST_ALLGATHER, comm,
+                                    (MPI_IN_PLACE == sbuf) ? NULL : sdtype, rdtype, NULL, module);
 
     (void)info;
     if (NULL == p) {

@@ -1289,12 +1289,12 @@ static int coll_pcall(const comm_t *cm, const test_case_t *c, const void *sbuf, 
                              MPI_INFO_NULL, &req);
         break;
     case C_RSB:
-        rc = MPI_Reduce_scatter_block_init(sbuf, rbuf, (int)(c->count / cm->size), c->dt,
-                                           c->mpi_op, cm->comm, MPI_INFO_NULL, &req);
+        rc = MPI_Reduce_scatter_block_init(sbuf, rbuf, (int)(c->count / cm->size), c->dt, c->mpi_op,
+                                           cm->comm, MPI_INFO_NULL, &req);
         break;
     case C_RS:
-        rc = MPI_Reduce_scatter_init(sbuf, rbuf, rcounts, c->dt, c->mpi_op, cm->comm,
-                                     MPI_INFO_NULL, &req);
+        rc = MPI_Reduce_scatter_init(sbuf, rbuf, rcounts, c->dt, c->mpi_op, cm->comm, MPI_INFO_NULL,
+                                     &req);
         break;
     default:
         rc = MPI_Allreduce_init(sbuf, rbuf, (int)c->count, c->dt, c->mpi_op, cm->comm,

@@ -524,8 +524,10 @@ int main(int argc, char **argv)
             ++i;
         } else {
             if (world_rank == 0) {
-                fprintf(stderr, "usage: " PROG " [--coll bcast|allgather] [--quiet] [--large] "
-                                "[--device | --mixed] [--only-comm world] [--nonblocking | --persistent]\n");
+                fprintf(
+                    stderr,
+                    "usage: " PROG " [--coll bcast|allgather] [--quiet] [--large] "
+                    "[--device | --mixed] [--only-comm world] [--nonblocking | --persistent]\n");
             }
             MPI_Finalize();
             return 2;
