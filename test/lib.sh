@@ -206,6 +206,15 @@ strata_run_until() {
     return 0
 }
 
+# strata_peer_death_run OUT NP CMD...: run CMD, a job of test_icoll_peer_death
+# on NP ranks, until each of its NP - 1 survivors has said how its call ended
+# (an error, success, or a hang past the test's timeout).
+strata_peer_death_run() {
+    local out=$1 np=$2; shift 2
+    strata_run_until "$out" "test_icoll_peer_death: rank [0-9]*: [a-z]\|FAIL rank [0-9]*: hang" \
+        $((np - 1)) 120 "$@"
+}
+
 # strata_peer_death_check OUT NP: the log OUT of test_icoll_peer_death
 # (test/mpi/test_icoll_peer_death.c, NP ranks, one killed) shows an error on
 # every survivor's MPI_Wait, none returning success or timing out, and
@@ -213,9 +222,9 @@ strata_run_until() {
 # had node-mates; across nodes the rail's endpoints may say it first).
 strata_peer_death_check() {
     local out=$1 np=$2 errors
-    grep "test_icoll_peer_death\|coll:strata: local rank .* is gone\|first MPI_Iallreduce" "$out" | sort | uniq -c
+    grep "test_icoll_peer_death\|coll:strata: local rank .* is gone\|FAIL rank [0-9]*: hang" "$out" | sort | uniq -c
     errors=$(grep -c "test_icoll_peer_death: rank [0-9]*: error" "$out")
-    ! grep -q "test_icoll_peer_death: rank [0-9]*: \(no error\|timed out\|the first\)" "$out" ||
+    ! grep -q "test_icoll_peer_death: rank [0-9]*: \(no error\|the first\)\|FAIL rank [0-9]*: hang" "$out" ||
         { echo "a survivor returned success or timed out"; return 1; }
     [ "$errors" -eq $((np - 1)) ] || { echo "$errors of $((np - 1)) survivors returned an error"; return 1; }
     grep -q "coll:strata: iallreduce MPI_COMM_WORLD count=2097152 .*: \(rail\|leader\), " "$out" ||

@@ -121,4 +121,35 @@ typedef struct mca_coll_strata_nbc_request_t {
 /* OBJ_CLASS(ompi_coll_base_nbc_request_t) */
 OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
 
+/* MPI cannot cancel collectives. */
+static inline int mca_coll_strata_request_cancel(ompi_request_t *request, int complete)
+{
+    (void)request;
+    (void)complete;
+    return MPI_ERR_REQUEST;
+}
+
+/* A coll request of strata's own made as Open MPI makes its nonblocking
+ * ones: of type COLL, its status empty, not cancellable, released by
+ * free_fn, on comm (MPI_I* reads it there, ompi_coll_base_retain_*;
+ * retained here, released with the request).  A persistent one is inactive
+ * and complete until MPI_Start, any other active. */
+static inline void mca_coll_strata_request_init(ompi_request_t *req,
+                                                struct ompi_communicator_t *comm, bool persistent,
+                                                ompi_request_free_fn_t free_fn)
+{
+    OMPI_REQUEST_INIT(req, persistent);
+    req->req_type = OMPI_REQUEST_COLL;
+    if (!persistent) {
+        req->req_state = OMPI_REQUEST_ACTIVE;
+    }
+    req->req_free = free_fn;
+    req->req_cancel = mca_coll_strata_request_cancel;
+    /* not cancelled, no source or tag, as for any collective */
+    req->req_status = ompi_status_empty;
+    req->req_status.MPI_ERROR = MPI_SUCCESS;
+    req->req_mpi_object.comm = comm;
+    OBJ_RETAIN(comm);
+}
+
 #endif /* MCA_COLL_STRATA_OMPI_H */

@@ -25,7 +25,6 @@
 #if MCA_STRATA_OMPI_5
 
 #include "ompi/constants.h"
-#include "ompi/op/op.h"
 
 typedef enum {
     MCA_COLL_STRATA_PERSIST_ALLREDUCE,
@@ -36,20 +35,25 @@ typedef enum {
     MCA_COLL_STRATA_PERSIST_ALLGATHER
 } mca_coll_strata_persist_kind_t;
 
+/* A persistent call's arguments, as MPI_*_init gave them (MPI: unchanged
+ * until the request is freed); what a kind does not take is left zero. */
+typedef struct mca_coll_strata_persist_call_t {
+    mca_coll_strata_persist_kind_t kind;
+    const void *sbuf;
+    void *rbuf; /* the bcast's buffer */
+    int scount, rcount, root;
+    const int *rcounts;
+    struct ompi_datatype_t *sdtype, *rdtype; /* rdtype: the allgather's */
+    struct ompi_op_t *op;                    /* the reductions' */
+} mca_coll_strata_persist_call_t;
+
 typedef struct mca_coll_strata_persist_t {
     /* what MPI_*_init's caller expects of a coll request (retain_op) */
     mca_coll_strata_nbc_request_t super;
-    mca_coll_strata_persist_kind_t kind;
-    /* the call's arguments, as MPI_*_init gave them (MPI: unchanged
-     * until the request is freed) */
-    const void *sbuf;
-    void *rbuf;
-    int scount, rcount, root;
-    const int *rcounts;
-    /* sdtype as given (an allgather in place may give anything there);
-     * those retained for the request's life, or NULL */
-    struct ompi_datatype_t *sdtype_given, *sdtype, *rdtype;
-    struct ompi_op_t *op;
+    mca_coll_strata_persist_call_t call;
+    /* an allgather in place may give anything as its send type: not
+     * retained then */
+    bool sdtype_held;
     mca_coll_base_module_t *module;
     /* the nonblocking call of the current (or last) start, or NULL */
     ompi_request_t *inner;
@@ -71,26 +75,27 @@ static int mca_coll_strata_persist_done(ompi_request_t *inner)
 static int mca_coll_strata_persist_issue(mca_coll_strata_persist_t *p)
 {
     struct ompi_communicator_t *comm = p->super.super.req_mpi_object.comm;
+    const mca_coll_strata_persist_call_t *c = &p->call;
 
-    switch (p->kind) {
+    switch (c->kind) {
     case MCA_COLL_STRATA_PERSIST_ALLREDUCE:
-        return mca_coll_strata_iallreduce(p->sbuf, p->rbuf, p->scount, p->sdtype, p->op, comm,
+        return mca_coll_strata_iallreduce(c->sbuf, c->rbuf, c->scount, c->sdtype, c->op, comm,
                                           &p->inner, p->module);
     case MCA_COLL_STRATA_PERSIST_REDUCE:
-        return mca_coll_strata_ireduce(p->sbuf, p->rbuf, p->scount, p->sdtype, p->op, p->root, comm,
+        return mca_coll_strata_ireduce(c->sbuf, c->rbuf, c->scount, c->sdtype, c->op, c->root, comm,
                                        &p->inner, p->module);
     case MCA_COLL_STRATA_PERSIST_REDUCE_SCATTER_BLOCK:
-        return mca_coll_strata_ireduce_scatter_block(p->sbuf, p->rbuf, p->rcount, p->sdtype, p->op,
+        return mca_coll_strata_ireduce_scatter_block(c->sbuf, c->rbuf, c->rcount, c->sdtype, c->op,
                                                      comm, &p->inner, p->module);
     case MCA_COLL_STRATA_PERSIST_REDUCE_SCATTER:
-        return mca_coll_strata_ireduce_scatter(p->sbuf, p->rbuf, p->rcounts, p->sdtype, p->op, comm,
+        return mca_coll_strata_ireduce_scatter(c->sbuf, c->rbuf, c->rcounts, c->sdtype, c->op, comm,
                                                &p->inner, p->module);
     case MCA_COLL_STRATA_PERSIST_BCAST:
-        return mca_coll_strata_ibcast(p->rbuf, p->scount, p->sdtype, p->root, comm, &p->inner,
+        return mca_coll_strata_ibcast(c->rbuf, c->scount, c->sdtype, c->root, comm, &p->inner,
                                       p->module);
     default:
-        return mca_coll_strata_iallgather(p->sbuf, p->scount, p->sdtype_given, p->rbuf, p->rcount,
-                                          p->rdtype, comm, &p->inner, p->module);
+        return mca_coll_strata_iallgather(c->sbuf, c->scount, c->sdtype, c->rbuf, c->rcount,
+                                          c->rdtype, comm, &p->inner, p->module);
     }
 }
 
@@ -123,6 +128,23 @@ static int mca_coll_strata_persist_start(size_t count, ompi_request_t **requests
     return OMPI_SUCCESS;
 }
 
+/* The call's objects, retained for the request's life (release: false). */
+static void mca_coll_strata_persist_hold(mca_coll_strata_persist_t *p, bool hold)
+{
+    void *objs[] = {p->sdtype_held ? p->call.sdtype : NULL, p->call.rdtype, p->call.op, p->module};
+
+    for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); ++i) {
+        if (NULL == objs[i]) {
+            continue;
+        }
+        if (hold) {
+            OBJ_RETAIN(objs[i]);
+        } else {
+            OBJ_RELEASE(objs[i]);
+        }
+    }
+}
+
 /* MPI_Request_free: an active persistent collective cannot be freed (its
  * buffers are still in use); an inactive one lets go of everything. */
 static int mca_coll_strata_persist_free(ompi_request_t **request)
@@ -136,16 +158,7 @@ static int mca_coll_strata_persist_free(ompi_request_t **request)
     if (NULL != p->inner) {
         (void)ompi_request_free(&p->inner);
     }
-    if (NULL != p->sdtype) {
-        OBJ_RELEASE(p->sdtype);
-    }
-    if (NULL != p->rdtype) {
-        OBJ_RELEASE(p->rdtype);
-    }
-    if (NULL != p->op) {
-        OBJ_RELEASE(p->op);
-    }
-    OBJ_RELEASE(p->module);
+    mca_coll_strata_persist_hold(p, false);
     OMPI_REQUEST_FINI(&p->super.super);
     OBJ_RELEASE(p);
     OBJ_RELEASE(comm);
@@ -153,70 +166,43 @@ static int mca_coll_strata_persist_free(ompi_request_t **request)
     return OMPI_SUCCESS;
 }
 
-/* MPI cannot cancel collectives. */
-static int mca_coll_strata_persist_cancel(ompi_request_t *request, int complete)
-{
-    (void)request;
-    (void)complete;
-    return MPI_ERR_REQUEST;
-}
-
-/* A new inactive persistent request of `kind` on comm (the arguments
- * filled in by the caller), or NULL. */
-static mca_coll_strata_persist_t *
-mca_coll_strata_persist_new(mca_coll_strata_persist_kind_t kind, struct ompi_communicator_t *comm,
-                            struct ompi_datatype_t *sdtype, struct ompi_datatype_t *rdtype,
-                            struct ompi_op_t *op, mca_coll_base_module_t *module)
+/* MPI_*_init: an inactive persistent request of the call `c` on comm. */
+static int mca_coll_strata_persist_init(const mca_coll_strata_persist_call_t *c,
+                                        struct ompi_communicator_t *comm, ompi_request_t **request,
+                                        mca_coll_base_module_t *module)
 {
     mca_coll_strata_persist_t *p = OBJ_NEW(mca_coll_strata_persist_t);
 
     if (NULL == p) {
-        return NULL;
+        return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    OMPI_REQUEST_INIT(&p->super.super, true); /* inactive, complete */
-    p->super.super.req_type = OMPI_REQUEST_COLL;
+    mca_coll_strata_request_init(&p->super.super, comm, true, mca_coll_strata_persist_free);
     p->super.super.req_start = mca_coll_strata_persist_start;
-    p->super.super.req_free = mca_coll_strata_persist_free;
-    p->super.super.req_cancel = mca_coll_strata_persist_cancel;
-    p->super.super.req_status = ompi_status_empty;
-    p->super.super.req_mpi_object.comm = comm;
-    OBJ_RETAIN(comm);
-    p->kind = kind;
-    p->sdtype_given = p->sdtype = sdtype;
-    if (NULL != sdtype) {
-        OBJ_RETAIN(sdtype);
-    }
-    p->rdtype = rdtype;
-    if (NULL != rdtype) {
-        OBJ_RETAIN(rdtype);
-    }
-    p->op = op;
-    if (NULL != op) {
-        OBJ_RETAIN(op);
-    }
+    p->call = *c;
+    p->sdtype_held = !(MCA_COLL_STRATA_PERSIST_ALLGATHER == c->kind && MPI_IN_PLACE == c->sbuf);
     p->module = module;
-    OBJ_RETAIN(module);
     p->inner = NULL;
-    return p;
+    mca_coll_strata_persist_hold(p, true);
+    *request = &p->super.super;
+    return OMPI_SUCCESS;
 }
+
+/* The info hints of MPI_*_init are not read (none is defined for these). */
 
 int mca_coll_strata_allreduce_init(const void *sbuf, void *rbuf, int count,
                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                    ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_strata_persist_t *p = mca_coll_strata_persist_new(MCA_COLL_STRATA_PERSIST_ALLREDUCE,
-                                                               comm, dtype, NULL, op, module);
+    mca_coll_strata_persist_call_t c = {.kind = MCA_COLL_STRATA_PERSIST_ALLREDUCE,
+                                        .sbuf = sbuf,
+                                        .rbuf = rbuf,
+                                        .scount = count,
+                                        .sdtype = dtype,
+                                        .op = op};
 
     (void)info;
-    if (NULL == p) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    p->sbuf = sbuf;
-    p->rbuf = rbuf;
-    p->scount = count;
-    *request = &p->super.super;
-    return OMPI_SUCCESS;
+    return mca_coll_strata_persist_init(&c, comm, request, module);
 }
 
 int mca_coll_strata_reduce_init(const void *sbuf, void *rbuf, int count,
@@ -224,19 +210,16 @@ int mca_coll_strata_reduce_init(const void *sbuf, void *rbuf, int count,
                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_strata_persist_t *p = mca_coll_strata_persist_new(MCA_COLL_STRATA_PERSIST_REDUCE, comm,
-                                                               dtype, NULL, op, module);
+    mca_coll_strata_persist_call_t c = {.kind = MCA_COLL_STRATA_PERSIST_REDUCE,
+                                        .sbuf = sbuf,
+                                        .rbuf = rbuf,
+                                        .scount = count,
+                                        .root = root,
+                                        .sdtype = dtype,
+                                        .op = op};
 
     (void)info;
-    if (NULL == p) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    p->sbuf = sbuf;
-    p->rbuf = rbuf;
-    p->scount = count;
-    p->root = root;
-    *request = &p->super.super;
-    return OMPI_SUCCESS;
+    return mca_coll_strata_persist_init(&c, comm, request, module);
 }
 
 int mca_coll_strata_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
@@ -245,18 +228,15 @@ int mca_coll_strata_reduce_scatter_block_init(const void *sbuf, void *rbuf, int 
                                               struct ompi_info_t *info, ompi_request_t **request,
                                               mca_coll_base_module_t *module)
 {
-    mca_coll_strata_persist_t *p = mca_coll_strata_persist_new(
-        MCA_COLL_STRATA_PERSIST_REDUCE_SCATTER_BLOCK, comm, dtype, NULL, op, module);
+    mca_coll_strata_persist_call_t c = {.kind = MCA_COLL_STRATA_PERSIST_REDUCE_SCATTER_BLOCK,
+                                        .sbuf = sbuf,
+                                        .rbuf = rbuf,
+                                        .rcount = rcount,
+                                        .sdtype = dtype,
+                                        .op = op};
 
     (void)info;
-    if (NULL == p) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    p->sbuf = sbuf;
-    p->rbuf = rbuf;
-    p->rcount = rcount;
-    *request = &p->super.super;
-    return OMPI_SUCCESS;
+    return mca_coll_strata_persist_init(&c, comm, request, module);
 }
 
 int mca_coll_strata_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
@@ -264,36 +244,29 @@ int mca_coll_strata_reduce_scatter_init(const void *sbuf, void *rbuf, const int 
                                         struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                         ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_strata_persist_t *p = mca_coll_strata_persist_new(
-        MCA_COLL_STRATA_PERSIST_REDUCE_SCATTER, comm, dtype, NULL, op, module);
+    mca_coll_strata_persist_call_t c = {.kind = MCA_COLL_STRATA_PERSIST_REDUCE_SCATTER,
+                                        .sbuf = sbuf,
+                                        .rbuf = rbuf,
+                                        .rcounts = rcounts,
+                                        .sdtype = dtype,
+                                        .op = op};
 
     (void)info;
-    if (NULL == p) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    p->sbuf = sbuf;
-    p->rbuf = rbuf;
-    p->rcounts = rcounts;
-    *request = &p->super.super;
-    return OMPI_SUCCESS;
+    return mca_coll_strata_persist_init(&c, comm, request, module);
 }
 
 int mca_coll_strata_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_strata_persist_t *p = mca_coll_strata_persist_new(MCA_COLL_STRATA_PERSIST_BCAST, comm,
-                                                               dtype, NULL, NULL, module);
+    mca_coll_strata_persist_call_t c = {.kind = MCA_COLL_STRATA_PERSIST_BCAST,
+                                        .rbuf = buf,
+                                        .scount = count,
+                                        .root = root,
+                                        .sdtype = dtype};
 
     (void)info;
-    if (NULL == p) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    p->rbuf = buf;
-    p->scount = count;
-    p->root = root;
-    *request = &p->super.super;
-    return OMPI_SUCCESS;
+    return mca_coll_strata_persist_init(&c, comm, request, module);
 }
 
 int mca_coll_strata_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -301,21 +274,16 @@ int mca_coll_strata_allgather_init(const void *sbuf, int scount, struct ompi_dat
                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                    ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_strata_persist_t *p =
-        mca_coll_strata_persist_new(MCA_COLL_STRATA_PERSIST_ALLGATHER, comm,
-                                    (MPI_IN_PLACE == sbuf) ? NULL : sdtype, rdtype, NULL, module);
+    mca_coll_strata_persist_call_t c = {.kind = MCA_COLL_STRATA_PERSIST_ALLGATHER,
+                                        .sbuf = sbuf,
+                                        .rbuf = rbuf,
+                                        .scount = scount,
+                                        .rcount = rcount,
+                                        .sdtype = sdtype,
+                                        .rdtype = rdtype};
 
     (void)info;
-    if (NULL == p) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    p->sdtype_given = sdtype;
-    p->sbuf = sbuf;
-    p->scount = scount;
-    p->rbuf = rbuf;
-    p->rcount = rcount;
-    *request = &p->super.super;
-    return OMPI_SUCCESS;
+    return mca_coll_strata_persist_init(&c, comm, request, module);
 }
 
 #endif /* MCA_STRATA_OMPI_5 */

@@ -222,11 +222,11 @@ unsigned long mca_coll_strata_shm_pidns(void);
  * runs to its end and fails, on this node and, through the exchanges'
  * failure news, on the others.
  *   watch_self  this rank's record, once the segment is mapped
- *   watch       look, where a wait found nothing moved: whether some local
- *               rank is dead (found now or earlier)
+ *   watch       look, where a wait found nothing moved (a dead rank found
+ *               is marked: the waits then pass and read it failed)
  *   dead        whether local rank r was found dead */
 void mca_coll_strata_shm_watch_self(mca_coll_strata_shm_t *shm, int me);
-bool mca_coll_strata_shm_watch(mca_coll_strata_shm_t *shm);
+void mca_coll_strata_shm_watch(mca_coll_strata_shm_t *shm);
 bool mca_coll_strata_shm_dead(const mca_coll_strata_shm_t *shm, int r);
 
 static inline char *mca_coll_strata_shm_input(const mca_coll_strata_shm_t *shm, int slot,

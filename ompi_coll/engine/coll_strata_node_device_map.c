@@ -352,7 +352,7 @@ static void mca_coll_strata_direct_await(mca_coll_strata_shm_t *shm, size_t fiel
     while (!mca_coll_strata_pipeline_reached(shm, field, shm->nranks, value)) {
         opal_progress();
         if (++idle > MCA_COLL_STRATA_DIRECT_SPINS) {
-            (void)mca_coll_strata_shm_watch(shm); /* a peer that died */
+            mca_coll_strata_shm_watch(shm); /* a peer that died */
             sched_yield();
         }
     }

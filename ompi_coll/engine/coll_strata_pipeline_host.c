@@ -153,7 +153,7 @@ void mca_coll_strata_pipeline_driver_host(mca_coll_strata_pipeline_t *p)
          * a peer that is about to arrive is not worth a system call. */
         opal_progress();
         if (++idle > p->e->spin_budget) {
-            (void)mca_coll_strata_shm_watch(p->shm); /* a peer that died */
+            mca_coll_strata_shm_watch(p->shm); /* a peer that died */
             sched_yield();
             yielded = true;
         }

@@ -97,7 +97,7 @@ static bool mca_coll_strata_pipeline_nb_turns(mca_coll_strata_engine_t *e, bool 
         }
         if (!moved) {
             /* waiting for a peer: one that died would never move it */
-            (void)mca_coll_strata_shm_watch(call->p.shm);
+            mca_coll_strata_shm_watch(call->p.shm);
             break;
         }
         any = true;

@@ -124,7 +124,7 @@ static void mca_coll_strata_queued_idle(mca_coll_strata_queued_t *s, unsigned *i
     s->q->poll(s->p->node);
     opal_progress();
     if (++*idle > MCA_COLL_STRATA_QUEUED_SPINS) {
-        (void)mca_coll_strata_shm_watch(s->p->shm); /* a peer that died */
+        mca_coll_strata_shm_watch(s->p->shm); /* a peer that died */
         sched_yield();
     }
 }

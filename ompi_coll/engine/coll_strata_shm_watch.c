@@ -102,28 +102,20 @@ static void mca_coll_strata_shm_bury(mca_coll_strata_shm_t *shm, int r)
     __atomic_store_n(&f->mapped_serial, MCA_COLL_STRATA_SHM_DEAD_COUNT, __ATOMIC_RELEASE);
 }
 
-bool mca_coll_strata_shm_watch(mca_coll_strata_shm_t *shm)
+void mca_coll_strata_shm_watch(mca_coll_strata_shm_t *shm)
 {
     double now = mca_coll_strata_now(), next;
-    bool any = false;
 
-    if (NULL == shm->flags) {
-        return false;
-    }
     __atomic_load(&shm->next_watch_s, &next, __ATOMIC_RELAXED);
+    if (NULL == shm->flags || now < next) {
+        return;
+    }
+    next = now + MCA_COLL_STRATA_SHM_WATCH_S;
+    __atomic_store(&shm->next_watch_s, &next, __ATOMIC_RELAXED);
     for (int r = 0; r < shm->nranks; ++r) {
-        if (r == shm->me) {
-            continue;
-        }
-        if (!mca_coll_strata_shm_dead(shm, r) && now >= next && mca_coll_strata_shm_gone(shm, r)) {
+        if (r != shm->me && !mca_coll_strata_shm_dead(shm, r) && mca_coll_strata_shm_gone(shm, r)) {
             mca_coll_strata_shm_bury(shm, r);
             mca_coll_strata_progress_ring(shm); /* progress threads asleep on it */
         }
-        any = any || mca_coll_strata_shm_dead(shm, r);
     }
-    if (now >= next) {
-        next = now + MCA_COLL_STRATA_SHM_WATCH_S;
-        __atomic_store(&shm->next_watch_s, &next, __ATOMIC_RELAXED);
-    }
-    return any;
 }

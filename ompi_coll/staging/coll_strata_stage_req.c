@@ -154,12 +154,6 @@ static int mca_coll_strata_stage_req_free(ompi_request_t **request)
     return OMPI_SUCCESS;
 }
 
-/* MPI cannot cancel collectives. */
-static int mca_coll_strata_stage_req_cancel(ompi_request_t *request, int complete)
-{
-    return MPI_ERR_REQUEST;
-}
-
 mca_coll_strata_stage_req_t *mca_coll_strata_stage_req_new(mca_coll_strata_module_t *module,
                                                            struct ompi_communicator_t *comm)
 {
@@ -168,18 +162,7 @@ mca_coll_strata_stage_req_t *mca_coll_strata_stage_req_new(mca_coll_strata_modul
     if (NULL == req) {
         return NULL;
     }
-    OMPI_REQUEST_INIT(&req->super.super, false);
-    req->super.super.req_type = OMPI_REQUEST_COLL;
-    req->super.super.req_state = OMPI_REQUEST_ACTIVE;
-    req->super.super.req_free = mca_coll_strata_stage_req_free;
-    req->super.super.req_cancel = mca_coll_strata_stage_req_cancel;
-    /* not cancelled, no source or tag, as for any collective */
-    req->super.super.req_status = ompi_status_empty;
-    req->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
-    /* MPI_I* reads the communicator here (ompi_coll_base_retain_*); it
-     * stays alive until the request is released */
-    req->super.super.req_mpi_object.comm = comm;
-    OBJ_RETAIN(comm);
+    mca_coll_strata_request_init(&req->super.super, comm, false, mca_coll_strata_stage_req_free);
     req->inner = NULL;
     req->call = NULL;
     req->staged = false;

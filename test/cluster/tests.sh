@@ -147,7 +147,7 @@ cluster_icoll_peer_death() {
     local placement=$1 victim=$2 out="$STRATA_TEST_TMP/out" np; shift 2
     np=$(cluster_map "$placement" | awk '{print $2}')
     # shellcheck disable=SC2046
-    strata_run_until "$out" "test_icoll_peer_death: rank [0-9]*: [a-z]" $((np - 1)) 120 \
+    strata_peer_death_run "$out" "$np" \
         strata_mpirun_cluster $(cluster_map "$placement") --enable-recovery $(strata_coll_mca strata) \
         --mca coll_strata_verbose 20 "$T/mpi/test_icoll_peer_death" --victim "$victim" "$@"
     grep -o "coll:strata: strata rail of [^:]*: UCP wire set up" "$out" | sort | uniq -c

@@ -16,7 +16,8 @@
  * survivor prints "test_icoll_peer_death: rank X: error (...)" when its
  * MPI_Wait returns an error within --timeout seconds (default 60: a hang,
  * not a speed), "...: rank X: no error" when it returns success (wrong:
- * the victim's part is missing), or "...: rank X: timed out".  Survivors
+ * the victim's part is missing), or, past the timeout, stest_watchdog's
+ * "FAIL rank X: hang: ..." (test/common/stest_watchdog.c).  Survivors
  * leave with _exit, without MPI_Finalize (whose fence would wait for the
  * dead), exit status 0 on an error, 1 otherwise.  With --blocking the
  * second call is an MPI_Allreduce: the survivors' call itself must return
@@ -28,32 +29,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "stest_watchdog.h"
 
 #define PROG "test_icoll_peer_death"
 
 static int rank, size;
 
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static double input(int r, long i) { return (double)(r + 1) * (double)(i % 4093); }
-
-static void on_alarm(int sig)
-{
-    char line[96];
-    int n = snprintf(line, sizeof(line), PROG ": rank %d: timed out\n", rank);
-
-    (void)sig;
-    (void)!write(STDOUT_FILENO, line, (size_t)n);
-    _exit(1);
-}
 
 static void die(void)
 {
@@ -87,8 +71,8 @@ static bool checked_round(long count)
 int main(int argc, char **argv)
 {
     long count = 2L << 20;
-    double timeout = 60.0, t0;
-    int victim = -1, rc;
+    double t0;
+    int victim = -1, rc, timeout = 60;
     bool before = false, blocking = false;
     double *sbuf, *rbuf;
     MPI_Request req;
@@ -99,7 +83,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
             count = atol(argv[++i]);
         } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-            timeout = atof(argv[++i]);
+            timeout = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--before")) {
             before = true;
         } else if (!strcmp(argv[i], "--blocking")) {
@@ -139,9 +123,10 @@ int main(int argc, char **argv)
     }
     for (long i = 0; i < count; ++i) sbuf[i] = input(rank, i);
     if (rank == victim && (before || blocking)) die();
-    signal(SIGALRM, on_alarm);
-    alarm((unsigned)timeout);
-    t0 = now();
+    stest_watchdog_init();
+    stest_watchdog_arm(rank, blocking ? PROG ": the MPI_Allreduce" : PROG ": the MPI_Wait",
+                       timeout);
+    t0 = MPI_Wtime();
     if (blocking) {
         rc = MPI_Allreduce(sbuf, rbuf, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     } else {
@@ -160,7 +145,8 @@ int main(int argc, char **argv)
 
         MPI_Error_class(rc, &cls);
         MPI_Error_string(cls, what, &len);
-        printf(PROG ": rank %d: error (class %d: %s) after %.1f s\n", rank, cls, what, now() - t0);
+        printf(PROG ": rank %d: error (class %d: %s) after %.1f s\n", rank, cls, what,
+               MPI_Wtime() - t0);
         fflush(stdout);
         _exit(0);
     }

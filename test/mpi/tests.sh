@@ -141,6 +141,16 @@ mpi_icopy_colls() {
         grep -q "coll:strata: MPI_I[a-z]* .*: pipeline, .*, packed" "$out"
 }
 
+# strata_test_mpi4 NAME LIMIT CMD...: strata_test of an MPI 4.0 feature
+# (the persistent collectives): run on Open MPI 5, skipped on 4.1.
+strata_test_mpi4() {
+    if [ "$STRATA_OMPI_LAUNCHER" = prrte ]; then
+        strata_test "$@"
+    else
+        strata_skip "$1" "Open MPI $STRATA_OMPI_VERSION has no persistent collectives (MPI 4.0)"
+    fi
+}
+
 # mpi_persistent_device NP COLL: the persistent form of COLL (allreduce,
 # reduce_scatter_block) on device buffers (test_allreduce_ops_device
 # --device --persistent): verbosity 20 must show each start staged by strata
@@ -283,7 +293,7 @@ mpi_icoll_progress() {
 # (engine/coll_strata_shm_watch.c).
 mpi_icoll_peer_death() {
     local np=$1 victim=$2 out="$STRATA_TEST_TMP/out"; shift 2
-    strata_run_until "$out" "test_icoll_peer_death: rank [0-9]*: [a-z]" $((np - 1)) 120 \
+    strata_peer_death_run "$out" "$np" \
         strata_mpirun_local "$np" --enable-recovery $(strata_coll_mca strata) --mca coll_strata_verbose 20 \
         "$T/mpi/test_icoll_peer_death" --victim "$victim" "$@"
     strata_peer_death_check "$out" "$np" || return 1
@@ -1480,20 +1490,13 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
     strata_test mpi_ireduce_scatter_ops_strata_np4 300 mpi_ireduce_ops reduce_scatter 4 --only-comm world
     # the persistent forms (MPI 4.0, Open MPI 5.0): each request started
     # twice, the same cases and references, on the pipeline
-    if [ "$STRATA_OMPI_LAUNCHER" = prrte ]; then
-        strata_test mpi_allreduce_persistent_np4 300 mpi_ireduce_ops allreduce 4 --only-comm world --persistent
-        strata_test mpi_reduce_persistent_np3 300 mpi_ireduce_ops reduce 3 --only-comm world --persistent
-        strata_test mpi_reduce_scatter_block_persistent_np4 300 mpi_ireduce_ops reduce_scatter_block 4 \
-            --only-comm world --persistent
-        strata_test mpi_reduce_scatter_persistent_np3 300 mpi_ireduce_ops reduce_scatter 3 --only-comm world --persistent
-        OMPI_MCA_coll_strata_bcast_min=0 OMPI_MCA_coll_strata_allgather_min=0 \
-            strata_test mpi_copy_colls_persistent_np3 300 mpi_icopy_colls 3 --only-comm world --persistent
-    else
-        for t in mpi_allreduce_persistent_np4 mpi_reduce_persistent_np3 mpi_reduce_scatter_block_persistent_np4 \
-            mpi_reduce_scatter_persistent_np3 mpi_copy_colls_persistent_np3; do
-            strata_skip "$t" "Open MPI $STRATA_OMPI_VERSION has no persistent collectives (MPI 4.0)"
-        done
-    fi
+    strata_test_mpi4 mpi_allreduce_persistent_np4 300 mpi_ireduce_ops allreduce 4 --only-comm world --persistent
+    strata_test_mpi4 mpi_reduce_persistent_np3 300 mpi_ireduce_ops reduce 3 --only-comm world --persistent
+    strata_test_mpi4 mpi_reduce_scatter_block_persistent_np4 300 mpi_ireduce_ops reduce_scatter_block 4 \
+        --only-comm world --persistent
+    strata_test_mpi4 mpi_reduce_scatter_persistent_np3 300 mpi_ireduce_ops reduce_scatter 3 --only-comm world --persistent
+    OMPI_MCA_coll_strata_bcast_min=0 OMPI_MCA_coll_strata_allgather_min=0 \
+        strata_test_mpi4 mpi_copy_colls_persistent_np3 300 mpi_icopy_colls 3 --only-comm world --persistent
     strata_test mpi_icoll_rules_np4 180 mpi_icoll_rules 4
     strata_test mpi_icoll_rules_np3 180 mpi_icoll_rules 3
     # MPI_Ibcast and MPI_Iallgather on the pipeline (colls/coll_strata_copies.c),
@@ -1604,14 +1607,9 @@ if [ "$STRATA_HAVE_OMPI" = yes ]; then
         strata_test mpi_allreduce_ops_device_staged_np3 300 allreduce_ops_device 3 staged --only-comm world
         # the persistent forms on device buffers: staged by strata, never
         # the module below's on device pointers (Open MPI 5.0)
-        if [ "$STRATA_OMPI_LAUNCHER" = prrte ]; then
-            strata_test mpi_allreduce_persistent_device_np3 300 mpi_persistent_device 3 allreduce --only-comm world
-            strata_test mpi_reduce_scatter_block_persistent_device_np4 300 mpi_persistent_device 4 \
-                reduce_scatter_block --only-comm world
-        else
-            strata_skip mpi_allreduce_persistent_device_np3 "Open MPI $STRATA_OMPI_VERSION has no persistent collectives (MPI 4.0)"
-            strata_skip mpi_reduce_scatter_block_persistent_device_np4 "Open MPI $STRATA_OMPI_VERSION has no persistent collectives (MPI 4.0)"
-        fi
+        strata_test_mpi4 mpi_allreduce_persistent_device_np3 300 mpi_persistent_device 3 allreduce --only-comm world
+        strata_test_mpi4 mpi_reduce_scatter_block_persistent_device_np4 300 mpi_persistent_device 4 \
+            reduce_scatter_block --only-comm world
         # the other reductions on device buffers: on the GPUs (native forced)
         # and staged, every op and type, each rank's part checked
         strata_test mpi_reduce_ops_device_native_np3 300 reduction_ops_device 3 native reduce
